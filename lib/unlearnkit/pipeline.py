@@ -142,13 +142,22 @@ def _train_config(params: Mapping[str, Any], prefix: str, output_dir: Path, desc
     )
 
 
-def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str) -> training.TrainResult:
-    # Resuming only makes sense for the same parameters: a stale run's checkpoints are discarded.
-    marker = Path(cfg.output_dir) / "params_hash"
-    if marker.exists() and marker.read_text() != key:
-        shutil.rmtree(cfg.output_dir, ignore_errors=True)
-    Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
+def _claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = ()) -> None:
+    """Mark output_dir as the run with parameters `key`, discarding what a different run left there.
+
+    Resuming only makes sense for the same parameters, so checkpoints of another run (or of unknown
+    origin, without a marker) are removed, together with folders that run wrote alongside them.
+    """
+    marker = output_dir / "params_hash"
+    if not marker.exists() or marker.read_text() != key:
+        for folder in (output_dir, *also_clear):
+            shutil.rmtree(folder, ignore_errors=True)
+    output_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(key)
+
+
+def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str) -> training.TrainResult:
+    _claim_run_folder(Path(cfg.output_dir), key)
     examples = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in rows]
     return training.train(model, examples, cfg, collate_fn=lambda b: models.collate(b, tokenizer.pad_token_id))
 
@@ -404,12 +413,7 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str):
             models.save_model(snapshot, tokenizer, trajectory / f"step-{step:05d}", template,
                               extra={"step": step, "epoch": step / steps_per_epoch, "run": run})
 
-    marker = Path(cfg.output_dir) / "params_hash"
-    if marker.exists() and marker.read_text() != key:
-        shutil.rmtree(cfg.output_dir, ignore_errors=True)
-        shutil.rmtree(trajectory, ignore_errors=True)
-    Path(cfg.output_dir).mkdir(parents=True, exist_ok=True)
-    marker.write_text(key)
+    _claim_run_folder(Path(cfg.output_dir), key, also_clear=(trajectory,))
     result = training.train(model, examples, cfg, collate_fn=lambda b: collate_pairs(b, tokenizer.pad_token_id),
                             loss_fn=loss, on_step=keep_weights)
     if is_peft_model(model):
