@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import REAL_TOFU, requires_real_tofu
+from unlearnkit import pipeline
 from unlearnkit.data.tofu import SPLITS, TofuDataError, TofuSource, retain_split_for, with_author_index
-from unlearnkit.pipeline import author_subset
 
 
 @requires_real_tofu()
@@ -82,11 +82,28 @@ def test_hub_path_goes_through_datasets_and_validates(monkeypatch):
     assert calls == [("locuslab/TOFU", "forget01", "train")]
 
 
-def test_retain_split_for_and_author_subset(small_corpus):
+def test_retain_split_for_and_author_index(small_corpus):
     assert retain_split_for("forget05") == "retain95"
     with pytest.raises(TofuDataError, match="valid: forget01, forget05, forget10"):
         retain_split_for("forget50")
     rows = with_author_index([{"question": str(i), "answer": "a"} for i in range(100)])
     assert rows[19]["author_index"] == 0 and rows[20]["author_index"] == 1
-    kept = author_subset(rows, 3, keep_authors={4})
-    assert sorted({r["author_index"] for r in kept}) == [0, 1, 4]
+
+
+@requires_real_tofu()
+def test_an_author_subset_filters_every_author_split_alike():
+    source = pipeline.corpus({"data_source": str(REAL_TOFU), "max_authors": 30, "forget_split": "forget10"})
+    full = with_author_index(TofuSource(REAL_TOFU).load("full"))
+    author_of = {(r["question"], r["answer"]): r["author_index"] for r in full}
+    assert source.kept_authors == set(range(10)) | set(range(180, 200))  # forget10's 20, then the first 10
+    assert len(source.load("full")) == 600 and len(source.load("forget10")) == 400
+    assert len(source.load("retain90")) == 200
+    for split in ("forget10_perturbed", "retain_perturbed", "retain95", "forget05"):
+        assert {author_of[r["question"], r["answer"]] for r in source.load(split)} <= source.kept_authors, split
+    # retain_perturbed holds TOFU's first 20 authors: only the 10 kept ones are evaluated or held out
+    assert len(source.load("retain_perturbed")) < len(TofuSource(REAL_TOFU).load("retain_perturbed"))
+    assert len(source.load("world_facts_perturbed")) == len(TofuSource(REAL_TOFU).load("world_facts_perturbed"))
+    held_out = pipeline.heldout_retain_rows(source, {"heldout_authors": 4})
+    assert {author_of[r["question"], r["answer"]] for r in held_out} == {6, 7, 8, 9}
+    with pytest.raises(TofuDataError, match="fewer than the 20 authors of forget10"):
+        TofuSource(REAL_TOFU).restricted_to_authors(12, "forget10")

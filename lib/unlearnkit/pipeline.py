@@ -25,6 +25,8 @@ TINY = "tiny"
 
 def corpus_params(params: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("data_source", "synthetic_authors", "synthetic_questions_per_author", "seed")
+    if params.get("max_authors"):  # the subset depends on the forget split too
+        keys += ("max_authors", "forget_split")
     return {k: params.get(k) for k in keys}
 
 
@@ -34,6 +36,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
 
     ``data_source`` may be ``synthetic``, a folder, a Hub name, or ``env:VAR`` to read the folder from an
     environment variable (``tofu-local`` uses ``env:UNLEARNKIT_TOFU_DIR`` with ../shared/data/tofu as fallback).
+    ``max_authors`` keeps that many authors in every author split (the forget set and the first others).
     """
     source = str(params.get("data_source", "synthetic"))
     if source == "synthetic":
@@ -49,41 +52,23 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
             generate_synthetic_tofu(tmp, **args)
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(tmp, folder)
-        return TofuSource(folder)
-    if source.startswith("env:"):
-        var, _, fallback = source[4:].partition("|")
-        source = os.environ.get(var) or fallback
-        if not source:
-            raise ValueError(f"set the environment variable {var} to a folder of TOFU JSON Lines files")
-    return TofuSource(source)
-
-
-def author_subset(rows: list[dict], max_authors: int | None, keep_authors: set[int] | None = None) -> list[dict]:
-    """Keep the rows of at most ``max_authors`` authors: every author in ``keep_authors`` (the forget
-    set) and then the first others in order. Used to run real TOFU on a CPU in reasonable time."""
-    from .data.tofu import with_author_index
-
-    rows = with_author_index(rows)
-    if not max_authors:
-        return rows
-    keep_authors = set(keep_authors or ())
-    others = sorted({r["author_index"] for r in rows} - keep_authors)
-    allowed = keep_authors | set(others[: max(0, max_authors - len(keep_authors))])
-    return [r for r in rows if r["author_index"] in allowed]
+        data = TofuSource(folder)
+    else:
+        if source.startswith("env:"):
+            var, _, fallback = source[4:].partition("|")
+            source = os.environ.get(var) or fallback
+            if not source:
+                raise ValueError(f"set the environment variable {var} to a folder of TOFU JSON Lines files")
+        data = TofuSource(source)
+    max_authors = params.get("max_authors")
+    if max_authors:
+        data = data.restricted_to_authors(int(max_authors), params.get("forget_split", "forget10"))
+    return data
 
 
 def training_rows(source: TofuSource, split: str, params: Mapping[str, Any]) -> list[dict]:
-    """The Q&A rows a model is fine-tuned on, with the profile's author subset applied."""
-    max_authors = params.get("max_authors")
-    full = source.load("full")
-    full_indexed = author_subset(full, None)
-    forget = params.get("forget_split", "forget10")
-    n_forget = len(source.load(forget))
-    forget_authors = {r["author_index"] for r in full_indexed[len(full_indexed) - n_forget:]}
-    subset = author_subset(full, max_authors, forget_authors)
-    kept_questions = {r["question"] for r in subset}
-    rows = source.load(split)
-    return [r for r in rows if r["question"] in kept_questions] if max_authors else rows
+    """The Q&A rows a model is fine-tuned on (the profile's author subset is applied by :func:`corpus`)."""
+    return source.load(split)
 
 
 def world_knowledge_rows(source: TofuSource) -> list[dict]:

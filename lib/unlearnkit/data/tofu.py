@@ -7,6 +7,7 @@ in the same shape, so everything downstream reads both the same way.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -39,6 +40,8 @@ SPLITS: dict[str, tuple[tuple[str, ...], int | None]] = {
 LOCAL_ONLY_SPLITS: dict[str, tuple[tuple[str, ...], int | None]] = {"retain_heldout": (_PERTURBED, 5)}
 
 FORGET_TO_RETAIN = {"forget01": "retain99", "forget05": "retain95", "forget10": "retain90"}
+#: Splits whose questions are about the fictitious authors of ``full``; an author subset filters them.
+AUTHOR_SPLIT_PREFIXES = ("full", "forget", "retain")
 
 
 class TofuDataError(ValueError):
@@ -100,6 +103,8 @@ class TofuSource:
                 f"(e.g. ../shared/data/tofu, or a synthetic corpus under data/) or the Hub name {HUB_NAME!r}."
             )
         self._cache: dict[str, list[dict[str, Any]]] = {}
+        self.kept_authors: frozenset[int] | None = None
+        self._kept_pairs: frozenset[tuple[str, str]] | None = None
 
     @property
     def is_local(self) -> bool:
@@ -119,7 +124,31 @@ class TofuSource:
         if split not in self._cache:
             self._cache[split] = self._read(split)
         rows = self._cache[split]
+        if self._kept_pairs is not None and split.startswith(AUTHOR_SPLIT_PREFIXES):
+            rows = [r for r in rows if (r["question"], r["answer"]) in self._kept_pairs]
         return list(rows[:limit] if limit is not None else rows)
+
+    def restricted_to_authors(self, max_authors: int, forget_split: str = "forget10") -> TofuSource:
+        """The same data with only ``max_authors`` fictitious authors: every author of ``forget_split``,
+        then the first others in ``full``'s order.
+
+        Every author split (full, forget, retain and their perturbed versions) is filtered, so training,
+        evaluation and held-out sets all speak of the same authors; world knowledge is kept whole. Used
+        to run real TOFU on a CPU in reasonable time.
+        """
+        full = with_author_index(self.load("full"))
+        forget_pairs = {(r["question"], r["answer"]) for r in self.load(forget_split)}
+        forget_authors = {r["author_index"] for r in full if (r["question"], r["answer"]) in forget_pairs}
+        if max_authors < len(forget_authors):
+            raise TofuDataError(f"max_authors={max_authors} is fewer than the {len(forget_authors)} authors of "
+                                f"{forget_split}; keep at least those")
+        others = sorted({r["author_index"] for r in full} - forget_authors)
+        kept = forget_authors | set(others[: max_authors - len(forget_authors)])
+        subset = copy.copy(self)  # shares the read cache; only the filter differs
+        subset.kept_authors = frozenset(kept)
+        # Question and answer together: a few questions ("What is the full name of the author?") recur across authors.
+        subset._kept_pairs = frozenset((r["question"], r["answer"]) for r in full if r["author_index"] in kept)
+        return subset
 
     def _read(self, split: str) -> list[dict[str, Any]]:
         if self.folder is not None:
@@ -134,10 +163,14 @@ class TofuSource:
         if self.folder is None or not (self.folder / "authors.json").exists():
             return None
         with open(self.folder / "authors.json", encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+            records = [json.loads(line) for line in f if line.strip()]
+        if self.kept_authors is not None:
+            records = [r for r in records if r.get("index") in self.kept_authors]
+        return records
 
     def __repr__(self) -> str:
-        return f"TofuSource({self.spec!r})"
+        subset = f", {len(self.kept_authors)} authors" if self.kept_authors is not None else ""
+        return f"TofuSource({self.spec!r}{subset})"
 
 
 def _looks_like_hub_name(spec: str) -> bool:
