@@ -199,6 +199,24 @@ def test_findings_state_the_paper_finding_with_numbers(scores):
     assert "not unlearned in Q&A" in untouched["statement"]
 
 
+def test_formats_with_too_few_forget_items_are_never_evidence(scores):
+    n_items = {"mcqa": {"forget": 100, "retain": 100}, "cloze": {"forget": 8, "retain": 40},
+               "odd_one_out": {"forget": 100, "retain": 100}, "comprehension_qa": {"forget": 100, "retain": 100}}
+    # cloze_fill and the likelihood readouts share their format's items
+    assert format_eval.item_format("cloze_fill") == "cloze"
+    assert format_eval.item_format("odd_one_out_likelihood") == "odd_one_out"
+    assert format_eval.too_few_items(scores, n_items, 30) == ["cloze"]
+    assert format_eval.informative_formats(scores, CHANCE, 0.1, n_items=n_items, min_items=30) == ["mcqa_likelihood"]
+    suppressed = format_eval.forgetting_findings(scores, QA, CHANCE, 0.1, ["suppressed"], retain_model="retain90",
+                                                 n_items=n_items, min_items=30)[0]
+    # the cloze lead alone made the paper's finding; on 8 items it does not count
+    assert suppressed["kept"] == [] and suppressed["paper_finding"] is False
+    assert format_eval.informative_formats(scores, CHANCE, 0.1, n_items=n_items, min_items=5) == \
+        ["mcqa_likelihood", "cloze"]
+    few_odd = {**n_items, "odd_one_out": {"forget": 3, "retain": 3}}
+    assert format_eval.separating_formats(scores, CHANCE, 0.1, n_items=few_odd, min_items=30) == []
+
+
 def test_findings_say_when_qa_cannot_tell(scores):
     qa = {**QA, "retain90": {"forget": 0.9, "retain": 0.9}}
     finding = format_eval.forgetting_findings(scores, qa, CHANCE, 0.1, ["suppressed"], retain_model="retain90")[0]

@@ -42,6 +42,8 @@ The finding (:func:`forgetting_findings`), with ``margin = format_margin``
       scores more than the margin above chance.
     * The paper's finding holds for a model when Q&A suggests forgetting and at least one format keeps forget
       performance well above the retain model's.
+    * A format with fewer than ``format_min_items`` forget items is shown but never counts as evidence, either
+      way: a margin of 0.1 is within the noise of a handful of items.
     * Comprehension formats put the facts in the context, so they never count as keeping knowledge: a model
       should do as well on forget as on retain there, and a forget/retain gap wider than the retain model's by
       more than the margin is reported as suppression.
@@ -78,6 +80,8 @@ __all__ = [
     "evaluate_all",
     "metrics_payload",
     "chance_levels",
+    "item_format",
+    "too_few_items",
     "format_order",
     "qa_rouge",
     "scores_table",
@@ -443,22 +447,44 @@ def _forget(scores, model: str, fmt: str) -> float:
     return float("nan") if value is None else float(value)
 
 
+def item_format(fmt: str) -> str:
+    """The format whose items a reported score is computed on (``cloze_fill`` and ``<format>_likelihood``
+    are other readouts of the same items)."""
+    fmt = fmt.removesuffix(LIKELIHOOD_SUFFIX)
+    return "cloze" if fmt == "cloze_fill" else fmt
+
+
+def too_few_items(scores, n_items: Mapping[str, Mapping[str, int]] | None, min_items: int) -> list[str]:
+    """Reported formats with fewer than ``min_items`` forget items: a margin of 0.1 is within the noise of a
+    handful of items (with 10 items the standard error of an accuracy near 0.3 is 0.15), so they are shown but
+    never taken as evidence. Real TOFU's analogies are few, since they need a relation that recurs across authors."""
+    if not n_items or not min_items:
+        return []
+    return [fmt for fmt in format_order(scores)
+            if n_items.get(item_format(fmt), {}).get("forget", min_items) < min_items]
+
+
 def informative_formats(scores, chance: Mapping[str, float | None], margin: float, target: str = "target",
-                        retain_model: str = "retain90") -> list[str]:
-    """Knowledge formats (neither comprehension nor odd-one-out) in which the target beats the retain model on
-    forget by more than ``margin``: the only formats that can show whether an unlearned model kept the facts."""
-    return [fmt for fmt in format_order(scores) if fmt not in _COMPREHENSION + _SEPARATION
+                        retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                        min_items: int = 0) -> list[str]:
+    """Knowledge formats (neither comprehension nor odd-one-out) with at least ``min_items`` forget items in
+    which the target beats the retain model on forget by more than ``margin``: the only formats that can show
+    whether an unlearned model kept the facts."""
+    few = set(too_few_items(scores, n_items, min_items))
+    return [fmt for fmt in format_order(scores) if fmt not in _COMPREHENSION + _SEPARATION and fmt not in few
             and _forget(scores, target, fmt) - _forget(scores, retain_model, fmt) > margin]
 
 
 def separating_formats(scores, chance: Mapping[str, float | None], margin: float, target: str = "target",
-                       retain_model: str = "retain90") -> list[str]:
+                       retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                       min_items: int = 0) -> list[str]:
     """Odd-one-out formats in which the retain model tells forget from retain facts apart (more than ``margin``
     above chance and above the target): only there does an unlearned model's separation mean something."""
+    few = set(too_few_items(scores, n_items, min_items))
     found = []
     for fmt in format_order(scores):
         t, r = _forget(scores, target, fmt), _forget(scores, retain_model, fmt)
-        if fmt in _SEPARATION and r - t > margin and r > (chance.get(fmt) or 0.0) + margin:
+        if fmt in _SEPARATION and fmt not in few and r - t > margin and r > (chance.get(fmt) or 0.0) + margin:
             found.append(fmt)
     return found
 
@@ -557,14 +583,16 @@ def _statement(f: Mapping[str, Any], margin: float, formats: Sequence[str]) -> s
 
 def forgetting_findings(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
                         margin: float, unlearned: Sequence[str], target: str = "target",
-                        retain_model: str = "retain90") -> list[dict[str, Any]]:
+                        retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                        min_items: int = 0) -> list[dict[str, Any]]:
     """For each unlearned model, whether Q&A suggests forgetting while some format keeps forget performance
-    well above the retain model's (definitions in the module docstring), with the numbers and a ``statement``."""
+    well above the retain model's (definitions in the module docstring), with the numbers and a ``statement``.
+    Formats with fewer than ``min_items`` forget items (``n_items`` as from ``formats.count_items``) are left out."""
     if target not in scores or retain_model not in scores:
         raise ValueError(f"the finding compares against {target!r} and {retain_model!r}; evaluate both "
                          f"(format_models: null does)")
-    formats = informative_formats(scores, chance, margin, target, retain_model)
-    separating = separating_formats(scores, chance, margin, target, retain_model)
+    formats = informative_formats(scores, chance, margin, target, retain_model, n_items, min_items)
+    separating = separating_formats(scores, chance, margin, target, retain_model, n_items, min_items)
     findings = []
     for model in unlearned:
         finding: dict[str, Any] = {"model": model, **_qa_verdict(qa, model, target, retain_model, margin)}
