@@ -591,7 +591,10 @@ def answers_at_steps(profile: str, run: str, steps: Sequence[int], rows: Sequenc
 
 def _criterion_lines(ax, before: Profile, retain_tol: float, forget_sim_tol: float) -> None:
     ax.axhline((1 - retain_tol) * before[HELDOUT]["ps_exact"], color="C0", ls=":", lw=1,
-               label=f"retain floor ({1 - retain_tol:.0%} of before)")
+               label=f"retain PS-exact floor ({1 - retain_tol:.0%} of before)")
+    if before[HELDOUT].get("ps_perturb") is not None:
+        ax.axhline((1 - retain_tol) * before[HELDOUT]["ps_perturb"], color="C9", ls=":", lw=1,
+                   label=f"retain PS-perturb floor ({1 - retain_tol:.0%} of before)")
     ax.axhline((1 - forget_sim_tol) * before[FORGET]["ps_similar"], color="C2", ls=":", lw=1,
                label=f"forget PS-similar floor ({1 - forget_sim_tol:.0%})")
 
@@ -599,11 +602,12 @@ def _criterion_lines(ax, before: Profile, retain_tol: float, forget_sim_tol: flo
 def plot_ps_lines(ax, table, control: str, before: Profile | None = None, retain_tol: float = 0.10,
                   forget_sim_tol: float = 0.50, title: str = "", xlabel: str | None = None, best: float | None = None,
                   log_x: bool = False):
-    """PS-exact on held-out retain and forget and PS-similar on forget against a control, with the pass
-    floors and the best passing setting marked. ``log_x`` puts the control on a log2 axis ticked at its
-    values (the caps δ)."""
+    """PS-exact on held-out retain and forget, PS-perturb on held-out retain and PS-similar on forget against a
+    control, with every pass floor and the best passing setting marked (PS-perturb is low on real TOFU and is
+    often the criterion that fails). ``log_x`` puts the control on a log2 axis ticked at its values (the caps δ)."""
     table = table.sort_values(control)
     styles = ((f"{HELDOUT}_ps_exact", "held-out retain PS-exact", "C0", "o"),
+              (f"{HELDOUT}_ps_perturb", "held-out retain PS-perturb", "C9", "d"),
               (f"{FORGET}_ps_exact", "forget PS-exact", "C3", "s"),
               (f"{FORGET}_ps_similar", "forget PS-similar", "C2", "^"))
     for column, label, colour, marker in styles:
