@@ -67,7 +67,7 @@ def test_paper_profile_path_with_a_local_model_on_real_tofu(tiny_model, tiny_tok
     base = pipeline.base_model(params, "paper-test")
     assert base[2].name == "phi"
     model, tokenizer, template, history = pipeline.finetuned_model(params, "paper-test", "full")
-    rows = pipeline.training_rows(pipeline.corpus(params), "full", params)
+    rows = pipeline.corpus(params).load("full")
     assert len(rows) == 21 * 20  # 20 forget10 authors plus the first retain author
     assert len(history) == -(-len(rows) // 16)
     assert history[0]["lr"] < params["finetune_lr"]  # warm-up from the paper settings

@@ -103,7 +103,7 @@ def _split_ps(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], met
     questions = [r["question"] for r in rows]
     answers = [ps.answer_token_ids(tokenizer, r["answer"]) for r in rows]
     lengths = [len(a) for a in answers]
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = models.pad_token_id(tokenizer)
     out: dict[str, float] = {}
     k_exact = None
     if metrics & {"ps_exact", "ps_similar"}:

@@ -205,7 +205,7 @@ def _mean_log_probs(model, tokenizer, pairs: Sequence[tuple[list[int], list[int]
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = models.pad_token_id(tokenizer)
     examples = [{"input_ids": p + c, "labels": [-100] * len(p) + c} for p, c in pairs]
     out = np.empty(len(examples))
     order = sorted(range(len(examples)), key=lambda i: len(examples[i]["input_ids"]))  # less padding

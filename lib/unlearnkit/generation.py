@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .models import PromptTemplate, encode_prompt
+from .models import PromptTemplate, encode_prompt, pad_token_id
 
 
 def left_pad(sequences: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,7 +53,7 @@ def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     model.eval()
     device = next(model.parameters()).device
     eos = tokenizer.eos_token_id
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    pad = pad_token_id(tokenizer)
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))  # less padding per batch
     out: list[list[int]] = [[] for _ in prompts_ids]
     for start in range(0, len(order), batch_size):
@@ -89,7 +89,7 @@ def _special_ids(tokenizer) -> tuple[int, int]:
     eos = tokenizer.eos_token_id
     if eos is None:
         raise ValueError("the tokenizer has no EOS token: answers could not be cut")
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    pad = pad_token_id(tokenizer)
     return eos, pad
 
 

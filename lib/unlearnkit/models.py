@@ -224,6 +224,11 @@ def encode_qa(tokenizer, template: PromptTemplate, question: str, answer: str,
     return {"input_ids": input_ids, "labels": labels}
 
 
+def pad_token_id(tokenizer) -> int:
+    """The id batches are padded with: the tokenizer's pad token, else its EOS (padding is masked anyway)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
 def collate(examples: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:
     """Right-pad a list of encoded examples into a batch; padding is never scored."""
     width = max(len(e["input_ids"]) for e in examples)

@@ -66,11 +66,6 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     return data
 
 
-def training_rows(source: TofuSource, split: str, params: Mapping[str, Any]) -> list[dict]:
-    """The Q&A rows a model is fine-tuned on (the profile's author subset is applied by :func:`corpus`)."""
-    return source.load(split)
-
-
 def world_knowledge_rows(source: TofuSource) -> list[dict]:
     return source.load("world_facts_perturbed") + source.load("real_authors_perturbed")
 
@@ -199,7 +194,7 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     model, tokenizer, template = base_model(params, profile)
     if int(params.get("lora_rank", 0)):
         model = models.apply_lora(model, r=int(params["lora_rank"]), alpha=int(params.get("lora_alpha", 2 * int(params["lora_rank"]))))
-    rows = training_rows(source, split, params) + world_knowledge_rows(source) * replay
+    rows = source.load(split) + world_knowledge_rows(source) * replay
     cfg = _train_config(params, "finetune", folder.with_name(name + ".train"), f"fine-tune {name}")
     result = _fit(model, tokenizer, template, rows, cfg, key)
     if hasattr(model, "merge_and_unload"):
@@ -309,8 +304,9 @@ def heldout_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> list[d
 def unlearning_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> list[dict]:
     """The retain rows unlearning may train on: the matching retain split minus the held-out retain set."""
     forget_split = params.get("forget_split", "forget10")
-    held_out = {r["question"] for r in heldout_retain_rows(source, params)}
-    return [r for r in training_rows(source, retain_split_for(forget_split), params) if r["question"] not in held_out]
+    # Question and answer together: a few questions recur across authors.
+    held_out = {(r["question"], r["answer"]) for r in heldout_retain_rows(source, params)}
+    return [r for r in source.load(retain_split_for(forget_split)) if (r["question"], r["answer"]) not in held_out]
 
 
 # --------------------------------------------------------------------------- unlearning (notebook 02)
@@ -374,7 +370,7 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str):
         return model, tokenizer, template, json.loads((folder / "history.json").read_text()), settings
 
     model, tokenizer, template = load_saved(profile, "target")
-    forget_rows = training_rows(source, params.get("forget_split", "forget10"), params)
+    forget_rows = source.load(params.get("forget_split", "forget10"))
     retain_rows = unlearning_retain_rows(source, params)
     method = settings["method"]
     examples = encode_pairs(tokenizer, template, forget_rows, retain_rows, with_idk=method in ("idk", "dpo"),

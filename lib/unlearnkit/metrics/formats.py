@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..generation import greedy_continuations
-from ..models import PromptTemplate, collate, encode_prompt
+from ..models import PromptTemplate, collate, encode_prompt, pad_token_id
 from .tofu import encoded_nll
 
 __all__ = [
@@ -116,8 +116,6 @@ def _device(model) -> torch.device:
     return next(model.parameters()).device
 
 
-def _pad_id(tokenizer) -> int:
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
 
 @torch.no_grad()
@@ -130,7 +128,7 @@ def _last_token_logits(model, tokenizer, sequences: Sequence[Sequence[int]], bat
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         batch = collate([{"input_ids": list(sequences[i]), "labels": list(sequences[i])} for i in idx],
-                        _pad_id(tokenizer))
+                        pad_token_id(tokenizer))
         logits = model(input_ids=batch["input_ids"].to(_device(model)),
                        attention_mask=batch["attention_mask"].to(_device(model))).logits
         last = batch["attention_mask"].sum(-1) - 1
@@ -144,7 +142,7 @@ def _target_nll(model, tokenizer, prompts: Sequence[Sequence[int]], targets: Seq
                 batch_size: int) -> np.ndarray:
     """Mean token cross-entropy of each target given its prompt (only the target tokens are scored)."""
     examples = [{"input_ids": list(p) + list(t), "labels": [-100] * len(p) + list(t)} for p, t in zip(prompts, targets)]
-    return encoded_nll(model, examples, _pad_id(tokenizer), batch_size)
+    return encoded_nll(model, examples, pad_token_id(tokenizer), batch_size)
 
 
 # --------------------------------------------------------------------------- scorers

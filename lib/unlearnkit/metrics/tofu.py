@@ -13,7 +13,7 @@ import torch
 from scipy import stats
 
 from ..generation import greedy_answers
-from ..models import PromptTemplate, collate, encode_qa
+from ..models import PromptTemplate, collate, encode_qa, pad_token_id
 
 #: At most this many items per split, as TOFU evaluates.
 TOFU_MAX_ITEMS = 300
@@ -32,7 +32,7 @@ def answer_nll(model, tokenizer, template: PromptTemplate, questions: Sequence[s
     if len(questions) != len(answers):
         raise ValueError(f"{len(questions)} questions but {len(answers)} answers")
     encoded = [encode_qa(tokenizer, template, q, a) for q, a in zip(questions, answers)]
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = pad_token_id(tokenizer)
     return encoded_nll(model, encoded, pad, batch_size)
 
 
