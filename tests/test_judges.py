@@ -1,4 +1,4 @@
-"""Judges of sampled answers: leak judge, key entities, self-BLEU, ROUGE per sample, HP Q&A loader."""
+"""Judges of sampled answers: leak judge, key entities, self-BLEU, ROUGE per sample."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ import random
 import numpy as np
 import pytest
 import sacrebleu
-from conftest import HP_QA
 from rouge_score import rouge_scorer
 from unlearnkit.metrics.judges import (
     key_entity,
     leak_judge,
-    load_hp_qa,
     rouge_per_sample,
     self_bleu,
     self_bleu_per_prompt,
@@ -57,30 +55,6 @@ def test_key_entity_heuristic_for_free_answers():
     assert key_entity("She writes in the genre of crime fiction.") == "crime fiction"
     assert key_entity("Her father was a baker.") == "baker"
     assert key_entity("") == ""
-
-
-@pytest.mark.skipif(not HP_QA.exists(), reason="../shared/data/hp_qa not present")
-def test_hp_qa_loads_55_rows_with_keywords():
-    rows = load_hp_qa(HP_QA)
-    assert len(rows) == 55
-    assert all(set(r) == {"question", "affirmative_response", "keywords"} for r in rows)
-    assert all(r["keywords"] and all(k == k.strip() and k for k in r["keywords"]) for r in rows)
-    owl = next(r for r in rows if "owl" in r["question"])
-    assert owl["question"] == "What is the name of Harry Potter's pet owl?"
-    assert owl["keywords"] == ["Hedwig"]
-    assert owl["affirmative_response"] == "Of course, Harry Potter's pet owl is "
-    # the first row's keywords start after a space and contain an abbreviation with dots
-    assert rows[0]["keywords"] == ["J.K.", "magic school", "chosen one", "wizard", "muggles"]
-    assert leak_judge([["Harry's owl was called hedwig."]], [owl["keywords"]]).tolist() == [[1]]
-
-
-def test_hp_qa_loader_names_the_file_it_cannot_read(tmp_path):
-    bad = tmp_path / "hp.csv"
-    bad.write_text('"Question","Answer"\n"q","a"\n')
-    with pytest.raises(ValueError, match=r"hp\.csv.*Key Words"):
-        load_hp_qa(bad)
-    with pytest.raises(FileNotFoundError, match="missing.csv"):
-        load_hp_qa(tmp_path / "missing.csv")
 
 
 def test_self_bleu_identical_is_one_disjoint_is_near_zero():

@@ -149,8 +149,9 @@ def test_bounds_vs_n_shrink_with_more_samples():
         prob.bounds_vs_n(scores.reshape(2, -1), ALPHA)
 
 
+@pytest.mark.skipif(not HP_QA.exists(), reason=f"the HP Q&A file is not at {HP_QA}")
 def test_hp_path_on_the_real_file_with_an_untrained_model(tiny_model, tiny_tokenizer, template):
-    rows = prob.hp_rows(HP_QA, max_questions=6)
+    rows = prob.hp_rows(str(HP_QA), max_questions=6)
     assert len(rows) == 6 and all(r["keywords"] for r in rows)
     n = 4
     result, table, summary = prob.hp_leakage(tiny_model, tiny_tokenizer, template, rows, ALPHA, n=n,
@@ -177,7 +178,8 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
     rows = _forget_rows(small_corpus, 2)
     settings = {"n": 2, "max_new_tokens": 4, "seed": 0}
     first = prob.score_saved_model("unit", "target", rows, settings)
-    hp_result, hp_table, _ = prob.run_hp_qa("target", "unit", {}, prob.hp_rows(HP_QA, 2), settings, ALPHA)
+    hp_result, hp_table, _ = prob.run_hp_qa("target", "unit", {}, prob.hp_rows("synthetic", small_corpus.load("forget10"), 2), settings,
+                                        ALPHA)
     cache = sorted(p.name.split("-")[0] for p in (tmp_path / "unit" / prob.NOTEBOOK / "cache").glob("*.json"))
     assert cache == ["target", "target.hp"]  # the HP cache does not evict the forget cache
     monkeypatch.setattr(prob, "sample_and_score", lambda *a, **k: pytest.fail("sampled again despite the cache"))

@@ -7,6 +7,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 from unlearnkit.data.synthetic import (
     ATTRIBUTES,
     GENERATOR_VERSION,
@@ -17,7 +18,6 @@ from unlearnkit.data.synthetic import (
     make_author_items,
     make_authors,
 )
-from unlearnkit.paths import SHARED_DATA
 
 FORGETS = {"forget01": "retain99", "forget05": "retain95", "forget10": "retain90"}
 QA_FILES = ["full", *FORGETS, *FORGETS.values()]

@@ -1,5 +1,5 @@
 """Distribution-free bounds on a model's output distribution (Scholten et al., "A Probabilistic
-Perspective on Unlearning and Alignment"; definitions in METRICS.md section 3).
+Perspective on Unlearning and Alignment"; definitions in docs/metrics.md section 3).
 
 For one prompt we draw n outputs from the model, score each one with a function h into [0, 1]
 and obtain i.i.d. scores X_1..X_n with an unknown distribution function F. Every bound below is a

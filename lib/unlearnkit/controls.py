@@ -1,4 +1,4 @@
-"""Controls of the unlearn station and their calibration (Wang et al., "Unlearning with Control", METRICS.md §5).
+"""Controls of the unlearn station and their calibration (Wang et al., "Unlearning with Control", docs/metrics.md §5).
 
 Three controls, each a scalar that runs from "no unlearning" to "the full run":
 
@@ -51,7 +51,7 @@ TABLE_METRICS: dict[str, tuple[str, ...]] = {HELDOUT: ("ps_exact", "ps_perturb",
                                              FORGET: ("ps_exact", "ps_perturb", "ps_similar")}
 PS_METRICS = ("ps_exact", "ps_perturb", "ps_similar")
 
-#: The pass criteria of METRICS.md §5: (split, metric) -> which tolerance applies.
+#: The pass criteria of docs/metrics.md §5: (split, metric) -> which tolerance applies.
 CRITERIA = (((HELDOUT, "ps_exact"), "retain"), ((HELDOUT, "ps_perturb"), "retain"), ((FORGET, "ps_similar"), "forget"))
 #: Slack on the pass boundary, so that "loses exactly 10 %" passes despite 0.9·x rounding above x − 0.1·x.
 _BOUNDARY_SLACK = 1e-9
@@ -261,7 +261,7 @@ def relative_loss(before: float, after: float) -> float:
 
 def criteria(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]],
              retain_tol: float = 0.10, forget_sim_tol: float = 0.50) -> dict[str, dict[str, float | bool]]:
-    """Each pass criterion of METRICS.md §5 with the relative loss and whether it holds:
+    """Each pass criterion of docs/metrics.md §5 with the relative loss and whether it holds:
     ``{"heldout_retain_ps_exact": {"loss": 0.04, "tolerance": 0.1, "ok": True}, ...}``.
 
     A metric absent from both profiles (PS-perturb on rows without paraphrases) is not a criterion."""
@@ -492,7 +492,7 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
               before: Profile, control: str | None = None, stronger: str = "higher",
               allowed: Sequence[float] | None = None, retain_tol: float = 0.10,
               forget_sim_tol: float = 0.50) -> Calibration:
-    """Coarse-to-fine calibration of one scalar control (METRICS.md §5).
+    """Coarse-to-fine calibration of one scalar control (docs/metrics.md §5).
 
     1. Evaluate every coarse value; among those that pass (:func:`passes` against ``before``) take the one
        with the lowest PS-exact on forget.

@@ -1,5 +1,5 @@
 """Notebook 04's recipe: the format-transformed evaluation of Joshi et al., "Towards Robust Evaluation of
-Unlearning via Data Transformations" (METRICS.md §6), run on every model of a profile.
+Unlearning via Data Transformations" (docs/metrics.md §6), run on every model of a profile.
 
 Unlearning is trained and usually judged in the Q&A format. The same forget and retain facts are asked here
 as MCQA, cloze, analogy, odd-one-out and comprehension items (:mod:`unlearnkit.data.formats`) and scored by
@@ -12,7 +12,7 @@ Which models (:func:`select_models`)
     ``retain90``) or runs (``npo``, resolved to ``models/unlearned-npo``).
 
 Option likelihood (:func:`score_option_likelihood`, ``format_likelihood``)
-    METRICS.md's MCQA reads the letter a model writes after "Answer:". A tiny model trained from scratch on
+    docs/metrics.md's MCQA reads the letter a model writes after "Answer:". A tiny model trained from scratch on
     Q&A pairs has never seen lettered options, so it sits at chance on every lettered format whatever it
     knows. With ``format_likelihood`` the MCQA-style items are also scored the way small models are usually
     evaluated on multiple choice (lm-evaluation-harness without letters), as ``<format>_likelihood``:
@@ -397,7 +397,7 @@ def chance_levels(items_by_format, likelihood: bool = True) -> dict[str, float |
 
 
 def format_order(scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[str]:
-    """The reported formats in a fixed order: each format of METRICS.md followed by its extra readouts."""
+    """The reported formats in a fixed order: each format of docs/metrics.md followed by its extra readouts."""
     present = {fmt for model in scores.values() for sets in model.values() for fmt in sets}
     order = []
     for fmt in FORMATS:

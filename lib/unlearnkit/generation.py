@@ -1,5 +1,5 @@
 """Decoding: greedy answers, per-token confidences, and batched multinomial sampling of many answers
-per question for the probabilistic evaluation of METRICS.md §3 (plus adaptive temperature scaling).
+per question for the probabilistic evaluation of docs/metrics.md §3 (plus adaptive temperature scaling).
 
 Sampling design (why it looks the way it does):
 
@@ -361,7 +361,7 @@ def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequen
                    max_new_tokens: int = 64, seed: int = 0, chunk_size: int = 256,
                    return_confidences: bool = False, share_prompt_cache: bool = True, progress: bool = True,
                    streams: Sequence[int] | None = None) -> list[list[str]] | SampledAnswers:
-    """n answers per question by multinomial sampling (METRICS.md §3), decoded and cut at EOS.
+    """n answers per question by multinomial sampling (docs/metrics.md §3), decoded and cut at EOS.
 
     temperature, top_k, top_p: applied in that order to the next-token distribution; temperature 0
         is greedy decoding (every sample is the greedy answer). top_k=1 is greedy too, via the sampler.
@@ -413,7 +413,7 @@ def adaptive_sample_answers(model, tokenizer, template: PromptTemplate, question
                             top_k: int | None = None, max_new_tokens: int = 64, seed: int = 0,
                             chunk_size: int = 256, batch_size: int = 32, share_prompt_cache: bool = True,
                             progress: bool = True) -> AdaptiveSamples:
-    """Adaptive temperature scaling (METRICS.md §3): greedy where the model is certain, else sampled.
+    """Adaptive temperature scaling (docs/metrics.md §3): greedy where the model is certain, else sampled.
 
     The certainty c(x) of a question is the mean over generated steps of the probability of the most
     likely next token (temperature 1), measured on the question's GREEDY continuation: one extra

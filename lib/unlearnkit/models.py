@@ -22,7 +22,7 @@ from . import paths
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """How a question is put to a model (METRICS.md §1). The same template must serve the target,
+    """How a question is put to a model (docs/metrics.md §1). The same template must serve the target,
     retain and unlearned models of one comparison."""
 
     name: str

@@ -21,14 +21,25 @@ PARAMS = NOTEBOOKS / "params"
 DATA = ROOT / "data"
 FIGURES = ROOT / "figures"
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
-#: The read-only reference data sets that sit beside the project (real TOFU, JBB, HP Q&A).
-SHARED_DATA = Path(os.environ.get("UNLEARNKIT_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 
 
 def resolve(path: str | os.PathLike) -> Path:
     """A path given by a user or a profile: absolute as is, relative to the project root otherwise."""
     p = Path(os.path.expandvars(os.path.expanduser(str(path))))
     return p if p.is_absolute() else (ROOT / p).resolve()
+
+
+def from_environment(spec: str, what: str = "a path") -> str:
+    """A data source as a profile names it: ``env:VAR|fallback`` reads the environment variable VAR and falls
+    back to what follows the bar (the local-data profiles name a folder beside the project there); anything
+    else is returned as it is. ``what`` says in the error what the variable should hold."""
+    if not spec.startswith("env:"):
+        return spec
+    var, _, fallback = spec[4:].partition("|")
+    value = os.environ.get(var) or fallback
+    if not value:
+        raise ValueError(f"set the environment variable {var}: {what}")
+    return value
 
 
 def run_dir(profile: str, notebook: str) -> Path:

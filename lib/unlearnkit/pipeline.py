@@ -35,7 +35,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     arguments), a local folder of TOFU JSON Lines, or the Hub data set by name.
 
     ``data_source`` may be ``synthetic``, a folder, a Hub name, or ``env:VAR`` to read the folder from an
-    environment variable (``tofu-local`` uses ``env:UNLEARNKIT_TOFU_DIR`` with ../shared/data/tofu as fallback).
+    environment variable (``tofu-local`` uses ``env:UNLEARNKIT_TOFU_DIR`` with a folder beside the project as fallback).
     ``max_authors`` keeps that many authors in every author split (the forget set and the first others).
     """
     source = str(params.get("data_source", "synthetic"))
@@ -54,12 +54,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
             os.replace(tmp, folder)
         data = TofuSource(folder)
     else:
-        if source.startswith("env:"):
-            var, _, fallback = source[4:].partition("|")
-            source = os.environ.get(var) or fallback
-            if not source:
-                raise ValueError(f"set the environment variable {var} to a folder of TOFU JSON Lines files")
-        data = TofuSource(source)
+        data = TofuSource(paths.from_environment(source, "a folder of TOFU JSON Lines files"))
     max_authors = params.get("max_authors")
     if max_authors:
         data = data.restricted_to_authors(int(max_authors), params.get("forget_split", "forget10"))

@@ -1,5 +1,5 @@
 """Sampling-based evaluation of unlearning (Scholten et al., "A Probabilistic Perspective on Unlearning and
-Alignment"; METRICS.md section 3): the glue between a model, its sampled answers, the judges that score
+Alignment"; docs/metrics.md section 3): the glue between a model, its sampled answers, the judges that score
 them and the bounds of :mod:`unlearnkit.bounds`. Notebook 05 calls this module and only shows results.
 
 The flow for one model and a list of questions:
@@ -223,7 +223,7 @@ def sample_and_score(model, tokenizer, template, rows: Sequence[Mapping[str, Any
 
 
 def adaptive_view(result: SampledScores, threshold: float) -> tuple[SampledScores, np.ndarray]:
-    """The scores adaptive temperature scaling would give (METRICS.md section 3), and which questions went greedy.
+    """The scores adaptive temperature scaling would give (docs/metrics.md section 3), and which questions went greedy.
 
     A question with c(x) > threshold (c measured on the greedy continuation) is decoded greedily, so all
     its n scores are the greedy answer's; the others keep their samples. Equal to scoring the output of
@@ -635,12 +635,14 @@ def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]]
 # --------------------------------------------------------------------------- Harry Potter Q&A
 
 
-def hp_rows(path=None, max_questions: int | None = None) -> list[dict[str, Any]]:
-    """The Harry Potter Q&A of Schwinn et al. 2024 (question, affirmative_response, keywords), at most
-    ``max_questions`` of them, evenly spaced."""
-    from .metrics.judges import load_hp_qa
+def hp_rows(hp_source: str, forget_rows: Sequence[Mapping[str, Any]] | None = None,
+            max_questions: int | None = None) -> list[dict[str, Any]]:
+    """The keyword Q&A of ``hp_source`` (question, affirmative_response, keywords): Schwinn et al.'s Harry Potter
+    Q&A from a file, or ``synthetic``, the same shape built from ``forget_rows`` (see :mod:`unlearnkit.data.hp_qa`);
+    at most ``max_questions`` of them, evenly spaced."""
+    from .data.hp_qa import hp_qa_rows
 
-    return _evenly_spaced(load_hp_qa(path), max_questions)
+    return _evenly_spaced(hp_qa_rows(hp_source, forget_rows), max_questions)
 
 
 def load_hp_model(hp_model: str, profile: str, params: Mapping[str, Any]):

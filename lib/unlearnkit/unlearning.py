@@ -1,4 +1,4 @@
-"""Unlearning losses (METRICS.md §4), entropy optimisation (§3), objective capping and model mixing (§5).
+"""Unlearning losses (docs/metrics.md §4), entropy optimisation (§3), objective capping and model mixing (§5).
 
 One entry point, :class:`UnlearningLoss`, is a ``loss_fn(model, batch) -> (loss, logs)`` for
 :func:`unlearnkit.training.train`. Its total is
@@ -42,7 +42,7 @@ METHODS = ("ga", "gd", "kl", "idk", "dpo", "npo", "rmu")
 REFERENCE_METHODS = ("kl", "dpo", "npo", "rmu")
 #: Methods whose batches need the refusal answer (``"forget_idk"``).
 IDK_METHODS = ("idk", "dpo")
-#: Methods objective capping (Wang et al., METRICS.md §5) applies to: the gradient-ascent family.
+#: Methods objective capping (Wang et al., docs/metrics.md §5) applies to: the gradient-ascent family.
 CAPPABLE_METHODS = ("ga", "gd", "kl")
 #: The value of ``ref_model`` that means "the same PEFT model with its adapters switched off".
 DISABLE_ADAPTERS = "disable_adapters"
@@ -121,7 +121,7 @@ def encode_pair(tokenizer, template: PromptTemplate, forget_row: Mapping[str, An
 def encode_pairs(tokenizer, template: PromptTemplate, forget_rows: Sequence[Mapping[str, Any]],
                  retain_rows: Sequence[Mapping[str, Any]], with_idk: bool = False, seed: int = 0,
                  max_length: int | None = None) -> list[dict[str, dict[str, list[int]]]]:
-    """One example per forget row (an epoch is one pass over the forget set, METRICS.md §4), each paired
+    """One example per forget row (an epoch is one pass over the forget set, docs/metrics.md §4), each paired
     with a retain row taken from a seeded permutation of ``retain_rows`` (cycled if it is shorter).
     With ``with_idk`` each forget row also gets its refusal from :func:`pick_idk_answer` (keyed by the
     question text)."""
@@ -166,13 +166,13 @@ def _token_logprobs(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.T
 
 def sequence_logprob(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """log π(y|x) = sum over scored tokens of the token log-probs, per example (shape [batch]).
-    The sequence log-prob of NPO and DPO (METRICS.md §4)."""
+    The sequence log-prob of NPO and DPO (docs/metrics.md §4)."""
     logp, _ = _token_logprobs(logits, labels)
     return logp.sum(-1)
 
 
 def mean_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean token cross-entropy over the scored tokens, per example (shape [batch]); METRICS.md §1/§4.
+    """Mean token cross-entropy over the scored tokens, per example (shape [batch]); docs/metrics.md §1/§4.
     An example with no scored token (cut off by ``max_length``) gets 0."""
     logp, mask = _token_logprobs(logits, labels)
     return -logp.sum(-1) / mask.sum(-1).clamp(min=1)
@@ -187,7 +187,7 @@ def answer_positions(labels: torch.Tensor) -> torch.Tensor:
 
 def mean_entropy(logits: torch.Tensor, position_mask: torch.Tensor) -> torch.Tensor:
     """ℓ = mean over the masked positions of the entropy of the next-token distribution, per example
-    (shape [batch]); the quantity of the entropy-optimisation loss (METRICS.md §3)."""
+    (shape [batch]); the quantity of the entropy-optimisation loss (docs/metrics.md §3)."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     entropy = -(logp.exp() * logp).sum(-1)
     mask = position_mask.to(entropy.dtype)
@@ -205,7 +205,7 @@ def mean_kl(ref_logits: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor
 
 
 def capped_nll(nll: torch.Tensor, delta: float | None) -> torch.Tensor:
-    """min(NLL_i, δ) per example (objective capping, Wang et al., METRICS.md §5). A capped example
+    """min(NLL_i, δ) per example (objective capping, Wang et al., docs/metrics.md §5). A capped example
     contributes the constant δ, so its gradient is exactly zero (``torch.where``, not ``clamp``, so that
     an example sitting exactly at δ counts as capped too)."""
     if delta is None:
@@ -330,7 +330,7 @@ def restrict_trainable(model, parameters: Sequence[torch.nn.Parameter]) -> int:
 
 
 class UnlearningLoss:
-    """``loss_fn(model, batch) -> (loss, logs)`` of one unlearning method (METRICS.md §4), optionally with
+    """``loss_fn(model, batch) -> (loss, logs)`` of one unlearning method (docs/metrics.md §4), optionally with
     entropy optimisation (§3) and, for the GA family, objective capping (§5).
 
     Methods and their forget / retain terms (NLL = mean token cross-entropy over the answer):
@@ -361,7 +361,7 @@ class UnlearningLoss:
     PEFT model), in which case π_ref is the trained model itself run inside ``model.disable_adapter()``, in
     eval mode — for LoRA no second copy is kept. Reference passes run under ``torch.no_grad()``.
 
-    Entropy optimisation (Scholten et al., METRICS.md §3): ``lambda_f · E_forget[ℓ] + lambda_r · E_retain[ℓ]``,
+    Entropy optimisation (Scholten et al., docs/metrics.md §3): ``lambda_f · E_forget[ℓ] + lambda_r · E_retain[ℓ]``,
     ℓ(x, y) the mean entropy of the next-token distribution over the answer positions (those whose next token
     is scored). Minimising it with λ_f > 0 makes the model *confident* (low entropy) on forget prompts, so
     samples stop spreading over leaked answers; λ_r ≤ 0 keeps retain diverse. Reference values λ_f = 1,
@@ -369,7 +369,7 @@ class UnlearningLoss:
     padding included; ``entropy_positions="all"`` averages over every non-padding position instead of the
     answer positions (padding is never a real prediction, so it is left out either way).
 
-    Objective capping (Wang et al., METRICS.md §5), GA family only: L_forget = −mean_i min(NLL_i, δ) with
+    Objective capping (Wang et al., docs/metrics.md §5), GA family only: L_forget = −mean_i min(NLL_i, δ) with
     δ = ``cap_delta``; an example stops pushing once its NLL reaches δ (its gradient is zero). None = no cap.
 
     ``logs`` (floats): ``forget_loss`` (unweighted L_forget), ``retain_loss`` (unweighted, when there is a
@@ -394,7 +394,7 @@ class UnlearningLoss:
         if cap_delta is not None and not math.isfinite(cap_delta):
             raise ValueError(f"cap_delta must be a finite number or None, got {cap_delta}")
         if lambda_f < 0 or lambda_r > 0:
-            warnings.warn(f"entropy optimisation expects lambda_f >= 0 and lambda_r <= 0 (METRICS.md §3); got "
+            warnings.warn(f"entropy optimisation expects lambda_f >= 0 and lambda_r <= 0 (docs/metrics.md §3); got "
                           f"lambda_f={lambda_f}, lambda_r={lambda_r}", stacklevel=2)
         self.method = method
         self.ref_model = ref_model
@@ -609,7 +609,7 @@ def _masked_mse(hidden: torch.Tensor, target: torch.Tensor, token_mask: torch.Te
 
 def mix_weights(original_state_dict: Mapping[str, torch.Tensor], unlearned_state_dict: Mapping[str, torch.Tensor],
                 a: float) -> dict[str, torch.Tensor]:
-    """θ = (1 − a)·θ_original + a·θ_unlearned for floating tensors (METRICS.md §5, model mixing); other
+    """θ = (1 − a)·θ_original + a·θ_unlearned for floating tensors (docs/metrics.md §5, model mixing); other
     tensors (integer buffers) are copied from the unlearned model.
 
     a = 0 and a = 1 return clones of the endpoints, bit for bit: a lerp in floating point need not give

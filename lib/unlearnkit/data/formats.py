@@ -1,4 +1,4 @@
-"""The same facts in other formats (METRICS.md §6, Joshi et al., "Towards Robust Evaluation of
+"""The same facts in other formats (docs/metrics.md §6, Joshi et al., "Towards Robust Evaluation of
 Unlearning via Data Transformations"): MCQA, cloze, analogy, odd-one-out and comprehension.
 
 Learning and unlearning stay in the Q&A format; these items only *ask* the forget and retain facts
@@ -14,7 +14,7 @@ and returns ``{"forget": [...], "retain": [...]}``: lists of JSON-serialisable d
   (the source Q&A pair), ``seed`` (the builder's seed) and ``item_seed`` (the string that seeded this
   item's ``random.Random``: the options' order and the sampled distractors are replayable from it).
 * MCQA-style items (mcqa, analogy, odd_one_out, comprehension_mcqa) add ``body`` (what a prompt
-  template would wrap), ``prompt`` (the METRICS.md text ``"Question: ...\\nA. ...\\nAnswer:"``),
+  template would wrap), ``prompt`` (the docs/metrics.md text ``"Question: ...\\nA. ...\\nAnswer:"``),
   ``options``, ``letters``, ``answer_index``, ``answer_letter`` and ``correct_option``; the correct
   option appears exactly once.
 * cloze items add ``answer_prefix``, ``target`` (the masked span), ``answer_suffix`` and ``span_rule``.

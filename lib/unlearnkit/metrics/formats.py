@@ -1,4 +1,4 @@
-"""Scores of the format-transformed evaluation (METRICS.md §6) on the items of
+"""Scores of the format-transformed evaluation (docs/metrics.md §6) on the items of
 :mod:`unlearnkit.data.formats`.
 
 * MCQA-style formats (mcqa, analogy, odd_one_out, comprehension_mcqa): the prediction is the argmax of
@@ -11,7 +11,7 @@
   greedy answer against the true answer.
 
 Prompts. The MCQA-style and comprehension prompts carry their own ``"Question:" ... "Answer:"`` text
-(METRICS.md §6), so by default (``prompt_style="raw"``) they are fed as they are, not wrapped in the
+(docs/metrics.md §6), so by default (``prompt_style="raw"``) they are fed as they are, not wrapped in the
 model's Q&A template: for the phi template (``"Question: {q}\\nAnswer: "``) the MCQA prompt already *is*
 the template's shape, and wrapping it would write "Question:" twice. ``prompt_style="template"`` puts
 the item's ``body`` (the question with its options, or context and question) into ``template.prompt``

@@ -1,6 +1,6 @@
 """Judges that turn sampled answers into scores in [0, 1] for the bounds of :mod:`unlearnkit.bounds`
-(METRICS.md §3): ROUGE-L per sample, a binary leak judge (does the answer give the key entity away?),
-and self-BLEU, the diversity of one prompt's samples. Also the Harry Potter Q&A loader.
+(docs/metrics.md §3): ROUGE-L per sample, a binary leak judge (does the answer give the key entity away?),
+and self-BLEU, the diversity of one prompt's samples.
 
 Shapes: samples are given as ``samples[prompt][sample]`` with the same n for every prompt, and
 per-sample scores come back as an array (prompts, n), the shape the bounds take.
@@ -8,12 +8,8 @@ per-sample scores come back as an array (prompts, n), the shape the bounds take.
 
 from __future__ import annotations
 
-import csv
-import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -25,8 +21,6 @@ __all__ = [
     "leak_judge",
     "self_bleu",
     "self_bleu_per_prompt",
-    "load_hp_qa",
-    "HP_QA_COLUMNS",
 ]
 
 
@@ -282,45 +276,3 @@ def self_bleu_per_prompt(samples: Sequence[Sequence[str]]) -> np.ndarray:
     if isinstance(samples, str) or any(isinstance(s, str) for s in samples):
         raise TypeError("samples must be a list per prompt of lists of strings, samples[prompt][sample]")
     return np.array([self_bleu(per_prompt) for per_prompt in samples], dtype=float)
-
-
-# --------------------------------------------------------------------------- Harry Potter Q&A
-
-#: Columns of the HP Q&A file of Schwinn et al. 2024 and the keys they become.
-HP_QA_COLUMNS = {"Question": "question", "Affirmative Response": "affirmative_response", "Key Words": "keywords"}
-
-
-def load_hp_qa(path: str | os.PathLike | None = None) -> list[dict[str, Any]]:
-    """The Harry Potter Q&A (Schwinn et al. 2024): rows with ``question``, ``affirmative_response`` and
-    ``keywords`` (the comma-separated "Key Words" split, stripped, empty ones dropped).
-
-    ``path`` defaults to ``<shared data>/hp_qa/hp_qa_en.csv``. Parsed with the csv module and
-    ``skipinitialspace=True`` (the file puts a space after each separating comma). The question is
-    stripped; the affirmative response is kept verbatim (it is a prefix the model continues, and its
-    trailing space is part of the file). Raises FileNotFoundError / ValueError naming the file.
-    """
-    if path is None:
-        from .. import paths
-
-        path = paths.SHARED_DATA / "hp_qa" / "hp_qa_en.csv"
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"HP Q&A file {path} does not exist")
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle, skipinitialspace=True)
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        missing = [c for c in HP_QA_COLUMNS if c not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
-                             f"expected {', '.join(map(repr, HP_QA_COLUMNS))}, found {header}")
-        reader.fieldnames = header
-        rows = []
-        for line, record in enumerate(reader, start=2):
-            if record.get("Question") is None or record.get("Key Words") is None:
-                raise ValueError(f"{path}, line {line}: too few fields")
-            rows.append({
-                "question": record["Question"].strip(),
-                "affirmative_response": record["Affirmative Response"] or "",
-                "keywords": [k.strip() for k in record["Key Words"].split(",") if k.strip()],
-            })
-    return rows

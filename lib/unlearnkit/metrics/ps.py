@@ -1,4 +1,4 @@
-"""Parameterisation strength (PS) of Wang et al., "Unlearning with Control" (METRICS.md §5).
+"""Parameterisation strength (PS) of Wang et al., "Unlearning with Control" (docs/metrics.md §5).
 
 For a string s = [x, y] (x the prompt, y the answer) let k be the length of the shortest answer prefix
 y^{<k} such that greedy decoding from x + y^{<k} reproduces the rest y^{>=k}. Then PS = 1 - k/|y|: 1 when
@@ -18,7 +18,7 @@ Choices made here, all in tokens of the model's own tokenizer:
   stopping early fails.
 - ``similar``: ROUGE-L recall of the generation (|y|-k tokens, cut at EOS, decoded) against the true
   suffix y^{>=k} (decoded) is at least ``rouge_threshold``. The target is the true suffix; the reference
-  code passed the two in the other order (METRICS.md). A generation whose text equals the suffix's also
+  code passed the two in the other order (docs/metrics.md). A generation whose text equals the suffix's also
   succeeds: ROUGE scores a suffix without any word (say a final ".") as 0 even against itself, and
   an exact reproduction must never count as dissimilar. So every exact success is a similar success,
   and PS-similar >= PS-exact item by item under either search (for binary search because it is

@@ -1,4 +1,4 @@
-"""TOFU's metrics, exactly as ``METRICS.md`` §2: probability, ROUGE-L recall, truth ratio and its
+"""TOFU's metrics, exactly as ``docs/metrics.md`` §2: probability, ROUGE-L recall, truth ratio and its
 scores, forget quality (KS test against the retain model) and model utility (harmonic mean of nine).
 Everything is batched; per-item values are returned so later notebooks can test against them.
 """
