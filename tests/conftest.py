@@ -52,5 +52,15 @@ def template():
     return models.TEMPLATES["phi"]
 
 
+@pytest.fixture(scope="module")
+def tiny_model_threads():
+    """The library's CPU-thread policy for tiny models (:func:`unlearnkit.models.cpu_threads`) for a whole test
+    module: decoding or training a tiny model is a chain of very small matmuls, and on two cores shared with
+    other jobs two intra-op threads wait on each other (measured ~5-10x slower). A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("tiny_model_threads")``."""
+    with models.cpu_threads(n_parameters=1):
+        yield
+
+
 def requires_real_tofu():
     return pytest.mark.skipif(not (Path(REAL_TOFU) / "full.json").exists(), reason="../shared/data/tofu not present")

@@ -1,4 +1,4 @@
-"""Tests of unlearnkit.bounds (METRICS.md section 3).
+"""Tests of unlearnkit.bounds (docs/metrics.md section 3).
 
 Reference values are computed here independently (scipy, closed forms, worked examples by
 hand, a plain-loop re-implementation of the std bound), and the guarantees are checked by
@@ -256,7 +256,7 @@ def test_sample_grid_tighter_and_bounds_bracket_the_sample_mean():
         # not a theorem for the std bound (the band slack is charged per grid point), but the
         # union of sample and uniform points has never been looser in our checks
         assert np.all(B.std_bound(x, 0.05, grid="samples") <= B.std_bound(x, 0.05) + 1e-12)
-    # METRICS.md: "about 5 % narrower" on 128 Beta samples
+    # docs/metrics.md: "about 5 % narrower" on 128 Beta samples
     x = Beta(2, 5).sample(rng, (200, 128))
     lo_u, hi_u = B.expectation_bounds(x, 0.05)
     lo_s, hi_s = B.expectation_bounds(x, 0.05, grid="samples")

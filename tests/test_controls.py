@@ -1,4 +1,4 @@
-"""Controls and calibration (METRICS.md §5): the 10 %/50 % pass rule at its boundaries, coarse-to-fine
+"""Controls and calibration (docs/metrics.md §5): the 10 %/50 % pass rule at its boundaries, coarse-to-fine
 calibration against a fake evaluate function with a known answer, the capped runs' settings, and the
 teacher-forced PS-exact against the generation search of metrics.ps on a tiny model."""
 
@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from unlearnkit import controls, models, pipeline
 from unlearnkit.generation import greedy_answers, greedy_continuations
 from unlearnkit.metrics import ps
+
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
 
 def _profile(retain_exact=0.8, retain_perturb=0.5, forget_exact=1.0, forget_perturb=0.6, forget_similar=0.9):
@@ -139,7 +140,7 @@ def test_mixing_grid_and_sweep_table():
 
 
 def test_capped_runs_are_distinct_gd_runs_with_the_cap(tmp_path):
-    params = {"method_settings": {"npo_eo": {"method": "npo"}}, "cap_delta": None, "alpha_r": 1.0}
+    params = {"method_settings": {"npo_eo": {"method": "npo"}}, "cap_delta": None, "retain_weight": 1.0}
     run_params, run = controls.capped_run(params, "gd", 2.0)
     assert run == "gd_cap2" and controls.capped_run(params, "gd", 0.5)[1] == "gd_cap0.5"
     settings = pipeline.unlearning_settings(run_params, run)
@@ -152,15 +153,7 @@ def test_capped_runs_are_distinct_gd_runs_with_the_cap(tmp_path):
 # --------------------------------------------------------------------------- teacher-forced PS-exact
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_teacher_forced_exact_matches_the_generation_search(one_thread, tiny_model, tiny_tokenizer, template,
+def test_teacher_forced_exact_matches_the_generation_search(tiny_model, tiny_tokenizer, template,
                                                             small_corpus):
     """Answers built from the model's own greedy continuations, with one token changed at a chosen place:
     the shortest k is at least one past the change (the changed context may derail later tokens too), and
@@ -185,7 +178,7 @@ def test_teacher_forced_exact_matches_the_generation_search(one_thread, tiny_mod
     assert all(k is None or k >= 2 * i + 1 for i, k in enumerate(forced[:5]))
 
 
-def test_ps_profile_agrees_with_evaluate_ps(one_thread, tiny_model, tiny_tokenizer, template, small_corpus):
+def test_ps_profile_agrees_with_evaluate_ps(tiny_model, tiny_tokenizer, template, small_corpus):
     """Answers the model gives itself after a few words of a corpus answer (so PS is between 0 and 1), its
     own answers (PS near 1) and corpus answers it never saw (PS 0): both paths give the same profile."""
     rows = small_corpus.load("forget10_perturbed")[:6]

@@ -18,58 +18,6 @@ from unlearnkit.data import formats as fmts
 matplotlib.use("Agg")
 
 LIKELIHOOD = tuple(f + format_eval.LIKELIHOOD_SUFFIX for f in fmts.MCQA_STYLE_FORMATS)
-FIGURES = ("scores", "kept")
-
-
-# =============================================================================================
-# The smoke run of the notebook.
-# =============================================================================================
-
-
-def check_04(smoke_runs_dir: Path) -> None:
-    runs = Path(smoke_runs_dir)
-    metrics = json.loads((runs / "04_format_eval" / "metrics.json").read_text())
-    meta = metrics["meta"]
-    parameters = meta["parameters"]
-    assert meta["notebook"] == "04_format_eval" and parameters["profile"] == "smoke"
-    retain_model = meta["retain_model"]
-    unlearning_runs = sorted(p.parent.name.removeprefix("02_unlearning_")
-                             for p in runs.glob("02_unlearning_*/metrics.json"))
-    assert unlearning_runs, "no unlearning run of notebook 02 in the smoke runs"
-    # format_models: null means base, target, the retain model and every unlearning run
-    assert parameters["format_models"] is None
-    assert set(metrics) - {"meta"} == set(meta["models"]) == {"base", "target", retain_model, *unlearning_runs}
-
-    expected = set(fmts.FORMATS) | {"cloze_fill"} | (set(LIKELIHOOD) if parameters["format_likelihood"] else set())
-    for model in meta["models"]:
-        assert set(metrics[model]) == {"forget", "retain"}, model
-        for set_name in ("forget", "retain"):
-            assert set(metrics[model][set_name]) == expected, (model, set_name)
-            for fmt, score in metrics[model][set_name].items():
-                assert score is not None and 0.0 <= score <= 1.0, (model, set_name, fmt, score)
-
-    for fmt, counts in meta["n_items"].items():
-        assert 0 < counts["forget"] <= parameters["format_max_items"], fmt
-        assert 0 < counts["retain"] <= parameters["format_max_items"], fmt
-    for fmt in fmts.MCQA_STYLE_FORMATS:
-        assert meta["chance"][fmt] == pytest.approx(1 / parameters["format_options"])
-    assert meta["chance"]["cloze"] is None and meta["chance"]["comprehension_qa"] is None
-
-    findings = {f["model"]: f for f in meta["findings"]}
-    assert set(findings) == set(unlearning_runs)
-    for run, finding in findings.items():
-        assert finding["statement"].startswith(f"{run}: ")
-        assert finding["qa_forgets"] in (True, False, None)
-        assert finding["paper_finding"] == (bool(finding["qa_forgets"]) and bool(finding["kept"]))
-        assert {k["format"] for k in finding["kept"]} <= set(meta["informative_formats"])
-        assert all(isinstance(s["separates"], bool) for s in finding["separation"])
-    assert set(meta["qa_rouge"]) == set(meta["models"])  # notebooks 01 and 02 scored every model's Q&A
-
-    per_item = json.loads((runs / "04_format_eval" / "per_item.json").read_text())
-    assert set(per_item) == set(meta["models"])
-    assert len(per_item["target"]["mcqa"]["forget"]) == meta["n_items"]["mcqa"]["forget"]
-    for name in FIGURES:
-        assert (runs / "figures" / f"04_format_eval_{name}.png").stat().st_size > 1000, name
 
 
 # =============================================================================================

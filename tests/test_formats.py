@@ -1,4 +1,4 @@
-"""Format-transformed evaluation (METRICS.md §6): the items of every format on the synthetic corpus and
+"""Format-transformed evaluation (docs/metrics.md §6): the items of every format on the synthetic corpus and
 on real TOFU, their seeded shuffling, the coverage of the real-TOFU heuristics, and each scorer on a
 tiny model that memorised a few items against the same model untrained."""
 
@@ -14,6 +14,8 @@ from unlearnkit import models
 from unlearnkit.data import formats as fmts
 from unlearnkit.data.tofu import TofuSource
 from unlearnkit.metrics import formats as scoring
+
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
 COMMON_FIELDS = {"id", "format", "set", "source_split", "source_row", "author_index", "author", "question",
                  "answer", "seed", "item_seed"}
@@ -284,16 +286,6 @@ def _memorise(model, tokenizer, examples, max_steps=400, lr=3e-3):
         return None
     finally:
         model.eval()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """The two cores are shared with other jobs; two threads fighting over them made the training
-    below ~5x slower than one."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

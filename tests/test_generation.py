@@ -15,18 +15,10 @@ from unlearnkit.generation import (
     token_confidences,
 )
 
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
+
 QUESTIONS = ["Where was Kofi Mensah born?", "What genre does the author write?"]
 MAX_NEW = 8  # enough to see different samples, few enough for two CPU cores
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Decoding a tiny model is a long chain of very small matmuls: on two cores shared with other
-    jobs, two intra-op threads wait on each other and run ~10x slower than one (measured)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_samples_have_one_list_of_n_strings_per_prompt(tiny_model, tiny_tokenizer, template):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from notebook_checks import check_03, check_04, check_05
 from unlearnkit import paths, runner
 
 pytestmark = pytest.mark.slow
@@ -58,20 +59,14 @@ def test_02_unlearning_every_method(smoke_runs):
 
 
 def test_03_controls_calibration(smoke_runs):
-    from test_notebook_03 import check_03
-
     check_03(smoke_runs)
 
 
 def test_04_format_eval(smoke_runs):
-    from test_format_eval import check_04
-
     check_04(smoke_runs)
 
 
 def test_05_probabilistic_bounds(smoke_runs):
-    from test_probabilistic import check_05
-
     check_05(smoke_runs)
 
 

@@ -1,12 +1,9 @@
 """The score -> bound glue of notebook 05 (unlearnkit.probabilistic), on tiny models and hand-made arrays.
-
-Also holds ``check_05``, the structure check of the smoke run's metrics.json that tests/test_notebooks.py calls.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,17 +15,10 @@ from unlearnkit import probabilistic as prob
 from unlearnkit.generation import adaptive_sample_answers
 from unlearnkit.metrics.judges import leak_judge, rouge_per_sample
 
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
+
 ALPHA = 0.01
 MAX_NEW = 8
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny-model decoding is a chain of very small matmuls: one thread is faster on two busy cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _forget_rows(corpus, count=3):
@@ -193,40 +183,3 @@ def test_evenly_spaced_questions_cover_the_split():
     picked = prob._evenly_spaced(rows, 40)
     assert len(picked) == 40 and picked[0] == 0 and picked[-1] == 199
     assert prob._evenly_spaced(rows, None) == rows and prob._evenly_spaced(rows, 500) == rows
-
-
-# --------------------------------------------------------------------------- notebook smoke check (not a test)
-
-
-def check_05(smoke_runs_dir) -> None:
-    """Structure of runs/smoke/05_probabilistic_bounds/metrics.json after a smoke run of notebook 05."""
-    runs = Path(smoke_runs_dir)
-    metrics = json.loads((runs / "05_probabilistic_bounds" / "metrics.json").read_text())
-    meta = metrics.pop("meta")
-    assert meta["profile"] == "smoke" and meta["notebook"] == "05_probabilistic_bounds"
-    params = meta["parameters"]
-    n = params["n_samples"]
-    evaluated = [name for name, splits in metrics.items() if "forget" in splits]  # an HP-only model has no forget
-    assert "target" in evaluated and len(evaluated) >= 2, sorted(metrics)
-    for name in evaluated:
-        forget = metrics[name]["forget"]
-        assert forget["n_samples"] == n and forget["n_questions"] >= 1, name
-        for key in ("greedy_rouge", "ed_mean", "ed_sd", "mean_lower_bound", "mean_upper_bound", "std_upper_bound",
-                    "leak_rate", "binary_leak_bound_mean", "adaptive_greedy_share", "certainty_mean"):
-            assert 0.0 <= forget[key] <= 1.0, (name, key, forget[key])
-        assert forget["mean_lower_bound"] <= forget["ed_mean"] <= forget["mean_upper_bound"] + 1e-9, name
-        # no bound can beat what n samples allow: M_bin >= 1 - alpha^(1/n)
-        assert forget["binary_leak_bound_mean"] >= 1 - params["alpha"] ** (1 / n) - 1e-9, name
-        for key in ("greedy_unlearned_but_leaks", "greedy_unlearned_but_leaks_rouge", "greedy_unlearned"):
-            assert isinstance(forget[key], int) and 0 <= forget[key] <= forget["n_questions"], (name, key)
-        assert forget["greedy_unlearned_but_leaks"] <= forget["greedy_unlearned"], name
-    if params.get("hp_model"):
-        holder = "target" if params["hp_model"] == "target" else params["hp_model"]
-        hp = metrics[holder]["hp_qa"]
-        assert hp["n_samples"] == n and 0 <= hp["binary_leak_bound_mean"] <= 1
-    per_item = json.loads((runs / "05_probabilistic_bounds" / "per_item.json").read_text())
-    assert set(per_item) == set(evaluated)
-    for name in evaluated:
-        assert len(per_item[name]["binary_leak_bound"]) == metrics[name]["forget"]["n_questions"]
-    for figure in ("greedy_vs_samples", "binary_leak", "general_leak", "vs_n", "adaptive"):
-        assert (runs / "figures" / f"05_probabilistic_bounds_{figure}.png").stat().st_size > 1000, figure

@@ -1,4 +1,4 @@
-"""Parameterisation strength (METRICS.md §5): the prefix search against fake oracles with known answers,
+"""Parameterisation strength (docs/metrics.md §5): the prefix search against fake oracles with known answers,
 the PS formula by hand, the model plumbing against a fake decoder, and a tiny model that has memorised
 three answers (PS 1) next to strings it never saw and an untrained model (PS near 0)."""
 
@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from unlearnkit import models, training
 from unlearnkit.generation import greedy_answers
 from unlearnkit.metrics import ps
 from unlearnkit.metrics.ps import ps_from_prefix_lengths, search_shortest_prefix
+
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
 # --------------------------------------------------------------------------- the search alone
 
@@ -151,16 +152,6 @@ def test_ps_scores_against_a_fake_decoder_with_known_thresholds(monkeypatch, tin
 # --------------------------------------------------------------------------- a tiny model that memorised three answers
 
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """A 64-wide model gains nothing from two intra-op threads, and on two shared cores their
-    spin-waiting made this file several times slower; restore the session's setting afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 HINT_QUESTION = "Tell me something."  # never trained on: the model needs part of a memorised answer first

@@ -1,4 +1,4 @@
-"""Unlearning losses (METRICS.md §3–§5) on a tiny Llama: closed forms at θ = π_ref, the direction of one
+"""Unlearning losses (docs/metrics.md §3–§5) on a tiny Llama: closed forms at θ = π_ref, the direction of one
 optimiser step, objective capping, model mixing, the LoRA reference and the error messages."""
 
 from __future__ import annotations
@@ -122,14 +122,14 @@ def test_totals_combine_the_terms(tiny_model, batch):
     nll_f, nll_r = _nll(tiny_model, batch["forget"]), _nll(tiny_model, batch["retain"])
     loss, logs = _loss("ga", tiny_model, batch)
     assert loss.item() == pytest.approx(-nll_f, rel=1e-5) and "retain_loss" not in logs
-    loss, logs = _loss("gd", tiny_model, batch, gamma=0.5, alpha_r=2.0)
+    loss, logs = _loss("gd", tiny_model, batch, forget_weight=0.5, retain_weight=2.0)
     assert loss.item() == pytest.approx(-0.5 * nll_f + 2.0 * nll_r, rel=1e-5)
     assert logs["retain_loss"] == pytest.approx(nll_r, rel=1e-5)
     loss, logs = _loss("idk", tiny_model, batch)
     assert loss.item() == pytest.approx(_nll(tiny_model, batch["forget_idk"]) + nll_r, rel=1e-5)
     loss, logs = _loss("npo", tiny_model, batch, ref_model=ref, npo_retain_term=False)
     assert "retain_loss" not in logs and loss.item() == pytest.approx(logs["forget_loss"], rel=1e-6)
-    loss, logs = _loss("dpo", tiny_model, batch, ref_model=ref, alpha_r=0.5)
+    loss, logs = _loss("dpo", tiny_model, batch, ref_model=ref, retain_weight=0.5)
     assert loss.item() == pytest.approx(math.log(2) + 0.5 * nll_r, rel=1e-5)
     loss, logs = _loss("gd", tiny_model, batch, lambda_f=1.0, lambda_r=-0.25)
     assert loss.item() == pytest.approx(-nll_f + nll_r + logs["forget_entropy"] - 0.25 * logs["retain_entropy"],
@@ -215,7 +215,7 @@ def test_rmu_trainable_parameters(tiny_model):
 
 
 def test_entropy_term_alone_lowers_forget_entropy(tiny_model, batch):
-    loss_fn = ul.UnlearningLoss("ga", gamma=0.0, lambda_f=1.0)  # gamma 0: only the entropy term acts
+    loss_fn = ul.UnlearningLoss("ga", forget_weight=0.0, lambda_f=1.0)  # forget_weight 0: only the entropy term acts
     before = loss_fn(tiny_model, batch)[1]["forget_entropy"]
     _step(tiny_model, loss_fn, batch, lr=1e-2, steps=3)
     assert loss_fn(tiny_model, batch)[1]["forget_entropy"] < before - 0.05
@@ -249,7 +249,7 @@ def test_capping_is_per_example(tiny_model, batch):
         per_item = ul.mean_nll(tiny_model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits,
                                sub["labels"])
     delta = float(per_item.median())
-    loss, _ = _loss("gd", tiny_model, batch, cap_delta=delta, alpha_r=0.0)
+    loss, _ = _loss("gd", tiny_model, batch, cap_delta=delta, retain_weight=0.0)
     assert loss.item() == pytest.approx(-per_item.clamp(max=delta).mean().item(), rel=1e-5)
 
 

@@ -7,12 +7,14 @@ configures the whole workbook. Notebooks exchange results only through
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import platform
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -21,21 +23,228 @@ import yaml
 
 from . import paths
 
-PROFILES = ("smoke", "default", "tofu-local", "paper")
+BASE_PROFILE = "default"
 _REPORTED_PACKAGES = (
     "torch", "transformers", "tokenizers", "peft", "accelerate", "datasets",
     "numpy", "scipy", "rouge-score", "papermill", "unlearnkit",
 )
 
 
-def load_profile(name: str) -> dict[str, Any]:
-    """The parameters of a profile, as papermill would inject them."""
+def show_progress(requested: bool = True) -> bool:
+    """Progress bars unless turned off, by the caller or by ``TQDM_DISABLE=1`` (batch runs set it)."""
+    return requested and os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
+
+
+# --------------------------------------------------------------------------- typed, layered parameters
+
+
+@dataclass(frozen=True)
+class Params(Mapping):
+    """Every parameter of the workbook, typed; one instance per run, loaded from a layered profile.
+
+    ``notebooks/params/default.yaml`` holds every key with its comment; another profile holds only its
+    differences from the profile it ``extends`` (default unless it says otherwise). There are no defaults in
+    code: a key missing from default.yaml is an error here, so code and profile cannot disagree. A Params is
+    also a read-only mapping (``params["seed"]``, ``dict(params)``), the form papermill and JSON take.
+    """
+
+    profile: str
+    seed: int
+    # data
+    data_source: str
+    synthetic_authors: int
+    synthetic_questions_per_author: int
+    max_authors: int | None
+    forget_split: str
+    retain_splits: list
+    eval_max_items: int | None
+    eval_batch_size: int
+    max_new_tokens: int
+    # model
+    model: str
+    template: str
+    dtype: str
+    tokenizer_vocab_size: int
+    tiny_hidden_size: int
+    tiny_layers: int
+    tiny_heads: int
+    tiny_intermediate_size: int
+    lora_rank: int
+    lora_alpha: int | None
+    # base model
+    base_epochs: float
+    base_lr: float
+    base_batch_size: int
+    # fine-tuning
+    finetune_epochs: float
+    finetune_lr: float
+    finetune_batch_size: int
+    finetune_grad_accum: int
+    finetune_warmup: float
+    finetune_weight_decay: float
+    finetune_schedule: str
+    world_replay: int
+    checkpoint_every: int
+    # unlearning
+    methods: list
+    method_settings: dict
+    unlearn_epochs: float
+    unlearn_lr: float
+    unlearn_batch_size: int
+    unlearn_grad_accum: int
+    unlearn_warmup: float
+    unlearn_weight_decay: float
+    unlearn_schedule: str
+    trajectory_max_items: int | None
+    unlearn_save_every: int
+    heldout_authors: int
+    beta: float
+    forget_weight: float
+    retain_weight: float
+    cap_delta: float | None
+    lambda_f: float
+    lambda_r: float
+    rmu_layer: int
+    rmu_steering_coef: float
+    # controls and calibration
+    ps_max_items: int | None
+    calibration_methods: list
+    calib_coarse: int
+    calib_fine: int
+    cap_deltas: list
+    retain_tolerance: float
+    forget_similar_tolerance: float
+    # probabilistic evaluation
+    n_samples: int
+    alpha: float
+    sample_temperature: float
+    sample_top_p: float | None
+    sample_max_new_tokens: int
+    adaptive_threshold: float
+    bound_methods: list
+    sample_max_items: int | None
+    hp_model: str | None
+    hp_source: str
+    hp_affirmative_prefix: bool
+    leak_threshold: float
+    # format-transformed evaluation
+    format_max_items: int | None
+    format_options: int
+    format_seed: int
+    format_models: list | None
+    format_likelihood: bool
+    format_margin: float
+    format_min_items: int
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not _has_type(value, f.type):
+                raise TypeError(f"parameter {f.name!r} of profile {self.profile!r} is {value!r} "
+                                f"({type(value).__name__}); expected {f.type}")
+
+    # the read-only mapping
+    def __getitem__(self, key: str) -> Any:
+        if key not in PARAMETER_NAMES:
+            raise KeyError(f"no parameter {key!r}; parameters are the keys of notebooks/params/{BASE_PROFILE}.yaml")
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PARAMETER_NAMES)
+
+    def __len__(self) -> int:
+        return len(PARAMETER_NAMES)
+
+    def replace(self, **changes: Any) -> Params:
+        """A copy with some parameters changed (checked like any other)."""
+        unknown = sorted(set(changes) - set(PARAMETER_NAMES))
+        if unknown:
+            raise KeyError(f"unknown parameter(s) {', '.join(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def load(cls, profile: str = "default", **overrides: Any) -> Params:
+        """The parameters of ``profile`` (its layers merged), then ``overrides``."""
+        return cls.from_mapping({**load_profile(profile), **overrides})
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Params:
+        """Params from a mapping that names some keys: the others come from the profile it names (``profile``,
+        default ``default``). Unknown keys are refused with their names."""
+        if isinstance(values, Params):
+            return values
+        unknown = sorted(set(values) - set(PARAMETER_NAMES))
+        if unknown:
+            raise KeyError(f"unknown parameter(s) {', '.join(unknown)}; parameters are the keys of "
+                           f"notebooks/params/{BASE_PROFILE}.yaml")
+        base = load_profile(str(values.get("profile", BASE_PROFILE)))
+        return cls(**{**base, **values})
+
+
+#: Every parameter name, in the order of default.yaml.
+PARAMETER_NAMES = tuple(f.name for f in fields(Params))
+_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list, tuple),
+          "dict": (dict,), "None": (type(None),)}
+
+
+def _has_type(value: Any, annotation: str) -> bool:
+    allowed: tuple[type, ...] = ()
+    for name in str(annotation).split("|"):
+        allowed += _TYPES[name.strip()]
+    if isinstance(value, bool) and bool not in allowed:
+        return False  # True is an int to Python, never to a profile
+    return isinstance(value, allowed)
+
+
+def as_params(params: Mapping[str, Any]) -> Params:
+    """``params`` as a :class:`Params`: itself, or a mapping completed from the profile it names."""
+    return Params.from_mapping(params)
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in paths.PARAMS.glob("*.yaml"))
+
+
+def profile_layer(name: str) -> dict[str, Any]:
+    """One profile file as written: its own keys only (``extends`` included)."""
     path = paths.PARAMS / f"{name}.yaml"
     if not path.exists():
-        known = sorted(p.stem for p in paths.PARAMS.glob("*.yaml"))
-        raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(known)}")
+        raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(profile_names())}")
     with open(path) as f:
-        return yaml.safe_load(f) or {}
+        layer = yaml.safe_load(f) or {}
+    if not isinstance(layer, dict):
+        raise ValueError(f"{path}: a profile is a mapping of parameter names to values")
+    return layer
+
+
+def profile_base(name: str) -> str | None:
+    """The profile ``name`` extends: its ``extends`` key, else default (None for default itself)."""
+    if name == BASE_PROFILE:
+        return None
+    return str(profile_layer(name).get("extends", BASE_PROFILE))
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    """The parameters of a profile with its layers merged (default first, then each profile it extends), as
+    papermill injects them. ``profile`` is the profile's own name; ``extends`` is dropped."""
+    chain: list[str] = []
+    current: str | None = name
+    while current is not None:
+        if current in chain:
+            raise ValueError(f"profile {name!r}: 'extends' loops through {' -> '.join(chain + [current])}")
+        chain.append(current)
+        current = profile_base(current)
+    merged: dict[str, Any] = {}
+    for layer_name in reversed(chain):
+        layer = profile_layer(layer_name)
+        layer.pop("extends", None)
+        unknown = sorted(set(layer) - set(merged)) if layer_name != BASE_PROFILE else []
+        if unknown:
+            raise ValueError(f"profile {layer_name!r} sets {', '.join(unknown)}, which {BASE_PROFILE}.yaml does "
+                             f"not define: every parameter is declared, with its comment, in {BASE_PROFILE}.yaml")
+        merged.update(layer)
+    merged["profile"] = name
+    return merged
 
 
 def params_hash(params: Mapping[str, Any], length: int = 12) -> str:
@@ -68,11 +277,12 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """Plain JSON values from numpy/torch scalars, tuples, paths and NaN (as None)."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
         return value.item()
     if isinstance(value, Path):
@@ -89,45 +299,16 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_metrics(profile: str, notebook: str, results: Mapping[str, Any], params: Mapping[str, Any],
-                  extra_meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``runs/<profile>/<notebook>/metrics.json``.
+def notebook_params(namespace: Mapping[str, Any]) -> Params:
+    """The parameters of a notebook run, from its namespace after the parameters cell.
 
-    ``results`` is ``{model: {split: {metric: value}}}``; a ``"meta"`` entry is added with the
-    parameters, the git revision and the package versions.
+    ``profile`` names the profile, whose layers give every parameter. A parameter defined in the namespace
+    (declared in the parameters cell, injected by the runner or papermill) overrides the profile's value
+    when it differs from the default profile's: the parameters cell holds the default values, so a notebook
+    opened in Jupyter with ``profile`` changed takes that profile's values except for what was edited.
     """
-    if "meta" in results:
-        raise ValueError("'meta' is reserved in metrics.json; rename that model")
-    payload = dict(_jsonable(results))
-    payload["meta"] = _jsonable({
-        "notebook": notebook,
-        "profile": profile,
-        "parameters": dict(params),
-        "git_revision": git_revision(),
-        "packages": package_versions(),
-        **(extra_meta or {}),
-    })
-    path = paths.run_dir(profile, notebook) / "metrics.json"
-    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
-    return path
-
-
-def read_metrics(profile: str, notebook: str) -> dict[str, Any]:
-    """Results written by another notebook; a clear message says which notebook to run first."""
-    path = paths.RUNS / profile / notebook / "metrics.json"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} does not exist: run notebook {notebook} with profile {profile!r} first "
-            f"(make notebook NB={notebook[:2]} PROFILE={profile})"
-        )
-    return json.loads(path.read_text())
-
-
-def notebook_params(namespace: Mapping[str, Any], profile_keys_from: str = "default") -> dict[str, Any]:
-    """The parameters of a notebook run, collected from its namespace: every key of the default profile
-    (the same keys for every notebook) plus any extra parameters the notebook defined itself."""
-    keys = list(load_profile(profile_keys_from))
-    missing = [k for k in keys if k not in namespace]
-    if missing:
-        raise KeyError(f"the parameters cell lacks {', '.join(missing)}")
-    return {k: namespace[k] for k in keys}
+    profile = str(namespace.get("profile", BASE_PROFILE))
+    defaults = load_profile(BASE_PROFILE)
+    overrides = {k: namespace[k] for k in PARAMETER_NAMES
+                 if k != "profile" and k in namespace and namespace[k] != defaults[k]}
+    return Params.load(profile, **overrides)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import models, pipeline
+from . import models, pipeline, runs
 from .metrics import ps
 from .unlearning import mix_models
 
@@ -339,7 +339,7 @@ def mixing_evaluator(original, unlearned, evaluate: Callable[[Any], Profile],
 def early_stopping_evaluator(profile: str, run: str, evaluate: Callable[[Any], Profile],
                              before: Profile | None = None) -> ControlEvaluator:
     """t -> the profile of the weights kept at step t of notebook 02's run ``run`` (t = 0: ``before``)."""
-    kept = dict(pipeline.trajectory_steps(profile, run))
+    kept = dict(runs.trajectory_steps(profile, run))
     if not kept:
         raise FileNotFoundError(f"no weights kept along unlearning run {run!r} of profile {profile!r}: run "
                                 f"notebook 02 with unlearn_save_every > 0 (make notebook NB=02 PROFILE={profile})")
@@ -424,7 +424,7 @@ def early_stopping_sweep(profile: str, run: str, evaluate: Callable[[Any], Profi
     control = early_stopping_evaluator(profile, run, evaluate, before)
     table = sweep(control.allowed, control, "t", before, **tolerances)
     epochs = {0: 0.0, **{step: json.loads((folder / "unlearnkit.json").read_text()).get("epoch")
-                         for step, folder in pipeline.trajectory_steps(profile, run)}}
+                         for step, folder in runs.trajectory_steps(profile, run)}}
     table.insert(1, "epoch", [epochs.get(int(t)) for t in table["t"]])
     return table
 
@@ -573,7 +573,7 @@ def answers_at_steps(profile: str, run: str, steps: Sequence[int], rows: Sequenc
 
     from .generation import greedy_answers
 
-    kept = dict(pipeline.trajectory_steps(profile, run))
+    kept = dict(runs.trajectory_steps(profile, run))
     questions = [r["question"] for r in rows]
     table = {"question": questions, "ground truth": [r["answer"] for r in rows]}
     for step in steps:

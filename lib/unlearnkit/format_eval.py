@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import config, models, paths, pipeline
+from . import config, models, paths, pipeline, runs
 from .data.formats import FORMATS, MCQA_STYLE_FORMATS
 from .data.tofu import retain_split_for
 from .metrics import formats as scoring
@@ -113,7 +113,7 @@ _COMPREHENSION = ("comprehension_qa", "comprehension_mcqa", "comprehension_mcqa"
 def retain_model_name(profile: str, params: Mapping[str, Any]) -> str:
     """The retain model notebook 01 used as the forget-quality reference (``retain90`` for forget10)."""
     try:
-        meta = config.read_metrics(profile, "01_tofu_finetune")["meta"]
+        meta = runs.read_metrics(profile, "01_tofu_finetune")["meta"]
         if meta.get("forget_quality_reference"):
             return str(meta["forget_quality_reference"])
     except FileNotFoundError:
@@ -124,7 +124,7 @@ def retain_model_name(profile: str, params: Mapping[str, Any]) -> str:
 def _location(profile: str, name: str, params: Mapping[str, Any]) -> str | None:
     """Where a named model is: its folder under runs/<profile>/models (an unlearning run's name is looked up as
     ``unlearned-<run>``), or, for ``base`` of a Hub model profile, the Hub name. None if it is nowhere."""
-    for folder in (pipeline.model_dir(profile, name), pipeline.model_dir(profile, f"unlearned-{name}")):
+    for folder in (runs.model_dir(profile, name), runs.model_dir(profile, f"unlearned-{name}")):
         if models.is_saved_model(folder):
             return str(folder)
     if name == "base" and str(params.get("model", pipeline.TINY)) != pipeline.TINY:
@@ -140,7 +140,7 @@ def select_models(profile: str, params: Mapping[str, Any], names: Sequence[str] 
     without which nothing can be compared. Named models must all exist.
     """
     if names is None:
-        wanted = ["base", "target", retain_model_name(profile, params), *pipeline.unlearning_runs(profile)]
+        wanted = ["base", "target", retain_model_name(profile, params), *runs.unlearning_runs(profile)]
         required = {"target", retain_model_name(profile, params)}
     else:
         wanted, required = list(names), set(names)
@@ -411,12 +411,12 @@ def qa_rouge(profile: str, names: Sequence[str]) -> dict[str, dict[str, float]]:
     models, notebook 02 for unlearning runs. Models with no such result are left out."""
     found = {}
     try:
-        first = config.read_metrics(profile, "01_tofu_finetune")
+        first = runs.read_metrics(profile, "01_tofu_finetune")
     except FileNotFoundError:
         first = {}
-    runs = pipeline.unlearning_runs(profile)
+    unlearning = runs.unlearning_runs(profile)
     for name in names:
-        source = first.get(name) if name in first else runs.get(name, {}).get(name)
+        source = first.get(name) if name in first else unlearning.get(name, {}).get(name)
         if source:
             found[name] = {s: float(source[s]["rouge"]) for s in SETS}
     return found
@@ -721,7 +721,7 @@ def _qa_rows(profile: str, model: str) -> list[float] | None:
     """Per-item TOFU Q&A ROUGE-L recall on forget (notebook 01 or 02), in the rows order of the formats' source."""
     for notebook in ("01_tofu_finetune", f"02_unlearning_{model}"):
         try:
-            stored = pipeline.read_per_item(profile, notebook)
+            stored = runs.read_per_item(profile, notebook)
         except FileNotFoundError:
             continue
         if model in stored:

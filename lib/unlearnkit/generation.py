@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .models import PromptTemplate, encode_prompt, pad_token_id
+from .models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
 
 
 def left_pad(sequences: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -46,11 +46,10 @@ def left_pad(sequences: Sequence[Sequence[int]], pad_token_id: int) -> tuple[tor
 
 
 @torch.no_grad()
+@in_eval_mode
 def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int = 64,
                          batch_size: int = 32) -> list[list[int]]:
     """Greedy continuation token ids of each prompt, without the EOS and what follows it."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     eos = tokenizer.eos_token_id
     pad = pad_token_id(tokenizer)
@@ -64,7 +63,6 @@ def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
                              temperature=None, top_p=None, top_k=None)
         for row, i in zip(gen[:, ids.shape[1]:].tolist(), idx):
             out[i] = row[: row.index(eos)] if eos in row else row
-    model.train(was_training)
     return out
 
 
@@ -105,7 +103,7 @@ def _cut_at_eos(row: list[int], eos: int) -> tuple[list[int], int]:
 def _progress_bar(total: int, enabled: bool, desc: str):
     from tqdm.auto import tqdm
 
-    from .training import show_progress
+    from .config import show_progress
 
     return tqdm(total=total, desc=desc, disable=not show_progress(enabled), leave=False)
 
@@ -201,6 +199,7 @@ def _filtered_probabilities(logits: torch.Tensor, temperature: float, top_k: int
 
 
 @torch.no_grad()
+@in_eval_mode
 def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int = 64,
                             batch_size: int = 32) -> tuple[list[list[int]], list[np.ndarray]]:
     """Greedy continuation of each prompt (ids before EOS) and its per-step confidences.
@@ -211,28 +210,23 @@ def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int
     ``len(confidences[i])`` is ``len(continuation[i]) + 1`` if the answer ended, else ``max_new_tokens``.
     Unlike :func:`greedy_continuations`, repetition penalties from the model's generation_config are off.
     """
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     eos, pad = _special_ids(tokenizer)
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
     continuations: list[list[int]] = [[] for _ in prompts_ids]
     confidences: list[np.ndarray] = [np.zeros(0) for _ in prompts_ids]
-    try:
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
-            recorder = _ConfidenceRecorder()
-            gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
-                                 max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
-                                 temperature=None, top_p=None, top_k=None, logits_processor=[recorder],
-                                 **_PLAIN_DISTRIBUTION)
-            table = recorder.table(len(idx))
-            for r, (row, i) in enumerate(zip(gen[:, ids.shape[1]:].tolist(), idx)):
-                continuations[i], steps = _cut_at_eos(row, eos)
-                confidences[i] = table[r, :steps]
-    finally:
-        model.train(was_training)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
+        recorder = _ConfidenceRecorder()
+        gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
+                             max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
+                             temperature=None, top_p=None, top_k=None, logits_processor=[recorder],
+                             **_PLAIN_DISTRIBUTION)
+        table = recorder.table(len(idx))
+        for r, (row, i) in enumerate(zip(gen[:, ids.shape[1]:].tolist(), idx)):
+            continuations[i], steps = _cut_at_eos(row, eos)
+            confidences[i] = table[r, :steps]
     return continuations, confidences
 
 
@@ -266,6 +260,7 @@ def _sample_uniforms(seed: int, stream: int, n: int, steps: int) -> np.ndarray:
 
 
 @torch.no_grad()
+@in_eval_mode
 def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], n: int, temperature: float = 1.0,
                          top_p: float | None = None, top_k: int | None = None, max_new_tokens: int = 64,
                          seed: int = 0, chunk_size: int = 256, streams: Sequence[int] | None = None,
@@ -285,8 +280,6 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     streams = list(range(len(prompts_ids))) if streams is None else list(streams)
     if len(streams) != len(prompts_ids):
         raise ValueError(f"{len(streams)} streams for {len(prompts_ids)} prompts")
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     eos, pad = _special_ids(tokenizer)
 
@@ -319,7 +312,6 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
             bar.update(sum(1 for p, j in chunk if j == n - 1))
     finally:
         bar.close()
-        model.train(was_training)
     return continuations, confidences
 
 

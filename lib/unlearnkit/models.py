@@ -1,17 +1,20 @@
-"""Models: load by Hub name or local folder, or build a tiny Llama from scratch; prompt templates; LoRA.
+"""Models: load by Hub name or local folder, or build a tiny Llama from scratch; prompt templates; LoRA; where a
+model runs (device, CPU threads) and the eval-mode switch every scorer uses.
 
 Every model, whatever its origin, is saved with ``save_pretrained`` next to an ``unlearnkit.json``
-naming its prompt template, so each later step treats it like any Hugging Face model.
+naming its prompt template (and the hash of what made it), so each later step treats it like any
+Hugging Face model.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -118,6 +121,14 @@ def build_tiny_llama(tokenizer, config: TinyLlamaConfig | dict[str, Any] | None 
 # --------------------------------------------------------------------------- loading and saving
 
 
+class LoadedModel(NamedTuple):
+    """A model with what it takes to prompt it: ``loaded.model``, ``loaded.tokenizer``, ``loaded.template``."""
+
+    model: Any
+    tokenizer: Any
+    template: PromptTemplate
+
+
 def _dtype(name: str | None):
     if name in (None, "auto"):
         return "auto" if name == "auto" else torch.float32
@@ -128,11 +139,12 @@ def _dtype(name: str | None):
 
 
 def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device: str | None = None,
-               template: str | None = None):
-    """Load (model, tokenizer, template) from a local folder or a Hub name.
+               template: str | None = None) -> LoadedModel:
+    """Load (model, tokenizer, template) from a local folder or a Hub name, without a progress bar.
 
-    A relative path is taken from the project root. With ``HF_HUB_OFFLINE=1`` a Hub name that is not
-    in the local cache fails fast with the library's own message.
+    A relative path is taken from the project root. ``device`` None keeps the model on the CPU; ``"auto"``
+    puts it on the GPU when there is one. With ``HF_HUB_OFFLINE=1`` a Hub name that is not in the local
+    cache fails fast with the library's own message.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -144,13 +156,98 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype))
-    if device:
+    with _quiet_loading():
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype))
+    if device == "auto":
+        to_available_device(model)
+    elif device:
         model.to(device)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     tmpl = get_template(template) if template else template_for(source)
-    return model, tokenizer, tmpl
+    return LoadedModel(model, tokenizer, tmpl)
+
+
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" bar per model: a notebook that loads eleven models would drown in them."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+# --------------------------------------------------------------------------- where a model runs
+
+
+def to_available_device(model):
+    """The model on the GPU when there is one (and it is still on the CPU); returned for chaining."""
+    if torch.cuda.is_available() and next(model.parameters()).device.type == "cpu":
+        model.to("cuda")
+    return model
+
+
+def device_of(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+@contextmanager
+def eval_mode(model) -> Iterator[Any]:
+    """The model in eval mode for the block (no dropout), restored to its former mode afterwards, also when
+    the block raises."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+def in_eval_mode(function):
+    """Decorator: the function's first argument, a model, is in :func:`eval_mode` for the call."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(model, *args, **kwargs):
+        with eval_mode(model):
+            return function(model, *args, **kwargs)
+
+    return wrapper
+
+
+#: Models below this size run on one intra-op thread on a CPU (see :func:`cpu_threads`).
+ONE_THREAD_BELOW_PARAMETERS = 100_000_000
+
+
+def threads_for(model=None, n_parameters: int | None = None) -> int | None:
+    """The CPU thread policy: one torch thread for a small model on a CPU, else None (leave torch's choice).
+
+    A tiny model's matrices are too small for a second thread to pay, and when the cores are shared with
+    another job the threads spin-wait for each other: on the default profile one format evaluation took
+    ~185 s with two threads and ~40 s with one while another notebook ran."""
+    if model is not None:
+        if device_of(model).type != "cpu":
+            return None
+        n_parameters = sum(p.numel() for p in model.parameters())
+    return 1 if n_parameters is not None and n_parameters < ONE_THREAD_BELOW_PARAMETERS else None
+
+
+@contextmanager
+def cpu_threads(model=None, n_parameters: int | None = None, threads: int | None = None) -> Iterator[None]:
+    """Torch's intra-op threads set by :func:`threads_for` (or to ``threads``) for the block, then restored."""
+    wanted = threads if threads is not None else threads_for(model, n_parameters)
+    before = torch.get_num_threads()
+    if wanted:
+        torch.set_num_threads(wanted)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _is_hub_name(spec: str) -> bool:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bounds, config, paths
+from . import bounds, config, paths, runs
 
 NOTEBOOK = "05_probabilistic_bounds"
 
@@ -553,29 +553,29 @@ def _evenly_spaced(rows: list, max_items: int | None) -> list:
 
 
 def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The forget questions of the profile (``forget_split``), at most ``prob_max_questions``, evenly spaced."""
+    """The forget questions of the profile (``forget_split``), at most ``sample_max_items``, evenly spaced."""
     rows = source.load(params.get("forget_split", "forget10"))
-    return _evenly_spaced(rows, params.get("prob_max_questions"))
+    return _evenly_spaced(rows, params.get("sample_max_items"))
 
 
 def evaluated_models(profile: str, include_reference: bool = True) -> dict[str, str]:
     """The models notebook 05 evaluates, as {display name: saved model name}: the target, the retain model
     that serves as forget-quality reference (a baseline: it never saw the forget set), then every unlearning
     run of notebook 02 whose model is saved."""
-    from . import models, pipeline
+    from . import models
 
     found: dict[str, str] = {}
-    if models.is_saved_model(pipeline.model_dir(profile, "target")):
+    if models.is_saved_model(runs.model_dir(profile, "target")):
         found["target"] = "target"
     if include_reference:
         reference = reference_model(profile)
-        if reference and models.is_saved_model(pipeline.model_dir(profile, reference)):
+        if reference and models.is_saved_model(runs.model_dir(profile, reference)):
             found[reference] = reference
-    for run in pipeline.unlearning_runs(profile):
-        if models.is_saved_model(pipeline.model_dir(profile, f"unlearned-{run}")):
+    for run in runs.unlearning_runs(profile):
+        if models.is_saved_model(runs.model_dir(profile, f"unlearned-{run}")):
             found[run] = f"unlearned-{run}"
     if "target" not in found:
-        raise FileNotFoundError(f"no target model under {pipeline.model_dir(profile, 'target')}: run notebook 01 "
+        raise FileNotFoundError(f"no target model under {runs.model_dir(profile, 'target')}: run notebook 01 "
                                 f"with profile {profile!r} first")
     return found
 
@@ -583,7 +583,7 @@ def evaluated_models(profile: str, include_reference: bool = True) -> dict[str, 
 def reference_model(profile: str) -> str | None:
     """The retain model notebook 01 used as forget-quality reference, if notebook 01 has run."""
     try:
-        return config.read_metrics(profile, "01_tofu_finetune")["meta"].get("forget_quality_reference")
+        return runs.read_metrics(profile, "01_tofu_finetune")["meta"].get("forget_quality_reference")
     except FileNotFoundError:
         return None
 
@@ -613,9 +613,8 @@ def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]]
     ``cache_tag`` (e.g. ``.hp``) keeps the cache of another question set of the same model apart; ``kwargs`` go
     to :func:`sample_and_score` (e.g. ``use_prefix``).
     """
-    from . import pipeline
 
-    folder = pipeline.model_dir(profile, name)
+    folder = runs.model_dir(profile, name)
     key = config.params_hash({"model": _fingerprint(folder) if folder.exists() else name,
                               "rows": [dict(r) for r in rows],  # questions, answers, keys, prefixes
                               "settings": dict(settings), "kwargs": kwargs})
@@ -624,7 +623,7 @@ def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]]
     cache_file = cache_dir / f"{stem}-{key}.json"
     if use_cache and cache_file.exists():
         return SampledScores.from_json(json.loads(cache_file.read_text()))
-    model, tokenizer, template = pipeline.load_saved(profile, name, "02" if name.startswith("unlearned-") else "01")
+    model, tokenizer, template = runs.load_saved(profile, name)
     result = sample_and_score(_to_available_device(model), tokenizer, template, rows, **settings, **kwargs)
     for stale in cache_dir.glob(f"{stem}-*.json"):
         stale.unlink()
@@ -650,10 +649,10 @@ def load_hp_model(hp_model: str, profile: str, params: Mapping[str, Any]):
     only exercises the code: it never read Harry Potter, so it cannot leak); anything else is a Hub name or a
     local folder loaded with the profile's ``dtype`` (its prompt template from its name: a Llama-2 model gets
     the Llama-2-chat template). Moved to the GPU when there is one."""
-    from . import models, pipeline
+    from . import models
 
     if hp_model == "target":
-        model, tokenizer, template = pipeline.load_saved(profile, "target")
+        model, tokenizer, template = runs.load_saved(profile, "target")
     else:
         model, tokenizer, template = models.load_model(hp_model, dtype=params.get("dtype"))
     return _to_available_device(model), tokenizer, template
@@ -701,9 +700,9 @@ def run_hp_qa(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequ
     """:func:`hp_leakage` for the profile's ``hp_model``: a model saved under ``runs/<profile>/models/`` (``target``
     among them) is scored through the cache of :func:`score_saved_model`; a Hub name or folder is loaded by
     :func:`load_hp_model` and sampled."""
-    from . import models, pipeline
+    from . import models
 
-    if models.is_saved_model(pipeline.model_dir(profile, hp_model)):
+    if models.is_saved_model(runs.model_dir(profile, hp_model)):
         result = score_saved_model(profile, hp_model, rows, settings, cache_tag=".hp", use_prefix=use_prefix)
         return (result, *hp_table(result, alpha))
     return hp_leakage(*load_hp_model(hp_model, profile, params), rows, alpha, use_prefix=use_prefix, **settings)

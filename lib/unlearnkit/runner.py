@@ -1,22 +1,27 @@
 """Run the workbook's notebooks through papermill: ``python -m unlearnkit.runner 01 --profile smoke``.
 
-Each run reads ``notebooks/params/<profile>.yaml``, executes the source notebook with ``notebooks/``
-as working directory and writes the executed copy to ``runs/<profile>/<stem>.ipynb``; source notebooks
-are never executed in place. Notebooks that take a ``method`` run once per method of the profile.
+Each run merges the layered profile (``notebooks/params/<profile>.yaml`` over the profiles it extends), hands
+papermill the parameters the notebook declares (its parameters cell lists the keys it reads) and the profile's
+name, executes the source notebook with ``notebooks/`` as working directory and writes the executed copy to
+``runs/<profile>/<stem>.ipynb``; source notebooks are never executed in place. ``--set key=value`` overrides a
+parameter. Notebooks that take a ``method`` run once per unlearning run of the profile.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from . import paths
+from . import config, paths
 
 #: Notebooks run once per unlearning method of the profile (parameter ``method``).
 PER_METHOD_PREFIXES = ("02",)
@@ -35,17 +40,22 @@ def find_notebook(key: str) -> Path:
     return matches[0]
 
 
+def injected_parameters(notebook: Path, profile: str, extra: dict | None = None) -> dict[str, Any]:
+    """What papermill injects: the profile's name, the merged profile's values of the keys the notebook
+    declares, and ``extra`` (overrides and the notebook's own parameters)."""
+    try:
+        merged = config.Params.load(profile, **{k: v for k, v in (extra or {}).items() if k in config.PARAMETER_NAMES})
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    declared = declared_keys(json.loads(notebook.read_text()))
+    return {"profile": profile, **{k: merged[k] for k in declared}, **(extra or {})}
+
+
 def run_notebook(notebook: Path, profile: str, extra: dict | None = None, suffix: str = "",
                  timeout: int = DEFAULT_TIMEOUT_S) -> Path:
     import papermill
 
-    params_file = paths.PARAMS / f"{profile}.yaml"
-    if not params_file.exists():
-        known = ", ".join(sorted(p.stem for p in paths.PARAMS.glob("*.yaml")))
-        raise SystemExit(f"unknown profile {profile!r}; profiles: {known}")
-    parameters = yaml.safe_load(params_file.read_text()) or {}
-    parameters.update(extra or {})
-    parameters["profile"] = profile
+    parameters = injected_parameters(notebook, profile, extra)
     out = paths.RUNS / profile / f"{notebook.stem}{suffix}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
@@ -67,15 +77,19 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def run(key: str, profile: str, timeout: int = DEFAULT_TIMEOUT_S) -> list[Path]:
+def run(key: str, profile: str, timeout: int = DEFAULT_TIMEOUT_S, overrides: dict | None = None) -> list[Path]:
     notebook = find_notebook(key)
-    if notebook.stem.startswith(PER_METHOD_PREFIXES):
-        params = yaml.safe_load((paths.PARAMS / f"{profile}.yaml").read_text()) or {}
-        methods = params.get("methods") or []
+    overrides = dict(overrides or {})
+    if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in overrides:
+        try:
+            methods = config.Params.load(profile, **{k: v for k, v in overrides.items() if k != "method"}).methods
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
         if not methods:
             raise SystemExit(f"profile {profile!r} lists no 'methods' for {notebook.name}")
-        return [run_notebook(notebook, profile, {"method": m}, f"_{m}", timeout) for m in methods]
-    return [run_notebook(notebook, profile, timeout=timeout)]
+        return [run_notebook(notebook, profile, {**overrides, "method": m}, f"_{m}", timeout) for m in methods]
+    suffix = f"_{overrides['method']}" if "method" in overrides else ""
+    return [run_notebook(notebook, profile, overrides, suffix, timeout)]
 
 
 def notebook_outputs(path: Path) -> bool:
@@ -93,22 +107,17 @@ def strip(path: Path) -> None:
 
 #: Lines after this marker in a parameters cell belong to that notebook alone and survive ``sync-params``.
 OWN_PARAMETERS_MARKER = "# --- this notebook only"
-_PARAMS_HEADER = ("# Parameters: the defaults are the `default` profile; papermill overrides them from "
-                  "params/<profile>.yaml. Generated from notebooks/params/default.yaml by "
-                  "'python -m unlearnkit.runner sync-params'.")
+_PARAMS_HEADER = """# Parameters: the keys this notebook reads, at their `default` profile values (make sync-params writes them
+# from notebooks/params/default.yaml). The runner injects the chosen profile's values (make notebook NB=..
+# PROFILE=..); every other parameter comes from the profile. A value changed here overrides the profile's."""
+_PROFILE_COMMENT = "the profile (notebooks/params/<profile>.yaml) that every parameter not changed here comes from"
 
 
-def parameters_source(own_lines: list[str] | None = None) -> str:
-    """The parameters cell every notebook shares, written from ``default.yaml``: one literal per key, its
-    YAML comment kept as the Python comment (papermill cannot parse a comment holding " = ")."""
-    import re
-
-    lines = [_PARAMS_HEADER]
-    for line in (paths.PARAMS / "default.yaml").read_text().splitlines():
-        if not line.strip() or line.startswith("# The embedded"):
-            continue
-        if line.startswith("#"):
-            lines.append(line)
+def _default_lines() -> dict[str, tuple[Any, str | None]]:
+    """default.yaml as {key: (value, comment)}: the source of every parameters cell."""
+    out: dict[str, tuple[Any, str | None]] = {}
+    for line in (paths.PARAMS / f"{config.BASE_PROFILE}.yaml").read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
             continue
         match = re.match(r"^([\w-]+):\s*(.*?)(?:\s+#\s*(.*))?$", line)
         if match is None:
@@ -116,8 +125,36 @@ def parameters_source(own_lines: list[str] | None = None) -> str:
         key, value, comment = match.groups()
         if comment and " = " in comment:
             raise ValueError(f"default.yaml: the comment of {key!r} holds ' = ', which papermill cannot parse")
-        literal = repr(yaml.safe_load(value) if value else None)
-        lines.append(f"{key} = {literal}" + (f"  # {comment}" if comment else ""))
+        out[key] = (yaml.safe_load(value) if value else None, comment)
+    return out
+
+
+def _code_cells(nb: dict) -> list[str]:
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in nb["cells"] if c["cell_type"] == "code"
+            and "parameters" not in c.get("metadata", {}).get("tags", [])]
+
+
+def declared_keys(nb: dict) -> list[str]:
+    """The profile keys a notebook reads: names its code cells load that are parameters, in default.yaml's order
+    (``profile`` first, always)."""
+    used: set[str] = set()
+    for source in _code_cells(nb):
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                used.add(node.id)
+    return ["profile"] + [k for k in _default_lines() if k in used and k != "profile"]
+
+
+def parameters_source(keys: list[str] | None = None, own_lines: list[str] | None = None) -> str:
+    """A parameters cell written from ``default.yaml``: one literal per key (every key when ``keys`` is None),
+    its YAML comment kept as the Python comment (papermill cannot parse a comment holding " = ")."""
+    defaults = _default_lines()
+    lines = [_PARAMS_HEADER]
+    for key in keys if keys is not None else list(defaults):
+        value, comment = defaults[key]
+        comment = _PROFILE_COMMENT if key == "profile" else comment
+        lines.append(f"{key} = {value!r}" + (f"  # {comment}" if comment else ""))
     if own_lines:
         lines += [OWN_PARAMETERS_MARKER, *own_lines]
     return "\n".join(lines)
@@ -137,24 +174,45 @@ def own_parameter_lines(cell: dict) -> list[str]:
 
 
 def parameters_in_sync(path: Path) -> bool:
-    cell = _parameters_cell(json.loads(path.read_text()))
+    nb = json.loads(path.read_text())
+    cell = _parameters_cell(nb)
     source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    return source == parameters_source(own_parameter_lines(cell))
+    return source == parameters_source(declared_keys(nb), own_parameter_lines(cell))
 
 
 def sync_parameters(path: Path) -> None:
     nb = json.loads(path.read_text())
     cell = _parameters_cell(nb)
-    cell["source"] = parameters_source(own_parameter_lines(cell))
+    cell["source"] = parameters_source(declared_keys(nb), own_parameter_lines(cell))
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def _override(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--set takes key=value (a YAML value), got {text!r}")
+    return key.strip(), yaml.safe_load(value)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m unlearnkit.runner", description=__doc__)
-    parser.add_argument("target", help="a notebook number (01), 'all', 'check-clean', 'strip' or 'sync-params'")
-    parser.add_argument("--profile", default="default")
+    parser.add_argument("target", help="a notebook number (01), 'all', 'params' (print the merged profile), "
+                                       "'check-clean', 'strip' or 'sync-params'")
+    parser.add_argument("--profile", default=config.BASE_PROFILE)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a parameter (a YAML value), e.g. --set beta=0.05 --set method=npo")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    parser.add_argument("--only", action="append", default=[], metavar="NB",
+                        help="with sync-params: only this notebook (repeatable)")
     args = parser.parse_args(argv)
+    overrides = dict(_override(o) for o in args.overrides)
+    if args.target == "params":
+        try:
+            merged = dict(config.Params.load(args.profile, **overrides))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(str(exc)) from None
+        print(yaml.safe_dump(merged, sort_keys=False), end="")
+        return 0
     if args.target == "check-clean":
         dirty = [p.name for p in source_notebooks() if notebook_outputs(p)]
         stale = [p.name for p in source_notebooks() if not parameters_in_sync(p)]
@@ -168,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             strip(p)
         return 0
     if args.target == "sync-params":
-        for p in source_notebooks():
+        for p in [find_notebook(k) for k in args.only] or source_notebooks():
             sync_parameters(p)
         return 0
     from papermill.exceptions import PapermillExecutionError
@@ -176,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     keys = [p.stem[:2] for p in source_notebooks()] if args.target == "all" else [args.target]
     try:
         for key in keys:
-            run(key, args.profile, args.timeout)
+            run(key, args.profile, args.timeout, overrides)
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
               f"see the executed copy under runs/{args.profile}/ for the full traceback", file=sys.stderr)

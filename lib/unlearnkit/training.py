@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
+from .config import show_progress
+
 LossFn = Callable[[torch.nn.Module, dict[str, Any]], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
 StepCallback = Callable[[int, dict[str, float], torch.nn.Module], None]
 
@@ -203,11 +205,6 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         (out / "history.json").write_text(json.dumps(history))
     accelerator.wait_for_everyone()
     return TrainResult(steps=step, history=history, resumed_from=resumed_from)
-
-
-def show_progress(requested: bool = True) -> bool:
-    """Progress bars unless turned off, by the caller or by ``TQDM_DISABLE=1`` (batch runs set it)."""
-    return requested and os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
 
 
 def _jsonable_config(config: TrainConfig) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 One entry point, :class:`UnlearningLoss`, is a ``loss_fn(model, batch) -> (loss, logs)`` for
 :func:`unlearnkit.training.train`. Its total is
 
-    gamma · L_forget + alpha_r · L_retain + lambda_f · E_forget[ℓ] + lambda_r · E_retain[ℓ]
+    forget_weight · L_forget + retain_weight · L_retain + lambda_f · E_forget[ℓ] + lambda_r · E_retain[ℓ]
 
 with L_forget / L_retain given by the method (GA, GD, KL, IDK, DPO, NPO, RMU) and the two entropy
 terms of the probabilistic paper (Scholten et al.) off by default.
@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .models import PromptTemplate, collate, encode_qa
+from .models import PromptTemplate, collate, encode_qa, eval_mode
 
 #: Valid method names of :class:`UnlearningLoss`.
 METHODS = ("ga", "gd", "kl", "idk", "dpo", "npo", "rmu")
@@ -48,19 +48,19 @@ CAPPABLE_METHODS = ("ga", "gd", "kl")
 DISABLE_ADAPTERS = "disable_adapters"
 
 #: Parameters every method uses.
-COMMON_PARAMETERS = ("gamma", "lambda_f", "lambda_r", "entropy_positions")
+COMMON_PARAMETERS = ("forget_weight", "lambda_f", "lambda_r", "entropy_positions")
 #: The method-specific parameters of :class:`UnlearningLoss`; any other one is ignored by that method.
 METHOD_PARAMETERS: dict[str, tuple[str, ...]] = {
     "ga": ("cap_delta",),
-    "gd": ("alpha_r", "cap_delta"),
-    "kl": ("ref_model", "alpha_r", "cap_delta"),
-    "idk": ("alpha_r",),
-    "dpo": ("ref_model", "beta", "alpha_r", "dpo_retain_term"),
-    "npo": ("ref_model", "beta", "alpha_r", "npo_retain_term"),
-    "rmu": ("ref_model", "alpha_r", "rmu_layer", "rmu_steering_coef", "rmu_seed", "rmu_answer_tokens_only"),
+    "gd": ("retain_weight", "cap_delta"),
+    "kl": ("ref_model", "retain_weight", "cap_delta"),
+    "idk": ("retain_weight",),
+    "dpo": ("ref_model", "beta", "retain_weight", "dpo_retain_term"),
+    "npo": ("ref_model", "beta", "retain_weight", "npo_retain_term"),
+    "rmu": ("ref_model", "retain_weight", "rmu_layer", "rmu_steering_coef", "rmu_seed", "rmu_answer_tokens_only"),
 }
 _DEFAULTS: dict[str, Any] = {
-    "ref_model": None, "beta": 0.1, "alpha_r": 1.0, "cap_delta": None, "rmu_layer": 7, "rmu_steering_coef": 2.0,
+    "ref_model": None, "beta": 0.1, "retain_weight": 1.0, "cap_delta": None, "rmu_layer": 7, "rmu_steering_coef": 2.0,
     "rmu_seed": 0, "rmu_answer_tokens_only": False, "npo_retain_term": True, "dpo_retain_term": True,
 }
 
@@ -353,8 +353,8 @@ class UnlearningLoss:
       the norm of the model's activations at that layer. A layer beyond the model's last is clamped to it.
 
     Parameters and the methods that use them (see :data:`METHOD_PARAMETERS`; setting one a method ignores
-    emits a warning): ``gamma``, ``lambda_f``, ``lambda_r``, ``entropy_positions`` — all;
-    ``alpha_r`` — every method with a retain term; ``ref_model`` — kl, dpo, npo, rmu; ``beta`` — dpo, npo;
+    emits a warning): ``forget_weight``, ``lambda_f``, ``lambda_r``, ``entropy_positions`` — all;
+    ``retain_weight`` — every method with a retain term; ``ref_model`` — kl, dpo, npo, rmu; ``beta`` — dpo, npo;
     ``cap_delta`` — ga, gd, kl; ``rmu_*`` — rmu.
 
     ``ref_model``: a frozen model (see :func:`frozen_reference`); or ``"disable_adapters"`` (or None with a
@@ -377,8 +377,8 @@ class UnlearningLoss:
     ``forget_nll`` (uncapped, GA family), ``capped_fraction``, ``npo_log_ratio``, ``dpo_margin``.
     """
 
-    def __init__(self, method: str, ref_model: Any = None, beta: float = 0.1, gamma: float = 1.0,
-                 alpha_r: float = 1.0, cap_delta: float | None = None, lambda_f: float = 0.0,
+    def __init__(self, method: str, ref_model: Any = None, beta: float = 0.1, forget_weight: float = 1.0,
+                 retain_weight: float = 1.0, cap_delta: float | None = None, lambda_f: float = 0.0,
                  lambda_r: float = 0.0, entropy_positions: str = "answer", rmu_layer: int = 7,
                  rmu_steering_coef: float = 2.0, rmu_seed: int = 0, rmu_answer_tokens_only: bool = False,
                  npo_retain_term: bool = True, dpo_retain_term: bool = True):
@@ -398,7 +398,7 @@ class UnlearningLoss:
                           f"lambda_f={lambda_f}, lambda_r={lambda_r}", stacklevel=2)
         self.method = method
         self.ref_model = ref_model
-        self.beta, self.gamma, self.alpha_r, self.cap_delta = float(beta), float(gamma), float(alpha_r), cap_delta
+        self.beta, self.forget_weight, self.retain_weight, self.cap_delta = float(beta), float(forget_weight), float(retain_weight), cap_delta
         self.lambda_f, self.lambda_r, self.entropy_positions = float(lambda_f), float(lambda_r), entropy_positions
         self.rmu_layer, self.rmu_steering_coef, self.rmu_seed = int(rmu_layer), float(rmu_steering_coef), int(rmu_seed)
         self.rmu_answer_tokens_only = bool(rmu_answer_tokens_only)
@@ -477,13 +477,9 @@ class UnlearningLoss:
         mode = self._reference_mode(model)
         if mode == "adapters":
             peft_model = _unwrap(model)
-            was_training = peft_model.training
-            peft_model.eval()  # no adapter dropout in the reference pass
-            try:
-                with peft_model.disable_adapter():
-                    logits, hidden = _forward(peft_model, sub_batch, layer)
-            finally:
-                peft_model.train(was_training)
+            # eval mode: no adapter dropout in the reference pass
+            with eval_mode(peft_model), peft_model.disable_adapter():
+                logits, hidden = _forward(peft_model, sub_batch, layer)
             return logits.detach(), None if hidden is None else hidden.detach()
         if mode != "model":
             raise ValueError(f"method {self.method!r} has no reference model")
@@ -531,12 +527,12 @@ class UnlearningLoss:
 
         logs: dict[str, float] = {}
         forget_loss = self._forget_term(model, batch, forward, layer, logs)
-        total = self.gamma * forget_loss
+        total = self.forget_weight * forget_loss
         logs["forget_loss"] = float(forget_loss.detach())
 
         if self.has_retain_term:
             retain_loss = self._retain_term(model, batch, forward, layer)
-            total = total + self.alpha_r * retain_loss
+            total = total + self.retain_weight * retain_loss
             logs["retain_loss"] = float(retain_loss.detach())
 
         for key, weight in (("forget", self.lambda_f), ("retain", self.lambda_r)):

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..generation import greedy_continuations
-from ..models import PromptTemplate, collate, encode_prompt, pad_token_id
+from ..models import PromptTemplate, collate, encode_prompt, in_eval_mode, pad_token_id
 from .tofu import encoded_nll
 
 __all__ = [
@@ -119,10 +119,9 @@ def _device(model) -> torch.device:
 
 
 @torch.no_grad()
+@in_eval_mode
 def _last_token_logits(model, tokenizer, sequences: Sequence[Sequence[int]], batch_size: int) -> list[torch.Tensor]:
     """Next-token logits after each sequence (right-padded, so positions need no correction)."""
-    was_training = model.training
-    model.eval()
     out: list[torch.Tensor] = [torch.empty(0)] * len(sequences)
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))  # less padding per batch
     for start in range(0, len(order), batch_size):
@@ -134,7 +133,6 @@ def _last_token_logits(model, tokenizer, sequences: Sequence[Sequence[int]], bat
         last = batch["attention_mask"].sum(-1) - 1
         for row, i in enumerate(idx):
             out[i] = logits[row, last[row]].float().cpu()
-    model.train(was_training)
     return out
 
 

@@ -177,7 +177,7 @@ def shortest_prefixes(model, tokenizer, template: PromptTemplate, questions: Seq
     none does), and the answer length |y| in tokens."""
     from tqdm.auto import tqdm
 
-    from ..training import show_progress
+    from ..config import show_progress
 
     oracle, lengths = prefix_success_oracle(model, tokenizer, template, questions, answers, criterion,
                                             rouge_threshold, batch_size)

@@ -13,7 +13,7 @@ import torch
 from scipy import stats
 
 from ..generation import greedy_answers
-from ..models import PromptTemplate, collate, encode_qa, pad_token_id
+from ..models import PromptTemplate, collate, encode_qa, in_eval_mode, pad_token_id
 
 #: At most this many items per split, as TOFU evaluates.
 TOFU_MAX_ITEMS = 300
@@ -37,12 +37,11 @@ def answer_nll(model, tokenizer, template: PromptTemplate, questions: Sequence[s
 
 
 @torch.no_grad()
+@in_eval_mode
 def encoded_nll(model, encoded: Sequence[Mapping[str, list[int]]], pad_token_id: int,
                 batch_size: int = 32) -> np.ndarray:
     """Mean token cross-entropy over the labelled tokens (labels != -100) of each encoded example,
     batched by length so that padding stays small; the order of ``encoded`` is kept."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
     nll = np.empty(len(encoded))
@@ -55,7 +54,6 @@ def encoded_nll(model, encoded: Sequence[Mapping[str, list[int]]], pad_token_id:
         mask = labels != -100
         token_nll = -logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
         nll[idx] = (token_nll.sum(-1) / mask.sum(-1).clamp(min=1)).cpu().numpy()
-    model.train(was_training)
     return nll
 
 

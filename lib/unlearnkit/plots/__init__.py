@@ -1,4 +1,5 @@
-"""One figure style and one ``save_fig`` for the whole workbook, plus the recurring figures."""
+"""Figures: one style and one ``save_fig`` for the whole workbook and the recurring figures (this module), then
+one module per study (calibration, formats, leakage). The top floor: only notebooks import it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from . import paths
+from .. import paths
 
 #: Figures of the default profile land in figures/ (committed); other profiles keep theirs under runs/.
 FIGURE_PROFILE = "default"

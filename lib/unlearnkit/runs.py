@@ -1,0 +1,235 @@
+"""The run store: what every notebook wrote under ``runs/<profile>/``, and the only module that knows the
+notebooks' names.
+
+Layout of one profile's runs::
+
+    runs/<profile>/<notebook>/metrics.json    results {model: {split: {metric: value}}} and "meta"
+    runs/<profile>/<notebook>/per_item.json   per-item values beside them
+    runs/<profile>/<notebook>/cache/          cached per-model results (:func:`cached_json`)
+    runs/<profile>/models/<name>/             saved models: base, target, retainXX, unlearned-<run>, ...
+    runs/<profile>/figures/                   figures of profiles other than default
+
+Notebooks talk to each other only through these files, so any one of them can be rerun alone.
+
+**One cache rule.** A cached result is keyed by a hash of everything it depends on: the identity of each
+model involved (:func:`model_identity`: the hash of the recipe that made it, recorded when it was saved), the
+items, the settings, and a version constant that a scorer bumps when its output changes. Never by file times,
+never by hashing source code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import config, models, paths
+
+# --------------------------------------------------------------------------- the notebooks
+
+DATA_TOUR = "00_data_tour"
+FINETUNE = "01_tofu_finetune"
+UNLEARNING = "02_unlearning"  # run once per unlearning run: 02_unlearning_<run>
+CONTROLS = "03_controls_calibration"
+FORMATS = "04_format_eval"
+LEAKAGE = "05_probabilistic_bounds"
+#: Which notebook makes a saved model, by the model's name: unlearned-* come from notebook 02, the rest from 01.
+UNLEARNED_PREFIX = "unlearned-"
+
+
+def unlearning_notebook(run: str) -> str:
+    return f"{UNLEARNING}_{run}"
+
+
+def notebook_key(notebook: str) -> str:
+    """The number a user types for a notebook (``make notebook NB=01``)."""
+    return notebook[:2]
+
+
+def _run_it_first(notebook: str, profile: str) -> str:
+    key = notebook_key(notebook)
+    return f"run notebook {key} with profile {profile!r} first (make notebook NB={key} PROFILE={profile})"
+
+
+# --------------------------------------------------------------------------- results
+
+
+def notebook_dir(profile: str, notebook: str) -> Path:
+    d = paths.RUNS / profile / notebook
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def write_metrics(profile: str, notebook: str, results: Mapping[str, Any], params: Mapping[str, Any],
+                  extra_meta: Mapping[str, Any] | None = None) -> Path:
+    """Write ``runs/<profile>/<notebook>/metrics.json``.
+
+    ``results`` is ``{model: {split: {metric: value}}}``; a ``"meta"`` entry is added with the parameters,
+    the git revision and the package versions.
+    """
+    if "meta" in results:
+        raise ValueError("'meta' is reserved in metrics.json; rename that model")
+    payload = dict(config.jsonable(results))
+    payload["meta"] = config.jsonable({
+        "notebook": notebook,
+        "profile": profile,
+        "parameters": dict(params),
+        "git_revision": config.git_revision(),
+        "packages": config.package_versions(),
+        **(extra_meta or {}),
+    })
+    path = notebook_dir(profile, notebook) / "metrics.json"
+    config.atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def read_metrics(profile: str, notebook: str) -> dict[str, Any]:
+    """Results written by another notebook; a clear message says which notebook to run first."""
+    path = paths.RUNS / profile / notebook / "metrics.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, profile)}")
+    return json.loads(path.read_text())
+
+
+def write_per_item(profile: str, notebook: str, per_item: Mapping[str, Any]) -> Path:
+    """Per-item values (truth ratios, ROUGE, answers) beside metrics.json, for later notebooks."""
+    path = notebook_dir(profile, notebook) / "per_item.json"
+    config.atomic_write_text(path, json.dumps(config.jsonable(per_item)))
+    return path
+
+
+def read_per_item(profile: str, notebook: str) -> dict[str, Any]:
+    path = paths.RUNS / profile / notebook / "per_item.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, profile)}")
+    return json.loads(path.read_text())
+
+
+def unlearning_runs(profile: str) -> dict[str, dict[str, Any]]:
+    """The metrics.json of every unlearning run of a profile, keyed by run name."""
+    found = {}
+    for path in sorted((paths.RUNS / profile).glob(f"{UNLEARNING}_*/metrics.json")):
+        found[path.parent.name.removeprefix(f"{UNLEARNING}_")] = json.loads(path.read_text())
+    return found
+
+
+# --------------------------------------------------------------------------- saved models
+
+
+def model_dir(profile: str, name: str) -> Path:
+    return paths.RUNS / profile / "models" / name
+
+
+def unlearned_name(run: str) -> str:
+    return f"{UNLEARNED_PREFIX}{run}"
+
+
+def trajectory_dir(profile: str, run: str) -> Path:
+    """Where the weights kept along an unlearning run live (early stopping)."""
+    return model_dir(profile, f"{unlearned_name(run)}.trajectory")
+
+
+def trajectory_steps(profile: str, run: str) -> list[tuple[int, Path]]:
+    """The weights kept along an unlearning run: (step, folder), in order."""
+    found = [(int(p.name.split("-")[1]), p) for p in trajectory_dir(profile, run).glob("step-*")
+             if models.is_saved_model(p)]
+    return sorted(found)
+
+
+def is_saved(profile: str, name: str) -> bool:
+    return models.is_saved_model(model_dir(profile, name))
+
+
+def load_saved(profile: str, name: str, device: str | None = None) -> models.LoadedModel:
+    """A model saved by an earlier notebook, with a message naming that notebook when it is missing."""
+    folder = model_dir(profile, name)
+    if not models.is_saved_model(folder):
+        maker = UNLEARNING if name.startswith(UNLEARNED_PREFIX) else FINETUNE
+        raise FileNotFoundError(f"no model {name!r} in {folder}: {_run_it_first(maker, profile)}")
+    return models.load_model(folder, device=device)
+
+
+def saved_recipe(folder: str | Path) -> dict[str, Any]:
+    """What was recorded beside a saved model when it was saved (template, params_hash, run, step, ...)."""
+    return json.loads((Path(folder) / "unlearnkit.json").read_text())
+
+
+def model_identity(location: str | Path) -> str:
+    """What a model's results depend on, as a short hash: for a saved model the hash of the recipe that made
+    it (recorded as ``params_hash`` when it was saved; a kept checkpoint records its run's and its step), for a
+    Hub name the name itself. A model mixed in memory is identified by :func:`mixed_identity`."""
+    folder = Path(location)
+    if models.is_saved_model(folder):
+        recipe = saved_recipe(folder)
+        if recipe.get("params_hash"):
+            return str(recipe["params_hash"])
+        # A folder saved by hand: what it says of itself and its configuration stand in for a recipe.
+        return config.params_hash({"recipe": recipe, "config": (folder / "config.json").read_text()})
+    return config.params_hash({"hub": str(location)})
+
+
+def mixed_identity(original: str, unlearned: str, a: float) -> str:
+    """The identity of (1 - a) * original + a * unlearned (model mixing), from the two identities."""
+    return config.params_hash({"mix": [original, unlearned, float(a)]})
+
+
+def retain_model(profile: str, forget_split: str | None = None) -> str | None:
+    """The retain model that notebook 01 used as the forget-quality reference (``retain90`` for forget10); before
+    notebook 01 has run, the retain split of ``forget_split`` when given, else None."""
+    try:
+        reference = read_metrics(profile, FINETUNE)["meta"].get("forget_quality_reference")
+    except FileNotFoundError:
+        reference = None
+    if reference:
+        return str(reference)
+    if forget_split:
+        from .data.tofu import retain_split_for
+
+        return retain_split_for(forget_split)
+    return None
+
+
+def saved_models(profile: str, include_base: bool = False, include_retain: bool = True,
+                 forget_split: str | None = None) -> dict[str, str]:
+    """The models a profile has saved, as {display name: saved model name}, in the order of the figures: base
+    (when asked), target, the retain model (the reference: it never saw the forget set), then every unlearning
+    run of notebook 02 whose model is saved (display name: the run). The target must exist."""
+    found: dict[str, str] = {}
+    if include_base and is_saved(profile, "base"):
+        found["base"] = "base"
+    if is_saved(profile, "target"):
+        found["target"] = "target"
+    else:
+        raise FileNotFoundError(f"no target model under {model_dir(profile, 'target')}: "
+                                f"{_run_it_first(FINETUNE, profile)}")
+    reference = retain_model(profile, forget_split) if include_retain else None
+    if reference and is_saved(profile, reference):
+        found[reference] = reference
+    for run in unlearning_runs(profile):
+        if is_saved(profile, unlearned_name(run)):
+            found[run] = unlearned_name(run)
+    return found
+
+
+# --------------------------------------------------------------------------- cached results
+
+
+def cached_json(profile: str, notebook: str, name: str, depends_on: Mapping[str, Any],
+                compute: Callable[[], Any], version: str, use_cache: bool = True) -> Any:
+    """``compute()``'s JSON result, cached under ``runs/<profile>/<notebook>/cache/<name>-<key>.json``.
+
+    ``key`` hashes ``depends_on`` (model identities, items, settings) with ``version`` (bump it when the
+    computation's output changes). One entry is kept per ``name``: a new key replaces the old file.
+    """
+    key = config.params_hash({"depends_on": depends_on, "version": version})
+    folder = notebook_dir(profile, notebook) / "cache"
+    path = folder / f"{name}-{key}.json"
+    if use_cache and path.exists():
+        return json.loads(path.read_text())
+    result = compute()
+    config.atomic_write_text(path, json.dumps(config.jsonable(result)))
+    for stale in folder.glob(f"{name}-*.json"):
+        if stale != path and stale.name.removeprefix(f"{name}-").count("-") == 0:
+            stale.unlink()
+    return json.loads(path.read_text())

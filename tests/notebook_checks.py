@@ -1,0 +1,144 @@
+"""Structure checks of the smoke runs of notebooks 03-05, called by tests/test_notebooks.py with the folder of its
+module-scoped smoke runs (not tests themselves: a check module imported by one test module only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from unlearnkit import controls, format_eval
+from unlearnkit.data import formats as fmts
+
+# --------------------------------------------------------------------------- 03 controls and calibration
+
+SPLITS = ("heldout_retain", "forget")
+FIGURES = ("gd_trajectory", "gd_controls", "mixing", "table3")
+
+
+def check_03(smoke_runs_dir: Path) -> None:
+    runs = Path(smoke_runs_dir)
+    metrics = json.loads((runs / "03_controls_calibration" / "metrics.json").read_text())
+    meta = metrics["meta"]
+    parameters = meta["parameters"]
+    methods = parameters["calibration_methods"]
+    assert parameters["profile"] == "smoke" and meta["notebook"] == "03_controls_calibration"
+    # the before row, then one row per method controlled by mixing at its calibrated a (a = 0 always passes)
+    assert set(metrics) == {"before", "meta", *methods}
+    for row in ("before", *methods):
+        assert set(metrics[row]) == set(SPLITS), row
+        for split in SPLITS:
+            for metric in controls.PS_METRICS:
+                assert 0.0 <= metrics[row][split][metric] <= 1.0, (row, split, metric)
+        assert metrics[row]["forget"]["n_items"] == parameters["ps_max_items"]
+        assert controls.passes(metrics["before"], metrics[row], parameters["retain_tolerance"],
+                               parameters["forget_similar_tolerance"]), row
+    for method in methods:
+        a = meta["calibrated_a"][method]
+        assert 0.0 <= a <= 1.0
+        assert meta["found_passing"][method] == (a > 0)
+        assert set(meta["uncontrolled"][method]) == set(SPLITS)
+        assert 0.0 <= meta["uncontrolled_heldout_ps_exact_loss"][method] <= 1.0
+    assert set(meta["gd_best_passing"]) == {"delta", "t", "a"}
+    # every sweep and calibration table is kept beside metrics.json
+    per_item = json.loads((runs / "03_controls_calibration" / "per_item.json").read_text())
+    assert set(per_item) == {"gd_early_stopping", "gd_capping", "gd_mixing", "calibration"}
+    assert [row["delta"] for row in per_item["gd_capping"]] == [float(d) for d in parameters["cap_deltas"]]
+    assert per_item["gd_early_stopping"][0]["t"] == 0  # the model before unlearning opens the run
+    for method in methods:
+        stages = [row["stage"] for row in per_item["calibration"][method]]
+        assert stages.count("coarse") == parameters["calib_coarse"] + 1  # a = 0 and the n coarse values
+        assert stages.count("fine") <= parameters["calib_fine"]
+    for delta in parameters["cap_deltas"]:
+        assert (runs / "models" / f"unlearned-gd_cap{float(delta):g}" / "config.json").exists()
+    for name in FIGURES:
+        assert (runs / "figures" / f"03_controls_calibration_{name}.png").stat().st_size > 1000, name
+
+
+# --------------------------------------------------------------------------- 04 format-transformed evaluation
+
+LIKELIHOOD = tuple(f + format_eval.LIKELIHOOD_SUFFIX for f in fmts.MCQA_STYLE_FORMATS)
+FORMAT_FIGURES = ("scores", "kept")
+
+
+def check_04(smoke_runs_dir: Path) -> None:
+    runs = Path(smoke_runs_dir)
+    metrics = json.loads((runs / "04_format_eval" / "metrics.json").read_text())
+    meta = metrics["meta"]
+    parameters = meta["parameters"]
+    assert meta["notebook"] == "04_format_eval" and parameters["profile"] == "smoke"
+    retain_model = meta["retain_model"]
+    unlearning_runs = sorted(p.parent.name.removeprefix("02_unlearning_")
+                             for p in runs.glob("02_unlearning_*/metrics.json"))
+    assert unlearning_runs, "no unlearning run of notebook 02 in the smoke runs"
+    # format_models: null means base, target, the retain model and every unlearning run
+    assert parameters["format_models"] is None
+    assert set(metrics) - {"meta"} == set(meta["models"]) == {"base", "target", retain_model, *unlearning_runs}
+
+    expected = set(fmts.FORMATS) | {"cloze_fill"} | (set(LIKELIHOOD) if parameters["format_likelihood"] else set())
+    for model in meta["models"]:
+        assert set(metrics[model]) == {"forget", "retain"}, model
+        for set_name in ("forget", "retain"):
+            assert set(metrics[model][set_name]) == expected, (model, set_name)
+            for fmt, score in metrics[model][set_name].items():
+                assert score is not None and 0.0 <= score <= 1.0, (model, set_name, fmt, score)
+
+    for fmt, counts in meta["n_items"].items():
+        assert 0 < counts["forget"] <= parameters["format_max_items"], fmt
+        assert 0 < counts["retain"] <= parameters["format_max_items"], fmt
+    for fmt in fmts.MCQA_STYLE_FORMATS:
+        assert meta["chance"][fmt] == pytest.approx(1 / parameters["format_options"])
+    assert meta["chance"]["cloze"] is None and meta["chance"]["comprehension_qa"] is None
+
+    findings = {f["model"]: f for f in meta["findings"]}
+    assert set(findings) == set(unlearning_runs)
+    for run, finding in findings.items():
+        assert finding["statement"].startswith(f"{run}: ")
+        assert finding["qa_forgets"] in (True, False, None)
+        assert finding["paper_finding"] == (bool(finding["qa_forgets"]) and bool(finding["kept"]))
+        assert {k["format"] for k in finding["kept"]} <= set(meta["informative_formats"])
+        assert all(isinstance(s["separates"], bool) for s in finding["separation"])
+    assert set(meta["qa_rouge"]) == set(meta["models"])  # notebooks 01 and 02 scored every model's Q&A
+
+    per_item = json.loads((runs / "04_format_eval" / "per_item.json").read_text())
+    assert set(per_item) == set(meta["models"])
+    assert len(per_item["target"]["mcqa"]["forget"]) == meta["n_items"]["mcqa"]["forget"]
+    for name in FORMAT_FIGURES:
+        assert (runs / "figures" / f"04_format_eval_{name}.png").stat().st_size > 1000, name
+
+
+# --------------------------------------------------------------------------- 05 probabilistic bounds
+
+
+def check_05(smoke_runs_dir) -> None:
+    """Structure of runs/smoke/05_probabilistic_bounds/metrics.json after a smoke run of notebook 05."""
+    runs = Path(smoke_runs_dir)
+    metrics = json.loads((runs / "05_probabilistic_bounds" / "metrics.json").read_text())
+    meta = metrics.pop("meta")
+    assert meta["profile"] == "smoke" and meta["notebook"] == "05_probabilistic_bounds"
+    params = meta["parameters"]
+    n = params["n_samples"]
+    evaluated = [name for name, splits in metrics.items() if "forget" in splits]  # an HP-only model has no forget
+    assert "target" in evaluated and len(evaluated) >= 2, sorted(metrics)
+    for name in evaluated:
+        forget = metrics[name]["forget"]
+        assert forget["n_samples"] == n and forget["n_questions"] >= 1, name
+        for key in ("greedy_rouge", "ed_mean", "ed_sd", "mean_lower_bound", "mean_upper_bound", "std_upper_bound",
+                    "leak_rate", "binary_leak_bound_mean", "adaptive_greedy_share", "certainty_mean"):
+            assert 0.0 <= forget[key] <= 1.0, (name, key, forget[key])
+        assert forget["mean_lower_bound"] <= forget["ed_mean"] <= forget["mean_upper_bound"] + 1e-9, name
+        # no bound can beat what n samples allow: M_bin >= 1 - alpha^(1/n)
+        assert forget["binary_leak_bound_mean"] >= 1 - params["alpha"] ** (1 / n) - 1e-9, name
+        for key in ("greedy_unlearned_but_leaks", "greedy_unlearned_but_leaks_rouge", "greedy_unlearned"):
+            assert isinstance(forget[key], int) and 0 <= forget[key] <= forget["n_questions"], (name, key)
+        assert forget["greedy_unlearned_but_leaks"] <= forget["greedy_unlearned"], name
+    if params.get("hp_model"):
+        holder = "target" if params["hp_model"] == "target" else params["hp_model"]
+        hp = metrics[holder]["hp_qa"]
+        assert hp["n_samples"] == n and 0 <= hp["binary_leak_bound_mean"] <= 1
+    per_item = json.loads((runs / "05_probabilistic_bounds" / "per_item.json").read_text())
+    assert set(per_item) == set(evaluated)
+    for name in evaluated:
+        assert len(per_item[name]["binary_leak_bound"]) == metrics[name]["forget"]["n_questions"]
+    for figure in ("greedy_vs_samples", "binary_leak", "general_leak", "vs_n", "adaptive"):
+        assert (runs / "figures" / f"05_probabilistic_bounds_{figure}.png").stat().st_size > 1000, figure
