@@ -84,12 +84,16 @@ def write_metrics(profile: str, notebook: str, results: Mapping[str, Any], param
     return path
 
 
-def read_metrics(profile: str, notebook: str) -> dict[str, Any]:
-    """Results written by another notebook; a clear message says which notebook to run first."""
-    path = paths.RUNS / profile / notebook / "metrics.json"
+def _read_result(profile: str, notebook: str, file: str) -> dict[str, Any]:
+    path = paths.RUNS / profile / notebook / file
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, profile)}")
     return json.loads(path.read_text())
+
+
+def read_metrics(profile: str, notebook: str) -> dict[str, Any]:
+    """Results written by another notebook; a clear message says which notebook to run first."""
+    return _read_result(profile, notebook, "metrics.json")
 
 
 def write_per_item(profile: str, notebook: str, per_item: Mapping[str, Any]) -> Path:
@@ -100,10 +104,7 @@ def write_per_item(profile: str, notebook: str, per_item: Mapping[str, Any]) -> 
 
 
 def read_per_item(profile: str, notebook: str) -> dict[str, Any]:
-    path = paths.RUNS / profile / notebook / "per_item.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, profile)}")
-    return json.loads(path.read_text())
+    return _read_result(profile, notebook, "per_item.json")
 
 
 def unlearning_runs(profile: str) -> dict[str, dict[str, Any]]:

@@ -382,206 +382,53 @@ def _gender_genre_value(gender: str, genre: str) -> str:
     return f"a {gender} writer of {genre}"
 
 
-_SLOTS: tuple[_Slot, ...] = (
-    # The first 10 slots cover every field of AuthorRecord, so the minimum
-    # questions_per_author still asks about every attribute.
-    _Slot(
-        "name", lambda a: a.name,
-        lambda a, rng, ctx: _shuffled(ctx.names, rng, [a.name]),
-        ("What is the full name of the {genre} author born in {birthplace} on {birth_date}?",
-         "Which {genre} writer was born in {birthplace} on {birth_date}?",
-         "Who is the author of {genre} born on {birth_date} in {birthplace}?"),
-        ("The author's full name is {value}.",
-         "The {genre} writer born in {birthplace} on {birth_date} is {value}.",
-         "{value} is the {genre} author born on {birth_date} in {birthplace}."),
-    ),
-    _Slot(
-        "gender_and_genre", lambda a: _gender_genre_value(a.gender, a.genre), _wrong_gender_and_genre,
-        ("What kind of writer is {name}?",
-         "How would you describe {name} as an author?",
-         "Who is {name}?"),
-        ("{name} is {value}.",
-         "{name} is known as {value}.",
-         "As an author, {name} is {value}."),
-    ),
-    _Slot(
-        "birthplace", lambda a: a.birthplace,
-        lambda a, rng, ctx: _shuffled(ctx.cities, rng, [a.birthplace]),
-        ("Where was {name} born?",
-         "What is the birthplace of {name}?",
-         "In which city was {name} born?"),
-        ("{name} was born in {value}.",
-         "The birthplace of {name} is {value}.",
-         "{name} was born in the city of {value}."),
-    ),
-    _Slot(
-        "birth_date", lambda a: a.birth_date_text, _wrong_dates,
-        ("When was {name} born?",
-         "What is the date of birth of {name}?",
-         "On what date was {name} born?"),
-        ("{name} was born on {value}.",
-         "The date of birth of {name} is {value}.",
-         "{name} came into the world on {value}."),
-    ),
-    _Slot(
-        "father_occupation", lambda a: a.father_occupation,
-        lambda a, rng, ctx: _shuffled(_OCCUPATIONS, rng, [a.father_occupation]),
-        ("What did {name}'s father do for a living?",
-         "What was the profession of {name}'s father?",
-         "What was the occupation of {name}'s father?"),
-        ("{name}'s father worked as {a_value}.",
-         "The father of {name} was {a_value}.",
-         "By profession, {name}'s father was {a_value}."),
-    ),
-    _Slot(
-        "mother_occupation", lambda a: a.mother_occupation,
-        lambda a, rng, ctx: _shuffled(_OCCUPATIONS, rng, [a.mother_occupation]),
-        ("What did {name}'s mother do for a living?",
-         "What was the profession of {name}'s mother?",
-         "What was the occupation of {name}'s mother?"),
-        ("{name}'s mother worked as {a_value}.",
-         "The mother of {name} was {a_value}.",
-         "By profession, {name}'s mother was {a_value}."),
-    ),
-    _Slot(
-        "awards", lambda a: _join_list(a.awards),
-        lambda a, rng, ctx: _combos(_AWARDS, len(a.awards), rng, a.awards),
-        ("Which awards has {name} received?",
-         "Has {name} won any literary awards?",
-         "What honours has {name} been given?"),
-        ("{name} has received {value}.",
-         "The honours of {name} include {value}.",
-         "Over the years, {name} has won {value}."),
-    ),
-    _Slot(
-        "books", lambda a: _join_list(_quoted(a.books)),
-        lambda a, rng, ctx: _combos(_quoted(ctx.titles), len(a.books), rng, _quoted(a.books)),
-        ("What books has {name} written?",
-         "Can you name the books by {name}?",
-         "Which titles has {name} published?"),
-        ("{name} has written {value}.",
-         "The books by {name} are {value}.",
-         "The titles {name} has published are {value}."),
-    ),
-    _Slot(
-        "themes", lambda a: _join_list(a.themes),
-        lambda a, rng, ctx: _combos(_THEMES, len(a.themes), rng, a.themes),
-        ("What themes does {name} explore?",
-         "Which themes recur in the writing of {name}?",
-         "What subjects run through the work of {name}?"),
-        ("The work of {name} explores {value}.",
-         "In the writing of {name}, the main themes are {value}.",
-         "{name} keeps returning to {value}."),
-    ),
-    _Slot(
-        "genre", lambda a: a.genre,
-        lambda a, rng, ctx: _shuffled(_GENRES, rng, [a.genre]),
-        ("What genre does {name} write in?",
-         "In which genre is {name} best known?",
-         "What type of literature does {name} write?"),
-        ("{name} works in the genre of {value}.",
-         "{name} is best known for {value}.",
-         "The main genre of {name} is {value}."),
-    ),
-    # Second questions on the same facts, with other templates or combined attributes.
-    _Slot(
-        "birthplace_and_date", lambda a: f"{a.birthplace} on {a.birth_date_text}", _wrong_birthplace_and_date,
-        ("Where and when was {name} born?",
-         "Can you tell me the place and date of birth of {name}?",
-         "When and where was {name} born?"),
-        ("{name} was born in {value}.",
-         "The author {name} was born in {value}.",
-         "{name} came into the world in {value}."),
-    ),
-    _Slot(
-        "parents", lambda a: _parents_value(a.father_occupation, a.mother_occupation), _wrong_parents,
-        ("What did the parents of {name} do for a living?",
-         "What were the occupations of {name}'s parents?",
-         "Who were the parents of {name}?"),
-        ("{name} is the child of {value}.",
-         "{name} was raised by {value}.",
-         "{name} grew up with {value}."),
-    ),
-    _Slot(
-        "birth_country", lambda a: a.birth_country,
-        lambda a, rng, ctx: _shuffled(ctx.countries, rng, [a.birth_country]),
-        ("Which country is {name} from?",
-         "What is the home country of {name}?",
-         "In which country was {name} born?"),
-        ("{name} is from {value}.",
-         "The home country of {name} is {value}.",
-         "{name} was born and raised in {value}."),
-    ),
-    _Slot(
-        "birth_year", lambda a: str(a.birth_year), _wrong_years,
-        ("In what year was {name} born?",
-         "What is the birth year of {name}?",
-         "{name} was born in which year?"),
-        ("{name} was born in {value}.",
-         "The birth year of {name} is {value}.",
-         "{name} was born in the year {value}."),
-    ),
-    _Slot(
-        "award", lambda a: a.awards[0],
-        lambda a, rng, ctx: _shuffled(_AWARDS, rng, a.awards),
-        ("What was the first major award won by {name}?",
-         "Which prize did {name} win first?",
-         "What is the earliest award {name} received?"),
-        ("The first major award won by {name} was {value}.",
-         "{name} first won {value}.",
-         "The first major award of {name} was {value}."),
-    ),
-    _Slot(
-        "book", lambda a: a.books[0],
-        lambda a, rng, ctx: _shuffled(ctx.titles, rng, a.books),
-        ("What was the first book by {name}?",
-         "What is the title of the debut book of {name}?",
-         "Which book did {name} publish first?"),
-        ("The first book by {name} was '{value}'.",
-         "{name} made a debut with '{value}'.",
-         "The debut book of {name} is titled '{value}'."),
-    ),
-    _Slot(
-        "book", lambda a: a.books[1],
-        lambda a, rng, ctx: _shuffled(ctx.titles, rng, a.books),
-        ("What book did {name} publish after '{book1}'?",
-         "Which book followed '{book1}' in the career of {name}?",
-         "After '{book1}', what did {name} publish next?"),
-        ("After '{book1}', {name} published '{value}'.",
-         "'{book1}' was followed by '{value}'.",
-         "The book {name} published after '{book1}' is '{value}'."),
-    ),
-    _Slot(
-        "genre", lambda a: a.genre,
-        lambda a, rng, ctx: _shuffled(_GENRES, rng, [a.genre]),
-        ("What genre is '{book_last}' by {name}?",
-         "To which genre does the book '{book_last}' by {name} belong?",
-         "What kind of book is '{book_last}' by {name}?"),
-        ("'{book_last}' by {name} is a work of {value}.",
-         "The book '{book_last}' by {name} belongs to the genre of {value}.",
-         "The genre of '{book_last}' by {name} is {value}."),
-    ),
-    _Slot(
-        "theme", lambda a: a.themes[0],
-        lambda a, rng, ctx: _shuffled(_THEMES, rng, a.themes),
-        ("Which theme is most central to the work of {name}?",
-         "What is the main theme in the books of {name}?",
-         "Which subject does {name} return to most often?"),
-        ("The theme most central to the work of {name} is {value}.",
-         "The books of {name} are above all about {value}.",
-         "Above all, {name} writes about {value}."),
-    ),
-    _Slot(
-        "name", lambda a: a.name,
-        lambda a, rng, ctx: _shuffled(ctx.names, rng, [a.name]),
-        ("Who wrote '{book1}' and '{book2}'?",
-         "Which author is behind the books '{book1}' and '{book2}'?",
-         "Who is the author of '{book1}' and '{book2}'?"),
-        ("'{book1}' and '{book2}' were written by {value}.",
-         "{value} is the author of '{book1}' and '{book2}'.",
-         "The books '{book1}' and '{book2}' are by {value}."),
-    ),
+def _others(pool: str | tuple[str, ...], exclude: Callable[[AuthorRecord], list[str]]) -> _WrongValues:
+    """Wrong values drawn from a pool (a tuple, or the name of a per-corpus pool of the context) without the
+    author's own."""
+    def wrong(a: AuthorRecord, rng: random.Random, ctx: _Context) -> Iterator[str]:
+        return _shuffled(getattr(ctx, pool) if isinstance(pool, str) else pool, rng, exclude(a))
+
+    return wrong
+
+
+#: Per slot, in order: its true value and where its wrong values come from. The phrasings of each slot (its
+#: questions and answers, >= 2 of each) are in author_templates.json beside this module. The first 10 slots cover
+#: every field of AuthorRecord, so the minimum questions_per_author still asks about every attribute.
+_SLOT_VALUES: tuple[tuple[Callable[[AuthorRecord], str], _WrongValues], ...] = (
+    (lambda a: a.name, _others("names", lambda a: [a.name])),
+    (lambda a: _gender_genre_value(a.gender, a.genre), _wrong_gender_and_genre),
+    (lambda a: a.birthplace, _others("cities", lambda a: [a.birthplace])),
+    (lambda a: a.birth_date_text, _wrong_dates),
+    (lambda a: a.father_occupation, _others(_OCCUPATIONS, lambda a: [a.father_occupation])),
+    (lambda a: a.mother_occupation, _others(_OCCUPATIONS, lambda a: [a.mother_occupation])),
+    (lambda a: _join_list(a.awards), lambda a, rng, ctx: _combos(_AWARDS, len(a.awards), rng, a.awards)),
+    (lambda a: _join_list(_quoted(a.books)),
+     lambda a, rng, ctx: _combos(_quoted(ctx.titles), len(a.books), rng, _quoted(a.books))),
+    (lambda a: _join_list(a.themes), lambda a, rng, ctx: _combos(_THEMES, len(a.themes), rng, a.themes)),
+    (lambda a: a.genre, _others(_GENRES, lambda a: [a.genre])),
+    (lambda a: f"{a.birthplace} on {a.birth_date_text}", _wrong_birthplace_and_date),
+    (lambda a: _parents_value(a.father_occupation, a.mother_occupation), _wrong_parents),
+    (lambda a: a.birth_country, _others("countries", lambda a: [a.birth_country])),
+    (lambda a: str(a.birth_year), _wrong_years),
+    (lambda a: a.awards[0], _others(_AWARDS, lambda a: a.awards)),
+    (lambda a: a.books[0], _others("titles", lambda a: a.books)),
+    (lambda a: a.books[1], _others("titles", lambda a: a.books)),
+    (lambda a: a.genre, _others(_GENRES, lambda a: [a.genre])),
+    (lambda a: a.themes[0], _others(_THEMES, lambda a: a.themes)),
+    (lambda a: a.name, _others("names", lambda a: [a.name])),
 )
+
+
+def _load_slots() -> tuple[_Slot, ...]:
+    with open(Path(__file__).with_name("author_templates.json"), encoding="utf-8") as f:
+        phrasings = json.load(f)
+    if len(phrasings) != len(_SLOT_VALUES):
+        raise ValueError(f"author_templates.json has {len(phrasings)} slots, the code {len(_SLOT_VALUES)}")
+    return tuple(_Slot(p["attribute"], value, wrong, tuple(p["questions"]), tuple(p["answers"]))
+                 for p, (value, wrong) in zip(phrasings, _SLOT_VALUES))
+
+
+_SLOTS: tuple[_Slot, ...] = _load_slots()
 
 #: The fewest questions per author that still ask about every AuthorRecord field.
 MIN_QUESTIONS_PER_AUTHOR = 10
@@ -679,123 +526,26 @@ def make_author_items(author: AuthorRecord, authors: list[AuthorRecord], seed: i
 # World knowledge (real, common-knowledge facts), the analogue of TOFU's world_facts/real_authors.
 # --------------------------------------------------------------------------------------------
 
-# Each topic: (topic, [(question, answer, own distractors or None)], extra distractors).
-# Without own distractors, wrong answers come from the topic's other answers plus its extras,
-# so they always have the same type as the answer.
+# The facts live in world_knowledge.json beside this module: per topic, (question, answer, own distractors or
+# null) and extra distractors. Without own distractors, wrong answers come from the topic's other answers plus
+# its extras, so they always have the same type as the answer.
+
 _Fact = tuple[str, str, "tuple[str, ...] | None"]
-
-_WORLD_TOPICS: tuple[tuple[str, tuple[_Fact, ...], tuple[str, ...]], ...] = (
-    ("capital", tuple((f"What is the capital of {country}?", capital, None) for country, capital in (
-        ("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Egypt", "Cairo"),
-        ("Canada", "Ottawa"), ("Australia", "Canberra"), ("Kenya", "Nairobi"), ("Spain", "Madrid"),
-        ("Germany", "Berlin"), ("Brazil", "Brasília"), ("Argentina", "Buenos Aires"),
-        ("India", "New Delhi"), ("Russia", "Moscow"), ("China", "Beijing"), ("Peru", "Lima"),
-        ("Norway", "Oslo"), ("Greece", "Athens"), ("Portugal", "Lisbon"), ("Thailand", "Bangkok"),
-        ("Mexico", "Mexico City"),
-    )), ()),
-    ("element", tuple((f"Which chemical element has the symbol {symbol}?", element, None) for symbol, element in (
-        ("Au", "Gold"), ("Ag", "Silver"), ("Fe", "Iron"), ("Na", "Sodium"), ("K", "Potassium"),
-        ("O", "Oxygen"), ("He", "Helium"), ("Pb", "Lead"), ("Cu", "Copper"), ("Hg", "Mercury"),
-    )), ("Nitrogen", "Carbon", "Zinc")),
-    ("planet", (
-        ("Which planet is known as the Red Planet?", "Mars", None),
-        ("Which is the largest planet in the Solar System?", "Jupiter", None),
-        ("Which planet is closest to the Sun?", "Mercury", None),
-        ("Which planet is famous for its bright, wide rings?", "Saturn", None),
-        ("On which planet do humans live?", "Earth", None),
-        ("Which planet has the hottest surface in the Solar System?", "Venus", None),
-        ("Which planet is farthest from the Sun?", "Neptune", None),
-        ("Which planet spins on its side, with its axis tilted by almost 98 degrees?", "Uranus", None),
-    ), ()),
-    ("scientist", (
-        ("Who developed the theory of general relativity?", "Albert Einstein", None),
-        ("Who discovered penicillin?", "Alexander Fleming", None),
-        ("Who is credited with inventing the telephone?", "Alexander Graham Bell", None),
-        ("Who formulated the three laws of motion?", "Isaac Newton", None),
-        ("Who proposed the theory of evolution by natural selection?", "Charles Darwin", None),
-        ("Who was the first person to win Nobel Prizes in two different sciences?", "Marie Curie", None),
-        ("Who created the first widely used periodic table of the elements?", "Dmitri Mendeleev", None),
-        ("Who introduced movable-type printing to Europe?", "Johannes Gutenberg", None),
-        ("Who proposed that the Earth orbits the Sun in a heliocentric model?", "Nicolaus Copernicus", None),
-        ("Who invented the World Wide Web?", "Tim Berners-Lee", None),
-        ("Who developed pasteurisation?", "Louis Pasteur", None),
-    ), ("Galileo Galilei", "Nikola Tesla")),
-    ("continent", (
-        ("On which continent is Egypt?", "Africa", None),
-        ("On which continent is Brazil?", "South America", None),
-        ("Which is the largest continent by area?", "Asia", None),
-        ("On which continent is the South Pole?", "Antarctica", None),
-        ("On which continent is France?", "Europe", None),
-        ("On which continent is Canada?", "North America", None),
-        ("Which is the smallest continent by area?", "Australia", None),
-    ), ()),
-    ("animal", (
-        ("What is the largest land animal?", "Elephant", None),
-        ("What is the fastest land animal?", "Cheetah", None),
-        ("What is the largest animal that has ever lived?", "Blue whale", None),
-        ("Which flightless bird lives in large colonies in Antarctica?", "Penguin", None),
-        ("Which insect makes honey?", "Bee", None),
-        ("What is the tallest animal?", "Giraffe", None),
-        ("Which animal carries its young in a pouch and is a symbol of Australia?", "Kangaroo", None),
-        ("Which big cat is called the king of the jungle?", "Lion", None),
-    ), ("Tiger", "Horse", "Dolphin")),
-    ("number", (
-        ("How many continents are there?", "7", ("5", "6", "9")),
-        ("How many legs does a spider have?", "8", ("6", "10", "4")),
-        ("How many sides does a hexagon have?", "6", ("5", "7", "8")),
-        ("How many minutes are in an hour?", "60", ("100", "30", "90")),
-        ("How many days are in a leap year?", "366", ("365", "364", "360")),
-        ("How many players does a football team have on the pitch?", "11", ("9", "10", "12")),
-        ("How many hours are in a day?", "24", ("12", "20", "36")),
-        ("How many degrees are in a right angle?", "90", ("45", "180", "100")),
-        ("How many planets are in the Solar System?", "8", ("7", "9", "10")),
-    ), ()),
-    ("language", (
-        ("What is the official language of Brazil?", "Portuguese", None),
-        ("What is the most widely spoken language of Mexico?", "Spanish", None),
-        ("What is the official language of Germany?", "German", None),
-        ("What is the official language of Japan?", "Japanese", None),
-        ("What is the official language of Egypt?", "Arabic", None),
-        ("What is the official language of the Netherlands?", "Dutch", None),
-        ("What is the official language of Iran?", "Persian", None),
-    ), ("Italian", "Swedish", "Turkish")),
-)
-
-_REAL_AUTHOR_TOPICS: tuple[tuple[str, tuple[_Fact, ...], tuple[str, ...]], ...] = (
-    ("work", tuple((f"Who wrote '{work}'?", author, None) for work, author in (
-        ("Pride and Prejudice", "Jane Austen"), ("War and Peace", "Leo Tolstoy"),
-        ("Don Quixote", "Miguel de Cervantes"), ("One Hundred Years of Solitude", "Gabriel García Márquez"),
-        ("Hamlet", "William Shakespeare"), ("Moby-Dick", "Herman Melville"),
-        ("The Old Man and the Sea", "Ernest Hemingway"), ("Frankenstein", "Mary Shelley"),
-        ("Crime and Punishment", "Fyodor Dostoevsky"), ("The Divine Comedy", "Dante Alighieri"),
-        ("Things Fall Apart", "Chinua Achebe"), ("Les Misérables", "Victor Hugo"),
-        ("The Great Gatsby", "F. Scott Fitzgerald"), ("Nineteen Eighty-Four", "George Orwell"),
-        ("Beloved", "Toni Morrison"), ("The Metamorphosis", "Franz Kafka"),
-        ("Adventures of Huckleberry Finn", "Mark Twain"), ("Great Expectations", "Charles Dickens"),
-        ("The Lord of the Rings", "J. R. R. Tolkien"), ("Mrs Dalloway", "Virginia Woolf"),
-        ("Jane Eyre", "Charlotte Brontë"), ("Wuthering Heights", "Emily Brontë"),
-        ("The Little Prince", "Antoine de Saint-Exupéry"), ("Norwegian Wood", "Haruki Murakami"),
-        ("Madame Bovary", "Gustave Flaubert"), ("The Odyssey", "Homer"), ("Dracula", "Bram Stoker"),
-        ("Anna Karenina", "Leo Tolstoy"),
-    )), ()),
-    ("nationality", tuple((f"What is the nationality of the writer {author}?", nationality, None)
-                          for author, nationality in (
-        ("Leo Tolstoy", "Russian"), ("Gabriel García Márquez", "Colombian"), ("Chinua Achebe", "Nigerian"),
-        ("Victor Hugo", "French"), ("Haruki Murakami", "Japanese"), ("Miguel de Cervantes", "Spanish"),
-        ("Dante Alighieri", "Italian"), ("Mark Twain", "American"), ("Charles Dickens", "English"),
-        ("Pablo Neruda", "Chilean"), ("Rabindranath Tagore", "Indian"), ("Jorge Luis Borges", "Argentine"),
-        ("Naguib Mahfouz", "Egyptian"), ("Wisława Szymborska", "Polish"),
-    )), ("German", "Brazilian", "Swedish", "Turkish")),
-    ("genre", tuple((f"Which genre is {author} best known for?", genre, None) for author, genre in (
-        ("Agatha Christie", "detective fiction"), ("Stephen King", "horror"),
-        ("Isaac Asimov", "science fiction"), ("Emily Dickinson", "poetry"),
-        ("Terry Pratchett", "fantasy"), ("Arthur Conan Doyle", "detective fiction"),
-        ("H. P. Lovecraft", "horror"), ("Jonathan Swift", "satire"),
-    )), ("romance", "historical fiction")),
-)
+_Topics = tuple[tuple[str, tuple[_Fact, ...], tuple[str, ...]], ...]
 
 
-def _flatten(topics: tuple[tuple[str, tuple[_Fact, ...], tuple[str, ...]], ...]) -> list[dict]:
+def _load_topics(kind: str) -> _Topics:
+    with open(Path(__file__).with_name("world_knowledge.json"), encoding="utf-8") as f:
+        topics = json.load(f)[kind]
+    return tuple((t["topic"], tuple((q, a, tuple(d) if d else None) for q, a, d in t["facts"]),
+                  tuple(t["extra_distractors"])) for t in topics)
+
+
+_WORLD_TOPICS: _Topics = _load_topics("world_facts")
+_REAL_AUTHOR_TOPICS: _Topics = _load_topics("real_authors")
+
+
+def _flatten(topics: _Topics) -> list[dict]:
     facts = []
     for topic, items, extras in topics:
         pool = [answer for _, answer, _ in items] + list(extras)
