@@ -52,8 +52,8 @@ test: setup ## set up, then run the test suite
 test-fast: setup ## unit tests only, no training or notebook runs
 	$(PY) -m pytest -q -m "not slow"
 
-lint: setup ## ruff, and a check that notebooks are committed without outputs
-	$(PY) -m ruff check lib tests benchmarks
+lint: setup ## ruff on library, tests, benchmarks and notebooks; notebooks committed clean, parameters in sync
+	$(PY) -m ruff check lib tests benchmarks notebooks
 	$(PY) -m unlearnkit.runner check-clean
 
 benchmarks: setup ## print the speed figures (training loop vs bare loop, ...)
