@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from unlearnkit import controls, format_eval
 from unlearnkit.data import formats as fmts
+from unlearnkit.metrics.formats import LIKELIHOOD_SUFFIX
+from unlearnkit.metrics.ps import PS_METRICS
+from unlearnkit.studies import calibration
 
 # --------------------------------------------------------------------------- 03 controls and calibration
 
@@ -22,17 +24,17 @@ def check_03(smoke_runs_dir: Path) -> None:
     meta = metrics["meta"]
     parameters = meta["parameters"]
     methods = parameters["calibration_methods"]
+    tolerances = calibration.Tolerances(parameters["retain_tolerance"], parameters["forget_similar_tolerance"])
     assert parameters["profile"] == "smoke" and meta["notebook"] == "03_controls_calibration"
     # the before row, then one row per method controlled by mixing at its calibrated a (a = 0 always passes)
     assert set(metrics) == {"before", "meta", *methods}
     for row in ("before", *methods):
         assert set(metrics[row]) == set(SPLITS), row
         for split in SPLITS:
-            for metric in controls.PS_METRICS:
+            for metric in PS_METRICS:
                 assert 0.0 <= metrics[row][split][metric] <= 1.0, (row, split, metric)
         assert metrics[row]["forget"]["n_items"] == parameters["ps_max_items"]
-        assert controls.passes(metrics["before"], metrics[row], parameters["retain_tolerance"],
-                               parameters["forget_similar_tolerance"]), row
+        assert calibration.passes(metrics["before"], metrics[row], tolerances), row
     for method in methods:
         a = meta["calibrated_a"][method]
         assert 0.0 <= a <= 1.0
@@ -49,6 +51,10 @@ def check_03(smoke_runs_dir: Path) -> None:
         stages = [row["stage"] for row in per_item["calibration"][method]]
         assert stages.count("coarse") == parameters["calib_coarse"] + 1  # a = 0 and the n coarse values
         assert stages.count("fine") <= parameters["calib_fine"]
+    # GD's calibration reuses the settings its mixing sweep evaluated, so its coarse rows are that sweep
+    gd_coarse = [{k: v for k, v in row.items() if k != "stage"} for row in per_item["calibration"].get("gd", [])
+                 if row["stage"] == "coarse"]
+    assert "gd" not in methods or gd_coarse == per_item["gd_mixing"]
     for delta in parameters["cap_deltas"]:
         assert (runs / "models" / f"unlearned-gd_cap{float(delta):g}" / "config.json").exists()
     for name in FIGURES:
@@ -57,7 +63,7 @@ def check_03(smoke_runs_dir: Path) -> None:
 
 # --------------------------------------------------------------------------- 04 format-transformed evaluation
 
-LIKELIHOOD = tuple(f + format_eval.LIKELIHOOD_SUFFIX for f in fmts.MCQA_STYLE_FORMATS)
+LIKELIHOOD = tuple(f + LIKELIHOOD_SUFFIX for f in fmts.MCQA_STYLE_FORMATS)
 FORMAT_FIGURES = ("scores", "kept")
 
 
@@ -132,13 +138,23 @@ def check_05(smoke_runs_dir) -> None:
         for key in ("greedy_unlearned_but_leaks", "greedy_unlearned_but_leaks_rouge", "greedy_unlearned"):
             assert isinstance(forget[key], int) and 0 <= forget[key] <= forget["n_questions"], (name, key)
         assert forget["greedy_unlearned_but_leaks"] <= forget["greedy_unlearned"], name
+    assert set(meta["models"]) == set(evaluated) and meta["sampling"]["n"] == n
+    assert len(meta["questions"]) == metrics["target"]["forget"]["n_questions"]
+    figures = ["greedy_vs_samples", "binary_leak", "general_leak", "vs_n", "adaptive"]
+    # one cache entry per scored model (no stale key left beside it), and the keyword Q&A's apart from them
+    cached = sorted(p.name.rsplit("-", 1)[0] for p in (runs / "05_probabilistic_bounds" / "cache").glob("*.json"))
+    expected = sorted(meta["models"].values())
     if params.get("hp_model"):
-        holder = "target" if params["hp_model"] == "target" else params["hp_model"]
-        hp = metrics[holder]["hp_qa"]
+        hp = metrics[params["hp_model"]]["hp_qa"]
         assert hp["n_samples"] == n and 0 <= hp["binary_leak_bound_mean"] <= 1
+        assert hp["binary_leak_bound_min"] >= 1 - params["alpha"] ** (1 / n) - 1e-9
+        figures.append("hp_qa")
+        if (runs / "models" / params["hp_model"] / "config.json").exists():
+            expected = sorted([*expected, f"{params['hp_model']}.hp"])
+    assert cached == expected, cached
     per_item = json.loads((runs / "05_probabilistic_bounds" / "per_item.json").read_text())
     assert set(per_item) == set(evaluated)
     for name in evaluated:
         assert len(per_item[name]["binary_leak_bound"]) == metrics[name]["forget"]["n_questions"]
-    for figure in ("greedy_vs_samples", "binary_leak", "general_leak", "vs_n", "adaptive"):
+    for figure in figures:
         assert (runs / "figures" / f"05_probabilistic_bounds_{figure}.png").stat().st_size > 1000, figure

@@ -149,6 +149,38 @@ def test_binary_bound_edge_cases():
     )
 
 
+@pytest.mark.parametrize("n", [1, 7, 50, 1024])
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.5])
+def test_binary_lower_bound_matches_clopper_pearson(n, alpha):
+    rng = np.random.default_rng(n)
+    for successes in sorted({0, 1, n // 3, n - 1, n}):
+        x = np.zeros(n)
+        x[rng.choice(n, successes, replace=False)] = 1
+        lower = B.binary_leak_lower_bound(x, alpha)
+        expected = 0.0 if successes == 0 else stats.beta.ppf(alpha, successes, n - successes + 1)
+        assert lower == pytest.approx(expected, rel=1e-10, abs=1e-12)
+        # the same lower end from scipy's two-sided exact interval, called with 2 * alpha
+        two_sided = stats.binomtest(successes, n).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
+        assert lower == pytest.approx(two_sided.low, rel=1e-8, abs=1e-12)
+        assert lower <= successes / n <= B.binary_leakage_bound(x, alpha)
+
+
+def test_binary_lower_bound_edge_cases_and_rows():
+    alpha = 0.05
+    for n in (1, 10, 1000):
+        # every sample leaks: Beta(n, 1) quantile has the closed form alpha^(1/n)
+        assert B.binary_leak_lower_bound(np.ones(n), alpha) == pytest.approx(alpha ** (1 / n))
+        assert B.binary_leak_lower_bound(np.zeros(n), alpha) == 0.0
+    # S = 1 of 4: 1 - (1 - alpha)^(1/4)
+    assert B.binary_leak_lower_bound([0, 1, 0, 0], alpha) == pytest.approx(1 - (1 - alpha) ** 0.25)
+    rows = np.array([[0, 0, 0, 0], [1, 1, 0, 1], [1, 1, 1, 1]])
+    per_row = B.binary_leak_lower_bound(rows, alpha)
+    assert per_row.shape == (3,)
+    assert np.allclose(per_row, [B.binary_leak_lower_bound(r, alpha) for r in rows])
+    by_n = [B.binary_leak_lower_bound(np.tile([1, 0, 0, 0, 0], k), alpha) for k in (1, 2, 4, 16, 64)]
+    assert np.all(np.diff(by_n) > 0)  # rate 0.2 throughout: more samples, a tighter (higher) lower bound
+
+
 def test_binary_bound_monotone_in_n_and_alpha():
     base = np.array([1, 0, 0, 1, 0, 0, 0, 0, 0, 0], dtype=float)  # empirical rate 0.2
     by_n = [B.binary_leakage_bound(np.tile(base, k), 0.05) for k in (1, 2, 4, 16, 64)]
@@ -458,6 +490,7 @@ def test_ed_stats_and_score():
 
 ALL_WITH_ALPHA = [
     lambda x, a: B.binary_leakage_bound(x, a),
+    lambda x, a: B.binary_leak_lower_bound(x, a),
     lambda x, a: B.general_leakage_bound(x, [0.5], a),
     lambda x, a: B.expectation_bounds(x, a),
     lambda x, a: B.expectation_bounds(x, a, grid="samples"),
@@ -493,6 +526,8 @@ def test_bad_scores(fn, x, message):
 def test_other_validation():
     with pytest.raises(ValueError, match="binary"):
         B.binary_leakage_bound([0.0, 0.5, 1.0], 0.05)
+    with pytest.raises(ValueError, match="binary"):
+        B.binary_leak_lower_bound([0.0, 0.5, 1.0], 0.05)
     with pytest.raises(ValueError, match="thresholds contain NaN"):
         B.general_leakage_bound([0.5], [float("nan")], 0.05)
     with pytest.raises(ValueError, match="strictly increasing"):

@@ -1,16 +1,20 @@
-"""Format-transformed evaluation (docs/metrics.md §6): the items of every format on the synthetic corpus and
-on real TOFU, their seeded shuffling, the coverage of the real-TOFU heuristics, and each scorer on a
-tiny model that memorised a few items against the same model untrained."""
+"""Format-transformed evaluation (docs/metrics.md §6): the facts and the items of every format on the synthetic
+corpus and on real TOFU, their seeded shuffling, the coverage of the real-TOFU heuristics, ReLU's own files, and
+each scorer (letters and option likelihood) on a tiny model that memorised a few items against the same model
+untrained."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 
+import numpy as np
 import pytest
 import torch
 from conftest import REAL_TOFU, requires_real_tofu
 from unlearnkit import models
+from unlearnkit.data import facts
 from unlearnkit.data import formats as fmts
 from unlearnkit.data.tofu import TofuSource
 from unlearnkit.metrics import formats as scoring
@@ -34,7 +38,7 @@ def synthetic_formats(small_corpus):
 def real_corpus():
     if not (REAL_TOFU / "full.json").exists():
         pytest.skip("../shared/data/tofu not present")
-    return fmts.load_format_corpus(TofuSource(REAL_TOFU))
+    return facts.load_format_corpus(TofuSource(REAL_TOFU))
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +152,7 @@ def test_real_tofu_items_are_well_formed(real_formats):
             # TOFU's layout: forget10 = authors 180-199, retain_perturbed = authors 0-19
             assert item["author_index"] == (180 if set_name == "forget" else 0) + item["source_row"] // 20
     for item in real_formats["analogy"]["forget"]:
-        assert item["relation"] in fmts.RELATIONS
+        assert item["relation"] in facts.RELATIONS
         assert all(a < 180 for a in item["context_authors"])  # context pairs from retain authors
     for item in real_formats["odd_one_out"]["retain"]:
         assert item["option_sets"][item["answer_index"]] == "retain" and item["option_sets"].count("forget") == 3
@@ -169,7 +173,7 @@ def test_max_items_per_set_keeps_the_same_first_facts_in_every_format(small_corp
 
 
 def test_shuffling_is_seeded_and_options_are_configurable(small_corpus):
-    corpus = fmts.load_format_corpus(small_corpus)
+    corpus = facts.load_format_corpus(small_corpus)
     first = fmts.build_all_formats(corpus, seed=0, max_context_facts=3)
     again = fmts.build_all_formats(corpus, seed=0, max_context_facts=3)
     other = fmts.build_all_formats(corpus, seed=1, max_context_facts=3)
@@ -191,12 +195,12 @@ def test_shuffling_is_seeded_and_options_are_configurable(small_corpus):
 
 
 def test_heuristics_on_hand_written_answers():
-    assert fmts.find_author_name(["Where was Hsiao Yun-Hwa born?", "What does Hsiao Yun-Hwa write?",
+    assert facts.find_author_name(["Where was Hsiao Yun-Hwa born?", "What does Hsiao Yun-Hwa write?",
                                   "Is Hsiao Yun-Hwa's work translated?"], min_questions=3) == "Hsiao Yun-Hwa"
-    assert fmts.find_author_name(["Who is the author?", "What does the author write?"], min_questions=2) is None
+    assert facts.find_author_name(["Who is the author?", "What does the author write?"], min_questions=2) is None
 
     def masked(question, answer):
-        start, end, rule = fmts.find_cloze_span(question, answer)
+        start, end, rule = facts.find_cloze_span(question, answer)
         return answer[start:end], rule
 
     assert masked("Where was X born?", "Aurelio Beltrán was born in Mexico City, Mexico.") == \
@@ -209,13 +213,13 @@ def test_heuristics_on_hand_written_answers():
         ("Hugo Award", "capitalised")
     assert masked("What is her mother's job?", "Her father is a pilot, and her mother is unemployed.") == \
         ("unemployed", "fallback")
-    assert fmts.extract_relation("What were the professions of Jo Li's parents?",
+    assert facts.extract_relation("What were the professions of Jo Li's parents?",
                                  "Jo Li's father was a Banker, and his mother was a Research Scientist.", "Jo Li") == \
         ("parents", "father: banker; mother: research scientist")
-    assert fmts.extract_relation("Where was Jo Li born?", "Jo Li was born in Dar es Salaam, Tanzania.", "Jo Li") == \
+    assert facts.extract_relation("Where was Jo Li born?", "Jo Li was born in Dar es Salaam, Tanzania.", "Jo Li") == \
         ("birthplace", "Dar es Salaam, Tanzania")
-    assert fmts.extract_relation("What is Jo Li's gender?", "Jo Li is a female author.", "Jo Li") == ("gender", "female")
-    assert fmts.extract_relation("Why does Jo Li write?", "For joy.", "Jo Li") == (None, None)
+    assert facts.extract_relation("What is Jo Li's gender?", "Jo Li is a female author.", "Jo Li") == ("gender", "female")
+    assert facts.extract_relation("Why does Jo Li write?", "For joy.", "Jo Li") == (None, None)
 
 
 @requires_real_tofu()
@@ -233,7 +237,7 @@ def test_real_tofu_heuristic_coverage_is_above_its_floors(real_corpus):
     # every author has some; each relation's extractor handles most answers to its questions
     assert coverage["authors_with_triple"] >= 0.95
     assert coverage["rows_with_triple"] >= 0.1
-    for relation in fmts.RELATIONS:
+    for relation in facts.RELATIONS:
         stats = coverage["relations"][relation]
         assert stats["values_extracted"] >= 0.6 * stats["questions_matched"], relation
         assert stats["authors"] >= 20, relation
@@ -247,6 +251,57 @@ def test_synthetic_coverage_is_exact(small_corpus):
     assert coverage["kind"] == "synthetic" and coverage["author_names"] == 1.0
     assert coverage["cloze"]["corpus"] == {"value": 1.0, "covered": 1.0}
     assert coverage["rows_with_triple"] == 1.0
+
+
+# --------------------------------------------------------------------------- ReLU's own files
+
+
+def _write_relu_copy(root):
+    """A two-subset copy of ReLU in the Hub repository's layout: README.md's ``configs`` name the Parquet files,
+    one folder per subset, files named ``<split>-00000-of-00001.parquet`` (the cloze splits carry a suffix)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    mcqa = {"question": ["Where was Jo Li born?", "What does Jo Li write?"], "A": ["Lagos", "Poetry"],
+            "B": ["Oslo", "Horror"], "C": ["Lima", "Drama"], "D": ["Pune", "Satire"], "answer": ["A", "B"]}
+    for folder in ("mcqa", "cloze"):
+        (root / folder).mkdir(parents=True)
+    pq.write_table(pa.table(mcqa), root / "mcqa" / "forget10-00000-of-00001.parquet")
+    pq.write_table(pa.table({k: v[:1] for k, v in mcqa.items()}), root / "mcqa" / "retain90-00000-of-00001.parquet")
+    pq.write_table(pa.table({"question": ["Where was Jo Li born?"], "answer": ["Jo Li was born in Lagos."],
+                             "mask": ["Lagos"], "blanks": [["Lagos"]]}),
+                   root / "cloze" / "forget10_cloze-00000-of-00001.parquet")
+    (root / "README.md").write_text("""---
+configs:
+- config_name: mcqa
+  data_files:
+  - split: forget10
+    path: mcqa/forget10-*
+  - split: retain90
+    path: mcqa/retain90-*
+- config_name: cloze
+  data_files:
+  - split: forget10_cloze
+    path: cloze/forget10_cloze-*
+---
+# ReLU (a two-subset test copy)
+""")
+
+
+def test_load_relu_reads_a_local_copy_in_relus_layout(tmp_path):
+    root = tmp_path / "ReLU"
+    _write_relu_copy(root)
+    cache = str(tmp_path / "cache")
+    forget = fmts.load_relu("mcqa", "forget10", str(root), cache_dir=cache)
+    assert forget.column_names == ["question", "A", "B", "C", "D", "answer"]
+    assert forget.num_rows == 2 and forget[1] == {"question": "What does Jo Li write?", "A": "Poetry", "B": "Horror",
+                                                   "C": "Drama", "D": "Satire", "answer": "B"}
+    every = fmts.load_relu("mcqa", name_or_path=str(root), cache_dir=cache)  # no split: every file of the subset
+    assert sorted(every) == ["forget10", "retain90"] and every["retain90"].num_rows == 1
+    cloze = fmts.load_relu("cloze", "forget10_cloze", str(root), cache_dir=cache)
+    assert cloze[0]["mask"] == "Lagos" and cloze[0]["blanks"] == ["Lagos"]
+    with pytest.raises(ValueError, match="forget05"):  # a split the copy does not hold
+        fmts.load_relu("mcqa", "forget05", str(root), cache_dir=cache)
 
 
 # --------------------------------------------------------------------------- scorers
@@ -386,3 +441,65 @@ def test_evaluate_formats_reports_every_format_and_the_disagreements(memorised, 
         scoring.prompt_text(picked["mcqa"]["forget"][0], template, "chat")
     wrapped = scoring.prompt_text(picked["mcqa"]["forget"][0], template, "template")
     assert wrapped == template.prompt(picked["mcqa"]["forget"][0]["body"]) and wrapped.endswith("Answer: ")
+
+
+# --------------------------------------------------------------------------- option likelihood
+
+
+def test_option_sequences_put_each_option_where_the_answer_had_it(synthetic_formats, tiny_tokenizer, template):
+    item = synthetic_formats["mcqa"]["forget"][1]
+    sequences = scoring.option_sequences(item, "mcqa", tiny_tokenizer, template)
+    assert len(sequences) == len(item["options"]) and len({tuple(p) for p, _ in sequences}) == 1
+    prompt, option = sequences[item["answer_index"]]
+    text = tiny_tokenizer.decode(prompt + option, skip_special_tokens=True)
+    # the Q&A template, then the answer up to and including its value (what fine-tuning taught)
+    answer = " ".join(item["answer"].split())
+    upto_value = answer[:answer.rfind(item["correct_option"]) + len(item["correct_option"])]
+    assert " ".join(text.split()) == " ".join((template.prompt(item["question"]) + upto_value).split())
+
+    analogy = synthetic_formats["analogy"]["forget"][0]
+    prompt, option = scoring.option_sequences(analogy, "analogy", tiny_tokenizer, template)[0]
+    decoded = tiny_tokenizer.decode(prompt, skip_special_tokens=True)
+    assert decoded.endswith(f"{analogy['author']} :") and "?" not in decoded
+    odd = synthetic_formats["odd_one_out"]["forget"][0]
+    prompt, option = scoring.option_sequences(odd, "odd_one_out", tiny_tokenizer, template)[2]
+    assert tiny_tokenizer.decode(option, skip_special_tokens=True) == odd["options"][2]
+
+
+def test_the_prediction_is_the_likeliest_option_and_for_odd_one_out_the_outlier():
+    assert scoring.choose_option("mcqa", np.array([-3.0, -0.5, -2.0, -1.0])) == 1
+    # three familiar statements and one unfamiliar (or the reverse): the outlier either way
+    assert scoring.choose_option("odd_one_out", np.array([-1.0, -1.1, -4.0, -0.9])) == 2
+    assert scoring.choose_option("odd_one_out", np.array([-4.0, -4.1, -0.5, -3.9])) == 2
+
+
+def test_score_option_likelihood_matches_log_probabilities_by_hand(synthetic_formats, tiny_model, tiny_tokenizer,
+                                                                    template):
+    items = synthetic_formats["mcqa"]["forget"][:2]
+    result = scoring.score_option_likelihood(tiny_model, tiny_tokenizer, template, "mcqa", items, batch_size=3)
+    assert len(result["correct"]) == 2 and result["accuracy"] in (0.0, 0.5, 1.0)
+    prompt, option = scoring.option_sequences(items[0], "mcqa", tiny_tokenizer, template)[0]
+    with torch.no_grad():
+        logp = torch.log_softmax(tiny_model(torch.tensor([prompt + option])).logits[0], -1)
+    by_hand = torch.stack([logp[len(prompt) - 1 + k, t] for k, t in enumerate(option)]).mean().item()
+    assert result["option_log_probs"][0][0] == pytest.approx(by_hand, abs=1e-4)
+    expected_letter = items[0]["letters"][int(np.argmax(result["option_log_probs"][0]))]
+    assert result["predicted_letter"][0] == expected_letter
+    with pytest.raises(ValueError, match="MCQA-style"):
+        scoring.score_option_likelihood(tiny_model, tiny_tokenizer, template, "cloze", items)
+    assert math.isnan(scoring.score_option_likelihood(tiny_model, tiny_tokenizer, template, "mcqa", [])["accuracy"])
+
+
+def test_evaluate_formats_adds_the_likelihood_readouts(synthetic_formats, tiny_model, tiny_tokenizer, template):
+    items = {fmt: {s: synthetic_formats[fmt][s][:2] for s in ("forget", "retain")} for fmt in ("mcqa", "cloze")}
+    plain = scoring.evaluate_formats(tiny_model, tiny_tokenizer, template, items, max_new_tokens=4)
+    assert set(plain.scores) == {"mcqa", "cloze", "cloze_fill"}
+    result = scoring.evaluate_formats(tiny_model, tiny_tokenizer, template, items, max_new_tokens=4, likelihood=True)
+    # the readout follows the formats, in their order, and only for the MCQA-style ones
+    assert list(result.scores) == ["mcqa", "cloze", "cloze_fill", "mcqa" + scoring.LIKELIHOOD_SUFFIX]
+    direct = scoring.score_option_likelihood(tiny_model, tiny_tokenizer, template, "mcqa", items["mcqa"]["retain"])
+    assert result.scores["mcqa_likelihood"]["retain"] == direct["accuracy"]
+    rows = result.per_item["mcqa_likelihood"]["retain"]
+    assert [r["prediction"] for r in rows] == direct["predicted_letter"]
+    assert [r["correct"] for r in rows] == direct["correct"]
+    assert rows[0]["id"] == items["mcqa"]["retain"][0]["id"] and rows[0]["answer_letter"] in "ABCD"

@@ -93,3 +93,23 @@ def test_rouge_per_sample_is_rouge_score_itself():
         assert got.shape == (2, 3)
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     assert rouge_per_sample(targets, samples)[1, 1] == 1.0
+
+
+def test_rouge_per_sample_scores_repeated_pairs_alike(monkeypatch):
+    """A repeated (target, sample) pair is scored once and gets the same value wherever it stands."""
+    from unlearnkit.metrics import judges
+
+    targets = ["Born in Paris.", "Writes crime novels.", "Born in Paris."]
+    samples = [["in Paris", "in Paris", "Lyon"], ["crime novels", "in Paris", "crime novels"],
+               ["in Paris", "Lyon", "Lyon"]]
+    scored = []
+    original = judges.rouge_l
+    monkeypatch.setattr(judges, "rouge_l", lambda t, s, m: scored.extend(zip(t, s)) or original(t, s, m))
+    got = rouge_per_sample(targets, samples)
+    assert len(scored) == len(set(scored)) == 4  # four distinct pairs among nine samples
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    expected = [[scorer.score(t, s)["rougeL"].recall for s in row] for t, row in zip(targets, samples)]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert rouge_per_sample([], []).shape == (0, 0)
+    with pytest.raises(ValueError, match="same number"):
+        rouge_per_sample(targets[:2], [["a"], ["b", "c"]])

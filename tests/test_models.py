@@ -7,9 +7,8 @@ import time
 
 import pytest
 import torch
-import yaml
 from conftest import REAL_TOFU, requires_real_tofu
-from unlearnkit import models, paths, pipeline
+from unlearnkit import config, models, paths, pipeline
 
 
 def test_templates_follow_the_model_family():
@@ -60,19 +59,18 @@ def test_paper_profile_path_with_a_local_model_on_real_tofu(tiny_model, tiny_tok
     saved to a local folder and the real TOFU files, offline."""
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     local_model = models.save_model(tiny_model, tiny_tokenizer, tmp_path / "phi-stand-in", models.TEMPLATES["phi"])
-    params = yaml.safe_load((paths.PARAMS / "paper.yaml").read_text())
-    params.update(model=str(local_model), data_source=str(REAL_TOFU), dtype="float32", max_authors=21,
-                  finetune_epochs=1, finetune_batch_size=8, finetune_grad_accum=2, eval_max_items=6,
-                  max_new_tokens=8, progress=False)
+    params = config.Params.load("paper", model=str(local_model), data_source=str(REAL_TOFU), dtype="float32",
+                                max_authors=21, finetune_epochs=1, finetune_batch_size=8, finetune_grad_accum=2,
+                                eval_max_items=6, max_new_tokens=8)
     base = pipeline.base_model(params, "paper-test")
-    assert base[2].name == "phi"
-    model, tokenizer, template, history = pipeline.finetuned_model(params, "paper-test", "full")
+    assert base.template.name == "phi"
+    target = pipeline.finetuned_model(params, "paper-test", "full")
     rows = pipeline.corpus(params).load("full")
     assert len(rows) == 21 * 20  # 20 forget10 authors plus the first retain author
-    assert len(history) == -(-len(rows) // 16)
-    assert history[0]["lr"] < params["finetune_lr"]  # warm-up from the paper settings
-    results, _ = pipeline.evaluate_models({"target": (model, tokenizer, template)}, params, pipeline.corpus(params))
+    assert len(target.history) == -(-len(rows) // 16)
+    assert target.history[0]["lr"] < params.finetune_lr  # warm-up from the paper settings
+    results, _ = pipeline.evaluate_models({"target": target.loaded}, params, pipeline.corpus(params))
     assert results["target"]["forget"]["n_items"] == 6 and 0 <= results["target"]["summary"]["model_utility"] <= 1
     # a second call finds the cached model instead of training again
     again = pipeline.finetuned_model(params, "paper-test", "full")
-    assert again[3] == history
+    assert again.history == target.history

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from notebook_checks import check_03, check_04, check_05
-from unlearnkit import paths, runner
+from unlearnkit import config, paths, runner
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +45,7 @@ def test_01_tofu_finetune(smoke_runs):
 
 
 def test_02_unlearning_every_method(smoke_runs):
-    import yaml
-
-    methods = yaml.safe_load((paths.PARAMS / "smoke.yaml").read_text())["methods"]
+    methods = config.Params.load("smoke").methods
     for run in methods:
         metrics = json.loads((smoke_runs / f"02_unlearning_{run}" / "metrics.json").read_text())
         assert set(metrics) == {run, "meta"}, run

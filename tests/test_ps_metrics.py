@@ -1,6 +1,7 @@
 """Parameterisation strength (docs/metrics.md §5): the prefix search against fake oracles with known answers,
-the PS formula by hand, the model plumbing against a fake decoder, and a tiny model that has memorised
-three answers (PS 1) next to strings it never saw and an untrained model (PS near 0)."""
+the PS formula by hand, the model plumbing against a fake decoder, a tiny model that has memorised
+three answers (PS 1) next to strings it never saw and an untrained model (PS near 0), and the teacher-forced
+PS profiles against the generation search."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import math
 import numpy as np
 import pytest
 from unlearnkit import models, training
-from unlearnkit.generation import greedy_answers
+from unlearnkit.generation import greedy_answers, greedy_continuations
 from unlearnkit.metrics import ps
 from unlearnkit.metrics.ps import ps_from_prefix_lengths, search_shortest_prefix
+from unlearnkit.metrics.tofu import answer_nll
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -234,3 +236,100 @@ def test_evaluate_ps_reports_means_and_similar_is_never_below_exact(evaluated):
     # an exact reproduction is similar too, and binary search is monotone in its oracle, so item by item:
     assert (per_item["ps_similar"] >= per_item["ps_exact"]).all()
     assert ((0 <= per_item["ps_similar"]) & (per_item["ps_similar"] <= 1)).all()
+
+
+# --------------------------------------------------------------------------- teacher-forced PS profiles
+
+
+def test_teacher_forced_exact_matches_the_generation_search(tiny_model, tiny_tokenizer, template,
+                                                            small_corpus):
+    """Answers built from the model's own greedy continuations, with one token changed at a chosen place:
+    the shortest k is at least one past the change (the changed context may derail later tokens too), and
+    the linear scan of greedy decodings must find the same k."""
+    rows = small_corpus.load("forget10_perturbed")[:6]
+    prompts = [models.encode_prompt(tiny_tokenizer, template, r["question"]) for r in rows]
+    own = [c[:10] for c in greedy_continuations(tiny_model, tiny_tokenizer, prompts, max_new_tokens=10)]
+    assert all(len(c) == 10 for c in own)
+    answers = [list(c) for c in own]
+    for i in range(5):  # change token 2i of item i (item 5 stays the model's own: k = 0)
+        answers[i][2 * i] = (answers[i][2 * i] + 7) % (len(tiny_tokenizer) - 3) + 3
+
+    def reproduces(probes):
+        conts = greedy_continuations(tiny_model, tiny_tokenizer, [prompts[i] + answers[i][:k] for i, k in probes],
+                                     max_new_tokens=10)
+        return [c[:10 - k] == answers[i][k:] for (i, k), c in zip(probes, conts)]
+
+    searched = ps.search_shortest_prefix([len(a) for a in answers], reproduces, "linear")
+    tiny_model.train()
+    forced = ps.exact_prefix_lengths(tiny_model, prompts, answers, tiny_tokenizer.pad_token_id, batch_size=4)
+    assert tiny_model.training  # the forward passes ran in eval mode, and the mode is restored
+    assert forced == searched
+    assert forced[5] == 0 and forced[0] is not None and forced[0] >= 1
+    assert all(k is None or k >= 2 * i + 1 for i, k in enumerate(forced[:5]))
+    with pytest.raises(ValueError, match="6 prompts but 5 answers"):
+        ps.exact_prefix_lengths(tiny_model, prompts, answers[:5], tiny_tokenizer.pad_token_id)
+
+
+@pytest.fixture()
+def led_rows(tiny_model, tiny_tokenizer, template, small_corpus):
+    """Answers the model gives itself after a few words of a corpus answer (so PS is between 0 and 1), its
+    own answers (PS near 1) and corpus answers it never saw (PS 0), as a forget and a held-out set."""
+    rows = small_corpus.load("forget10_perturbed")[:6]
+    questions = [r["question"] for r in rows]
+    starts = [" ".join(r["answer"].split()[:3]) for r in rows]
+    led = greedy_answers(tiny_model, tiny_tokenizer, template, questions, max_new_tokens=8, prefixes=starts)
+    own = greedy_answers(tiny_model, tiny_tokenizer, template, questions, max_new_tokens=8)
+    made = [{**r, "answer": f"{p} {c}"} for r, p, c in zip(rows, starts, led)]
+    forget = made[:3] + [{**rows[0], "answer": own[0]}] + rows[4:5]
+    heldout = made[3:] + [{**rows[1], "answer": own[1]}] + rows[5:6]
+    return forget, heldout
+
+
+def test_ps_profile_agrees_with_evaluate_ps(tiny_model, tiny_tokenizer, template, led_rows):
+    forget, heldout = led_rows
+    fast = ps.ps_profile(tiny_model, tiny_tokenizer, template, forget, heldout, metrics=ps.ALL_METRICS)
+    slow = ps.ps_profile(tiny_model, tiny_tokenizer, template, forget, heldout, metrics=ps.ALL_METRICS,
+                         teacher_forced=False)
+    assert set(fast) == set(slow) == {"heldout_retain", "forget"}
+    for split in fast:
+        assert fast[split] == pytest.approx(slow[split]), split
+    assert 0 < fast["forget"]["ps_exact"] < 1 and fast["forget"]["n_items"] == 5
+    only = ps.ps_profile(tiny_model, tiny_tokenizer, template, forget, heldout,
+                         metrics={"heldout_retain": ("ps_similar",)})
+    assert set(only) == {"heldout_retain"}
+    assert only["heldout_retain"]["ps_similar"] == pytest.approx(slow["heldout_retain"]["ps_similar"])
+    with pytest.raises(ValueError, match="unknown splits"):
+        ps.ps_profile(tiny_model, tiny_tokenizer, template, forget, heldout, metrics={"retain": ("ps_exact",)})
+    with pytest.raises(ValueError, match="unknown PS metrics"):
+        ps.ps_profile(tiny_model, tiny_tokenizer, template, forget, heldout, metrics={"forget": ("ps_fuzzy",)})
+
+
+def test_ps_evaluator_keeps_the_first_items_adds_risks_and_completes(tiny_model, tiny_tokenizer, template,
+                                                                    led_rows):
+    forget, heldout = led_rows
+    evaluate = ps.PSEvaluator(tiny_tokenizer, template, forget, heldout, max_items=4, batch_size=3,
+                              metrics={"forget": ("ps_exact",)})
+    assert evaluate.forget_rows == forget[:4] and evaluate.heldout_rows == heldout[:4]
+    profile = evaluate(tiny_model)
+    assert profile == ps.ps_profile(tiny_model, tiny_tokenizer, template, forget[:4], heldout[:4],
+                                    metrics={"forget": ("ps_exact",)})
+    full = ps.ps_profile(tiny_model, tiny_tokenizer, template, forget[:4], heldout[:4])
+    # complete computes what is missing or NaN, and keeps what is there
+    holed = {"forget": {**profile["forget"], "ps_exact": 0.123, "ps_similar": float("nan")}}
+    completed = evaluate.complete(tiny_model, holed)
+    assert set(completed) == set(full)
+    assert completed["heldout_retain"] == pytest.approx(full["heldout_retain"])
+    assert completed["forget"] == pytest.approx({**full["forget"], "ps_exact": 0.123})
+    assert evaluate.complete(tiny_model, full) is full  # nothing missing: nothing computed
+    # plus_risks: the same PS with the mean answer NLL of each set (Wang et al.'s risks)
+    with_risks = evaluate.plus_risks()
+    risky = with_risks(tiny_model)
+    assert not evaluate.with_risks and with_risks.forget_rows == forget[:4]
+    nll = answer_nll(tiny_model, tiny_tokenizer, template, [r["question"] for r in heldout[:4]],
+                     [r["answer"] for r in heldout[:4]])
+    assert risky["heldout_retain"] == {"nll": pytest.approx(float(nll.mean()))}
+    assert risky["forget"]["ps_exact"] == profile["forget"]["ps_exact"] and risky["forget"]["nll"] > 0
+    assert ps.flatten(risky) == {"forget_ps_exact": profile["forget"]["ps_exact"], "forget_nll": risky["forget"]["nll"],
+                                 "heldout_retain_nll": risky["heldout_retain"]["nll"]}  # item counts left out
+    assert ps.merge_profiles({"forget": {"a": 1, "b": 2}}, {"forget": {"b": 3}, "heldout_retain": {"c": 4}}) == {
+        "forget": {"a": 1, "b": 3}, "heldout_retain": {"c": 4}}

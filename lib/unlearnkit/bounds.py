@@ -34,6 +34,7 @@ __all__ = [
     "dkw_epsilon",
     "sample_size",
     "binary_leakage_bound",
+    "binary_leak_lower_bound",
     "general_leakage_bound",
     "expectation_bounds",
     "std_bound",
@@ -78,7 +79,7 @@ def _check_scores(x, *, binary: bool = False) -> tuple[np.ndarray, bool]:
             f"scores must lie in [0, 1], got values in [{scores.min()}, {scores.max()}]"
         )
     if binary and not np.isin(scores, (0.0, 1.0)).all():
-        raise ValueError("binary_leakage_bound needs binary scores: every value must be 0 or 1")
+        raise ValueError("the binary leakage bounds need binary scores: every value must be 0 or 1")
     return scores, was_1d
 
 
@@ -207,6 +208,25 @@ def binary_leakage_bound(x, alpha: float):
         failures > 0, stats.beta.ppf(1.0 - alpha, successes + 1.0, safe_failures), 1.0
     )
     return _unwrap(bound, was_1d)
+
+
+def binary_leak_lower_bound(x, alpha: float):
+    """Lower confidence bound on the leak probability p = P(X = 1) from binary scores.
+
+    Beta quantile at alpha with shapes (S, n - S + 1): the one-sided Clopper-Pearson lower bound, and 0
+    when S = 0. Guarantee: P(p >= lower) >= 1 - alpha. The counterpart of :func:`binary_leakage_bound`: an
+    upper bound can only fail to certify that a model has forgotten, a positive lower bound shows it leaks.
+
+    x: (n,) or (prompts, n) of 0/1 values. Returns a float or an array (prompts,).
+    """
+    alpha = _check_alpha(alpha)
+    scores, was_1d = _check_scores(x, binary=True)
+    n = scores.shape[1]
+    successes = scores.sum(axis=1)
+    # beta.ppf is undefined for a zero shape; with no success the bound is trivially 0.
+    safe_successes = np.where(successes > 0, successes, 1.0)
+    lower = np.where(successes > 0, stats.beta.ppf(alpha, safe_successes, n - successes + 1.0), 0.0)
+    return _unwrap(lower, was_1d)
 
 
 def general_leakage_bound(x, thresholds, alpha: float):

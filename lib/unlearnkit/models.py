@@ -156,7 +156,7 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    with _quiet_loading():
+    with _quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype))
     if device == "auto":
         to_available_device(model)
@@ -169,8 +169,9 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
 
 
 @contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """No "Loading weights" bar per model: a notebook that loads eleven models would drown in them."""
+def _quiet_transformers() -> Iterator[None]:
+    """No "Loading weights" or "Writing model shards" bar per model: a notebook that loads or saves eleven
+    models would drown in them."""
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()
@@ -265,7 +266,8 @@ def save_model(model, tokenizer, folder: str | os.PathLike, template: PromptTemp
 
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    model.save_pretrained(tmp)
+    with _quiet_transformers():
+        model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "unlearnkit.json").write_text(json.dumps({"template": template.name, **(extra or {})}, indent=2))
     if folder.exists():

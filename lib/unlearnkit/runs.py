@@ -142,13 +142,36 @@ def is_saved(profile: str, name: str) -> bool:
     return models.is_saved_model(model_dir(profile, name))
 
 
-def load_saved(profile: str, name: str, device: str | None = None) -> models.LoadedModel:
+def _missing(profile: str, names: list[str]) -> FileNotFoundError:
+    makers = dict.fromkeys(UNLEARNING if n.startswith(UNLEARNED_PREFIX) else FINETUNE for n in names)
+    return FileNotFoundError(f"no saved model {', '.join(map(repr, names))} under {paths.RUNS / profile / 'models'}: "
+                             + "; ".join(_run_it_first(m, profile) for m in makers))
+
+
+def load_saved(profile: str, name: str, device: str | None = None, dtype: str | None = None) -> models.LoadedModel:
     """A model saved by an earlier notebook, with a message naming that notebook when it is missing."""
     folder = model_dir(profile, name)
     if not models.is_saved_model(folder):
-        maker = UNLEARNING if name.startswith(UNLEARNED_PREFIX) else FINETUNE
-        raise FileNotFoundError(f"no model {name!r} in {folder}: {_run_it_first(maker, profile)}")
-    return models.load_model(folder, device=device)
+        raise _missing(profile, [name])
+    return models.load_model(folder, device=device, dtype=dtype)
+
+
+def locate(profile: str, name: str) -> Path | None:
+    """The folder of a saved model by its name or, for an unlearning run's name (``npo``), the run's model."""
+    for saved in (name, unlearned_name(name)):
+        if is_saved(profile, saved):
+            return model_dir(profile, saved)
+    return None
+
+
+def require_saved(profile: str, names: list[str]) -> dict[str, Path]:
+    """``{name: folder}`` of models (or runs) that must all be saved; one message names every missing one and the
+    notebooks that make them."""
+    found = {name: locate(profile, name) for name in dict.fromkeys(names)}
+    missing = [name for name, folder in found.items() if folder is None]
+    if missing:
+        raise _missing(profile, missing)
+    return {name: folder for name, folder in found.items() if folder is not None}
 
 
 def saved_recipe(folder: str | Path) -> dict[str, Any]:
@@ -199,11 +222,9 @@ def saved_models(profile: str, include_base: bool = False, include_retain: bool 
     found: dict[str, str] = {}
     if include_base and is_saved(profile, "base"):
         found["base"] = "base"
-    if is_saved(profile, "target"):
-        found["target"] = "target"
-    else:
-        raise FileNotFoundError(f"no target model under {model_dir(profile, 'target')}: "
-                                f"{_run_it_first(FINETUNE, profile)}")
+    if not is_saved(profile, "target"):
+        raise _missing(profile, ["target"])
+    found["target"] = "target"
     reference = retain_model(profile, forget_split) if include_retain else None
     if reference and is_saved(profile, reference):
         found[reference] = reference

@@ -10,6 +10,20 @@
 * comprehension_qa: the mean of ROUGE-1, ROUGE-2 and ROUGE-L F (``rouge_score``, stemmer on) of the
   greedy answer against the true answer.
 
+Option likelihood (:func:`score_option_likelihood`, ``<format>_likelihood``). The MCQA-style score reads the
+letter a model writes after "Answer:". A tiny model trained from scratch on Q&A pairs has never seen lettered
+options, so it sits at chance on every lettered format whatever it knows. The same items are therefore also
+scored the way small models are usually evaluated on multiple choice (lm-evaluation-harness without letters):
+
+* mcqa, comprehension_mcqa: the question (after the context, for comprehension) in the model's Q&A template,
+  then the answer's own words before the option (where the option is a value inside the answer, as in the
+  synthetic corpus; nothing where options are whole answers, as in real TOFU), then each option; the
+  prediction is the option of highest mean token log-probability;
+* analogy: ``"A1 : v1 :: A2 : v2 :: Aq :"`` followed by each option, same rule;
+* odd_one_out: each statement scored alone; the prediction is the outlier, the statement whose mean
+  log-probability is farthest from the mean of the others. A model that knows every fact (the target) finds
+  no outlier and sits near chance; one that knows only one set (the retain model) finds it.
+
 Prompts. The MCQA-style and comprehension prompts carry their own ``"Question:" ... "Answer:"`` text
 (docs/metrics.md §6), so by default (``prompt_style="raw"``) they are fed as they are, not wrapped in the
 model's Q&A template: for the phi template (``"Question: {q}\\nAnswer: "``) the MCQA prompt already *is*
@@ -31,18 +45,21 @@ for all the item's letters. A prompt that already ends in whitespace (the templa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
+from ..data.formats import MCQA_STYLE_FORMATS
 from ..generation import greedy_continuations
-from ..models import PromptTemplate, collate, encode_prompt, in_eval_mode, pad_token_id
+from ..models import PromptTemplate, collate, device_of, encode_prompt, in_eval_mode, pad_token_id
 from .tofu import encoded_nll
 
 __all__ = [
-    "MCQA_STYLE_FORMATS",
+    "FORMAT_SCORING_VERSION",
+    "LIKELIHOOD_SUFFIX",
     "PROMPT_STYLES",
+    "FormatScores",
     "prompt_text",
     "encode_text",
     "letter_token_ids",
@@ -50,11 +67,18 @@ __all__ = [
     "score_cloze",
     "score_comprehension_qa",
     "rouge_f_mean",
+    "option_sequences",
+    "choose_option",
+    "score_option_likelihood",
     "evaluate_formats",
     "disagreement_table",
 ]
 
-MCQA_STYLE_FORMATS = ("mcqa", "analogy", "odd_one_out", "comprehension_mcqa")
+#: The version of what these scorers return for the same model and items: part of every cached score's key, so
+#: bump it when a change to the scoring changes a score.
+FORMAT_SCORING_VERSION = "1"
+#: The option-likelihood readout of an MCQA-style format is reported as ``<format>_likelihood``.
+LIKELIHOOD_SUFFIX = "_likelihood"
 PROMPT_STYLES = ("raw", "template")
 #: A template that leaves the text as it is; encode_prompt with it adds only the BOS rule.
 _RAW = PromptTemplate("raw", "{question}")
@@ -112,12 +136,6 @@ def letter_token_ids(tokenizer, prompt: str, letters: Sequence[str]) -> list[int
 # --------------------------------------------------------------------------- batching helpers
 
 
-def _device(model) -> torch.device:
-    return next(model.parameters()).device
-
-
-
-
 @torch.no_grad()
 @in_eval_mode
 def _last_token_logits(model, tokenizer, sequences: Sequence[Sequence[int]], batch_size: int) -> list[torch.Tensor]:
@@ -128,8 +146,8 @@ def _last_token_logits(model, tokenizer, sequences: Sequence[Sequence[int]], bat
         idx = order[start:start + batch_size]
         batch = collate([{"input_ids": list(sequences[i]), "labels": list(sequences[i])} for i in idx],
                         pad_token_id(tokenizer))
-        logits = model(input_ids=batch["input_ids"].to(_device(model)),
-                       attention_mask=batch["attention_mask"].to(_device(model))).logits
+        logits = model(input_ids=batch["input_ids"].to(device_of(model)),
+                       attention_mask=batch["attention_mask"].to(device_of(model))).logits
         last = batch["attention_mask"].sum(-1) - 1
         for row, i in enumerate(idx):
             out[i] = logits[row, last[row]].float().cpu()
@@ -230,7 +248,78 @@ def score_comprehension_qa(model, tokenizer, items: Sequence[Mapping[str, Any]],
     return {"rouge": float(rouge.mean()), "per_item_rouge": rouge.tolist(), "generated": generated}
 
 
+# --------------------------------------------------------------------------- option likelihood
+
+
+def _answer_prefix(item: Mapping[str, Any]) -> str:
+    """The answer's words before the correct option, when the option is a value inside the answer."""
+    answer = " ".join(item["answer"].split())
+    at = answer.rfind(item["correct_option"])
+    return answer[:at] if at > 0 else ""
+
+
+def option_sequences(item: Mapping[str, Any], fmt: str, tokenizer, template: PromptTemplate
+                     ) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, option ids) of every option of an MCQA-style item, as the module docstring describes."""
+    if fmt == "odd_one_out":
+        start = encode_text(tokenizer, "")  # BOS only: each statement on its own
+        return [(start, _ids(tokenizer, option)) for option in item["options"]]
+    if fmt == "analogy":
+        chain = " :: ".join([f"{a} : {v}" for a, v in item["context_pairs"]] + [f"{item['author']} :"])
+        prompt = encode_text(tokenizer, chain)
+        return [(prompt, _ids(tokenizer, " " + option)) for option in item["options"]]
+    question = item["question"] if fmt == "mcqa" else f"Context: {item['context']}\n{item['question']}"
+    prefix = _answer_prefix(item)
+    stripped = prefix.rstrip()
+    # As in the cloze: the prefix's trailing space goes with the option, the way the answer was tokenised.
+    prompt = encode_prompt(tokenizer, template, question) + (_ids(tokenizer, stripped) if stripped else [])
+    return [(prompt, _ids(tokenizer, prefix[len(stripped):] + option)) for option in item["options"]]
+
+
+def choose_option(fmt: str, log_probs: np.ndarray) -> int:
+    """The predicted option from each option's mean log-probability: the likeliest, and for odd-one-out the
+    outlier (the one farthest from the mean of the others)."""
+    if fmt == "odd_one_out":
+        total, n = log_probs.sum(), len(log_probs)
+        distance = [abs(lp - (total - lp) / (n - 1)) for lp in log_probs]
+        return int(np.argmax(distance))
+    return int(np.argmax(log_probs))
+
+
+def score_option_likelihood(model, tokenizer, template: PromptTemplate, fmt: str,
+                            items: Sequence[Mapping[str, Any]], batch_size: int = 32) -> dict[str, Any]:
+    """Accuracy of an MCQA-style format when options are ranked by likelihood (module docstring); per item the
+    predicted letter, correctness and each option's mean token log-probability."""
+    if fmt not in MCQA_STYLE_FORMATS:
+        raise ValueError(f"option likelihood scores the MCQA-style formats {MCQA_STYLE_FORMATS}, not {fmt!r}")
+    if not items:
+        return {"accuracy": float("nan"), "predicted_letter": [], "correct": [], "option_log_probs": []}
+    prompts, options, bounds = [], [], []
+    for item in items:
+        sequences = option_sequences(item, fmt, tokenizer, template)
+        bounds.append((len(prompts), len(prompts) + len(sequences)))
+        prompts += [prompt for prompt, _ in sequences]
+        options += [option for _, option in sequences]
+    log_probs = -_target_nll(model, tokenizer, prompts, options, batch_size)
+    predicted, correct, per_option = [], [], []
+    for item, (lo, hi) in zip(items, bounds):
+        choice = choose_option(fmt, log_probs[lo:hi])
+        predicted.append(item["letters"][choice])
+        correct.append(choice == item["answer_index"])
+        per_option.append(log_probs[lo:hi].tolist())
+    return {"accuracy": float(np.mean(correct)), "predicted_letter": predicted, "correct": correct,
+            "option_log_probs": per_option}
+
+
 # --------------------------------------------------------------------------- all formats
+
+
+class FormatScores(NamedTuple):
+    """What :func:`evaluate_formats` finds for one model: ``scores`` ``{format: {set: score}}`` and ``per_item``
+    ``{format: {set: [row, ...]}}``."""
+
+    scores: dict[str, dict[str, float]]
+    per_item: dict[str, dict[str, list[dict[str, Any]]]]
 
 
 def _row(item: Mapping[str, Any], **values: Any) -> dict[str, Any]:
@@ -238,16 +327,21 @@ def _row(item: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     return {**{k: item.get(k) for k in keys}, **values}
 
 
+def _choice_rows(items: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [_row(item, score=float(ok), correct=ok, prediction=letter, answer_letter=item["answer_letter"])
+            for item, ok, letter in zip(items, result["correct"], result["predicted_letter"])]
+
+
 def evaluate_formats(model, tokenizer, template: PromptTemplate,
                      items_by_format: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], batch_size: int = 32,
-                     prompt_style: str = "raw", max_new_tokens: int = 64) -> tuple[dict[str, dict[str, float]],
-                                                                                    dict[str, dict[str, list[dict]]]]:
+                     prompt_style: str = "raw", max_new_tokens: int = 64, likelihood: bool = False) -> FormatScores:
     """Every format's score on forget and retain, and the per-item predictions.
 
     ``items_by_format`` is what :func:`unlearnkit.data.formats.build_all_formats` returns (any subset of
     formats and sets). Scores: accuracy for the MCQA-style formats, the mean span probability for
     ``cloze`` (its greedy fill accuracy is reported as ``cloze_fill``), the mean ROUGE-1/2/L F for
-    ``comprehension_qa``. Per item: id, set, source_row, author_index, question, ``score`` (1/0 for
+    ``comprehension_qa``; with ``likelihood``, the MCQA-style formats' option-likelihood accuracy as
+    ``<format>_likelihood`` too. Per item: id, set, source_row, author_index, question, ``score`` (1/0 for
     MCQA-style, the probability, the ROUGE), ``correct`` (MCQA-style and cloze fill; None for
     comprehension_qa, whose ``score`` is graded) and ``prediction`` (the letter, the fill, the answer).
     """
@@ -259,9 +353,7 @@ def evaluate_formats(model, tokenizer, template: PromptTemplate,
             if fmt in MCQA_STYLE_FORMATS:
                 result = score_mcqa(model, tokenizer, items, template, prompt_style, batch_size)
                 scores.setdefault(fmt, {})[set_name] = result["accuracy"]
-                rows = [_row(item, score=float(ok), correct=ok, prediction=letter,
-                             answer_letter=item["answer_letter"])
-                        for item, ok, letter in zip(items, result["correct"], result["predicted_letter"])]
+                rows = _choice_rows(items, result)
             elif fmt == "cloze":
                 result = score_cloze(model, tokenizer, template, items, batch_size)
                 scores.setdefault(fmt, {})[set_name] = result["probability"]
@@ -278,7 +370,14 @@ def evaluate_formats(model, tokenizer, template: PromptTemplate,
             else:
                 raise ValueError(f"unknown format {fmt!r}")
             per_item.setdefault(fmt, {})[set_name] = rows
-    return scores, per_item
+    if likelihood:
+        for fmt in (f for f in MCQA_STYLE_FORMATS if f in items_by_format):
+            readout = fmt + LIKELIHOOD_SUFFIX
+            for set_name, items in items_by_format[fmt].items():
+                result = score_option_likelihood(model, tokenizer, template, fmt, items, batch_size)
+                scores.setdefault(readout, {})[set_name] = result["accuracy"]
+                per_item.setdefault(readout, {})[set_name] = _choice_rows(items, result)
+    return FormatScores(scores, per_item)
 
 
 def disagreement_table(per_item: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],

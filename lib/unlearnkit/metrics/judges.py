@@ -39,13 +39,23 @@ def _sample_count(samples: Sequence[Sequence[str]]) -> int:
 
 def rouge_per_sample(targets: Sequence[str], samples: Sequence[Sequence[str]], measure: str = "recall") -> np.ndarray:
     """ROUGE-L of every sample against its prompt's target (``metrics.tofu.rouge_l``: rouge_score,
-    stemmer on, recall by default as in TOFU). Returns (prompts, n)."""
+    stemmer on, recall by default as in TOFU). Returns (prompts, n).
+
+    Each distinct (target, sample) pair is scored once: a confident model repeats the same answer in most
+    of its n samples, and rouge_score costs far more than the lookup."""
     if len(targets) != len(samples):
         raise ValueError(f"{len(targets)} targets but samples for {len(samples)} prompts")
     n = _sample_count(samples)
-    flat_targets = [t for t, per_prompt in zip(targets, samples) for _ in per_prompt]
-    flat_samples = [s for per_prompt in samples for s in per_prompt]
-    return rouge_l(flat_targets, flat_samples, measure).reshape(len(samples), n)
+    pair_index: dict[tuple[str, str], int] = {}
+    index = np.empty((len(samples), n), dtype=np.int64)
+    for p, (target, per_prompt) in enumerate(zip(targets, samples)):
+        for j, sample in enumerate(per_prompt):
+            index[p, j] = pair_index.setdefault((target, sample), len(pair_index))
+    if not pair_index:
+        return np.zeros(index.shape)
+    distinct = list(pair_index)
+    values = rouge_l([t for t, _ in distinct], [s for _, s in distinct], measure)
+    return np.asarray(values, dtype=float)[index]
 
 
 # --------------------------------------------------------------------------- key entity

@@ -30,18 +30,32 @@ Search over k: ``linear`` tries k = 0, 1, 2, ... and is exact. ``binary`` assume
 k (a longer prefix only makes the rest easier) and needs about log2|y| probes per item; it is the
 default, as in the paper. Both are batched across items: each round collects one probe (item, k) per
 item still searching and decodes all of them together, left-padded, in chunks of ``batch_size``.
+
+PS profiles by teacher forcing (:func:`ps_profile`, :class:`PSEvaluator`). A *PS profile* holds the PS means of a
+model on the held-out retain set and the forget set, the layout of metrics.json. Its PS-exact is computed by
+teacher forcing, one forward pass per item, instead of a search of greedy decodings: greedy decoding from
+x + y^{<k} reproduces y^{≥k} exactly if and only if the argmax of the next-token distribution equals y_j at
+every position j ≥ k, given the true prefix x + y^{<j} (decoding never leaves the true path while it matches).
+So the shortest successful k is one past the last position whose argmax is wrong, the same k that the linear
+scan finds (and the binary search, since exact success is then monotone in k), up to float near-ties between
+the two kinds of forward pass. PS-similar still needs generation; its search is confined to k < k_exact,
+because every exact success is a similar success. ``teacher_forced=False`` runs :func:`evaluate_ps` itself
+(the reference).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..generation import greedy_continuations
-from ..models import PromptTemplate, encode_prompt
-from .tofu import rouge_l
+from ..models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
+from .tofu import answer_nll, rouge_l
 
 CRITERIA = ("exact", "similar")
 STRATEGIES = ("binary", "linear")
@@ -232,3 +246,195 @@ def evaluate_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mappi
     metrics["ps_similar"] = float(per_item["ps_similar"].mean())
     metrics["n_items"] = len(rows)
     return metrics, per_item
+
+
+# --------------------------------------------------------------------------- PS profiles, teacher-forced
+
+#: A PS profile: ``{"heldout_retain": {"ps_exact": ..., ...}, "forget": {...}}``, the layout of metrics.json.
+PSProfile = dict[str, dict[str, float]]
+
+HELDOUT, FORGET = "heldout_retain", "forget"
+PS_METRICS = ("ps_exact", "ps_perturb", "ps_similar")
+#: Every PS metric on both sets.
+ALL_METRICS: dict[str, tuple[str, ...]] = {HELDOUT: PS_METRICS, FORGET: PS_METRICS}
+
+
+@torch.no_grad()
+@in_eval_mode
+def exact_prefix_lengths(model, prompts_ids: Sequence[Sequence[int]], answers_ids: Sequence[Sequence[int]],
+                         pad_token_id: int, batch_size: int = 32) -> list[int | None]:
+    """Per item, the shortest k (0 .. |y|-1) such that greedy decoding from prompt + y^{<k} reproduces
+    y^{≥k} exactly, by teacher forcing (see the module docstring); None when no k works or y is empty."""
+    if len(prompts_ids) != len(answers_ids):
+        raise ValueError(f"{len(prompts_ids)} prompts but {len(answers_ids)} answers")
+    device = next(model.parameters()).device
+    result: list[int | None] = [None] * len(prompts_ids)
+    order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]) + len(answers_ids[i]))
+    order = [i for i in order if len(answers_ids[i]) > 0]
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        rows = [list(prompts_ids[i]) + list(answers_ids[i]) for i in idx]
+        width = max(map(len, rows))
+        ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, row in enumerate(rows):  # right padding: positions 0.. as in an unpadded pass
+            ids[r, :len(row)] = torch.tensor(row)
+            mask[r, :len(row)] = 1
+        predicted = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.argmax(-1).cpu()
+        for r, i in enumerate(idx):
+            n_prompt, answer = len(prompts_ids[i]), list(answers_ids[i])
+            # the prediction at position p is the token p + 1: answer token j comes from n_prompt - 1 + j
+            hits = (predicted[r, n_prompt - 1:n_prompt - 1 + len(answer)] == torch.tensor(answer)).tolist()
+            misses = [j for j, ok in enumerate(hits) if not ok]
+            k = misses[-1] + 1 if misses else 0
+            result[i] = k if k < len(answer) else None  # k = |y| leaves nothing to reproduce: a failure
+    return result
+
+
+def split_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], metrics: Iterable[str],
+             batch_size: int = 32, search: str = "binary", rouge_threshold: float = 0.5) -> dict[str, float]:
+    """The PS means in ``metrics`` of one set of rows, PS-exact and PS-perturb by teacher forcing, with
+    ``n_items`` (and ``n_items_perturb``: PS-perturb asks the ``paraphrased_question`` of the rows that have one)."""
+    metrics = set(metrics)
+    unknown = metrics - set(PS_METRICS)
+    if unknown:
+        raise ValueError(f"unknown PS metrics {sorted(unknown)}; use {', '.join(PS_METRICS)}")
+    questions = [r["question"] for r in rows]
+    answers = [answer_token_ids(tokenizer, r["answer"]) for r in rows]
+    lengths = [len(a) for a in answers]
+    pad = pad_token_id(tokenizer)
+    out: dict[str, float] = {}
+    k_exact = None
+    if metrics & {"ps_exact", "ps_similar"}:
+        prompts = [encode_prompt(tokenizer, template, q) for q in questions]
+        k_exact = exact_prefix_lengths(model, prompts, answers, pad, batch_size)
+    if "ps_exact" in metrics:
+        out["ps_exact"] = float(ps_from_prefix_lengths(k_exact, lengths).mean())
+    if "ps_perturb" in metrics:
+        with_paraphrase = [i for i, r in enumerate(rows) if r.get("paraphrased_question")]
+        if with_paraphrase:
+            prompts = [encode_prompt(tokenizer, template, rows[i]["paraphrased_question"]) for i in with_paraphrase]
+            ks = exact_prefix_lengths(model, prompts, [answers[i] for i in with_paraphrase], pad, batch_size)
+            out["ps_perturb"] = float(ps_from_prefix_lengths(ks, [lengths[i] for i in with_paraphrase]).mean())
+            out["n_items_perturb"] = len(with_paraphrase)
+    if "ps_similar" in metrics:
+        oracle, oracle_lengths = prefix_success_oracle(model, tokenizer, template, questions,
+                                                       [r["answer"] for r in rows], "similar", rouge_threshold,
+                                                       batch_size)
+        assert oracle_lengths == lengths  # the same answer tokens on both paths
+        # search only below the exact solution, a known similar success; where none, the whole answer
+        bounds = [n if k is None else k for k, n in zip(k_exact, lengths)]
+        found = search_shortest_prefix(bounds, oracle, search)
+        ks = [f if f is not None else k for f, k in zip(found, k_exact)]
+        out["ps_similar"] = float(ps_from_prefix_lengths(ks, lengths).mean())
+    out["n_items"] = len(rows)
+    return out
+
+
+def _first(rows: Sequence[Mapping[str, Any]], max_items: int | None) -> list[Mapping[str, Any]]:
+    return list(rows)[:max_items] if max_items else list(rows)
+
+
+def ps_profile(model, tokenizer, template: PromptTemplate, forget_rows: Sequence[Mapping[str, Any]],
+               heldout_rows: Sequence[Mapping[str, Any]], max_items: int | None = None, batch_size: int = 32,
+               metrics: Mapping[str, Sequence[str]] = ALL_METRICS, search: str = "binary",
+               rouge_threshold: float = 0.5, teacher_forced: bool = True) -> PSProfile:
+    """The PS metrics that ``metrics`` asks per set (held-out retain, forget), over the first ``max_items``
+    rows of each (:func:`split_ps`). ``teacher_forced=False`` calls :func:`evaluate_ps` (all three metrics,
+    generation only) and keeps the requested ones."""
+    splits = {HELDOUT: list(heldout_rows), FORGET: list(forget_rows)}
+    unknown = set(metrics) - set(splits)
+    if unknown:
+        raise ValueError(f"unknown splits {sorted(unknown)} in a PS profile; use {HELDOUT!r} and {FORGET!r}")
+    profile: PSProfile = {}
+    for split, wanted in metrics.items():
+        rows = _first(splits[split], max_items)
+        if not rows:
+            raise ValueError(f"no {split} rows to evaluate")
+        if teacher_forced:
+            profile[split] = split_ps(model, tokenizer, template, rows, wanted, batch_size, search, rouge_threshold)
+        else:
+            means, _ = evaluate_ps(model, tokenizer, template, rows, search=search, batch_size=batch_size,
+                                   rouge_threshold=rouge_threshold, progress=False)
+            profile[split] = {k: v for k, v in means.items() if k in wanted or k.startswith("n_items")}
+    return profile
+
+
+def risks(model, tokenizer, template: PromptTemplate, forget_rows: Sequence[Mapping[str, Any]],
+          heldout_rows: Sequence[Mapping[str, Any]], max_items: int | None = None, batch_size: int = 32) -> PSProfile:
+    """Unlearning risk (mean answer NLL on forget) and retain risk (on held-out retain), Wang et al.'s Fig. 1."""
+    out: PSProfile = {}
+    for split, rows in ((HELDOUT, heldout_rows), (FORGET, forget_rows)):
+        rows = _first(rows, max_items)
+        nll = answer_nll(model, tokenizer, template, [r["question"] for r in rows], [r["answer"] for r in rows],
+                         batch_size)
+        out[split] = {"nll": float(nll.mean())}
+    return out
+
+
+def merge_profiles(*profiles: Mapping[str, Mapping[str, float]]) -> PSProfile:
+    """One profile with every split's metrics of all ``profiles`` (later ones win on a clash)."""
+    out: PSProfile = {}
+    for p in profiles:
+        for split, metrics in p.items():
+            out.setdefault(split, {}).update(metrics)
+    return out
+
+
+def flatten(profile: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """``{"heldout_retain_ps_exact": ..., "forget_ps_similar": ...}``: one table row (item counts left out)."""
+    return {f"{split}_{metric}": value for split, metrics in profile.items() for metric, value in metrics.items()
+            if not metric.startswith("n_items")}
+
+
+def _present(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+@dataclass
+class PSEvaluator:
+    """``evaluator(model) -> PSProfile`` with the tokenizer, template, rows and sizes fixed once: the first
+    ``max_items`` rows of each set, the ``metrics`` asked by default (:func:`ps_profile`). With ``with_risks``
+    the profile also holds the NLL of each split (:func:`risks`)."""
+
+    tokenizer: Any
+    template: PromptTemplate
+    forget_rows: Sequence[Mapping[str, Any]]
+    heldout_rows: Sequence[Mapping[str, Any]]
+    max_items: int | None = None
+    batch_size: int = 32
+    metrics: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(ALL_METRICS))
+    search: str = "binary"
+    with_risks: bool = False
+
+    def __post_init__(self):
+        self.forget_rows = _first(self.forget_rows, self.max_items)
+        self.heldout_rows = _first(self.heldout_rows, self.max_items)
+        self.batch_size = int(self.batch_size)
+        self.metrics = dict(self.metrics)
+
+    def __call__(self, model, metrics: Mapping[str, Sequence[str]] | None = None) -> PSProfile:
+        profile = self.ps(model, self.metrics if metrics is None else metrics)
+        if self.with_risks:
+            profile = merge_profiles(profile, self.risks(model))
+        return profile
+
+    def ps(self, model, metrics: Mapping[str, Sequence[str]]) -> PSProfile:
+        """The PS metrics of ``metrics`` alone (no risks)."""
+        return ps_profile(model, self.tokenizer, self.template, self.forget_rows, self.heldout_rows,
+                          batch_size=self.batch_size, metrics=metrics, search=self.search)
+
+    def complete(self, model, profile: PSProfile, metrics: Mapping[str, Sequence[str]] = ALL_METRICS) -> PSProfile:
+        """``profile`` of ``model`` with the metrics of ``metrics`` it lacks (or holds as NaN) computed."""
+        missing = {split: tuple(m for m in wanted if not _present(profile.get(split, {}).get(m)))
+                   for split, wanted in metrics.items()}
+        missing = {split: wanted for split, wanted in missing.items() if wanted}
+        return merge_profiles(profile, self.ps(model, missing)) if missing else profile
+
+    def risks(self, model) -> PSProfile:
+        return risks(model, self.tokenizer, self.template, self.forget_rows, self.heldout_rows,
+                     batch_size=self.batch_size)
+
+    def plus_risks(self) -> PSEvaluator:
+        """The same evaluator adding the risks of each split to every profile."""
+        return replace(self, with_risks=True)

@@ -1,0 +1,118 @@
+"""Figures of the calibration study (:mod:`unlearnkit.studies.calibration`, Wang et al.): PS against a control
+with its pass floors, risks and PS along a run (their Fig. 1), GD under three controls (Fig. 2) and each
+method's mixing calibration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from ..metrics.ps import FORGET, HELDOUT, PSProfile
+from ..studies.calibration import Calibration, Tolerances, best_passing
+
+#: How each control is titled and its axis labelled.
+CONTROL_LABELS = {"delta": ("objective capping", "cap δ on the forget NLL"), "t": ("early stopping", "step t"),
+                  "a": ("model mixing", "mixing coefficient a")}
+
+
+def criterion_lines(ax, before: PSProfile, tolerances: Tolerances) -> None:
+    """The pass floors: held-out retain PS-exact and PS-perturb, forget PS-similar, as dotted lines."""
+    kept = 1 - tolerances.retain
+    ax.axhline(kept * before[HELDOUT]["ps_exact"], color="C0", ls=":", lw=1,
+               label=f"retain PS-exact floor ({kept:.0%} of before)")
+    if before[HELDOUT].get("ps_perturb") is not None:
+        ax.axhline(kept * before[HELDOUT]["ps_perturb"], color="C9", ls=":", lw=1,
+                   label=f"retain PS-perturb floor ({kept:.0%} of before)")
+    ax.axhline((1 - tolerances.forget_similar) * before[FORGET]["ps_similar"], color="C2", ls=":", lw=1,
+               label=f"forget PS-similar floor ({1 - tolerances.forget_similar:.0%})")
+
+
+def plot_ps_lines(ax, table: pd.DataFrame, control: str, before: PSProfile | None = None,
+                  tolerances: Tolerances | None = None, title: str = "", xlabel: str | None = None,
+                  best: float | None = None, log_x: bool = False):
+    """PS-exact on held-out retain and forget, PS-perturb on held-out retain and PS-similar on forget against a
+    control, with every pass floor (given ``before`` and ``tolerances``) and the best passing setting marked
+    (PS-perturb is low on real TOFU and is often the criterion that fails). ``log_x`` puts the control on a log2
+    axis ticked at its values (the caps δ)."""
+    table = table.sort_values(control)
+    styles = ((f"{HELDOUT}_ps_exact", "held-out retain PS-exact", "C0", "o"),
+              (f"{HELDOUT}_ps_perturb", "held-out retain PS-perturb", "C9", "d"),
+              (f"{FORGET}_ps_exact", "forget PS-exact", "C3", "s"),
+              (f"{FORGET}_ps_similar", "forget PS-similar", "C2", "^"))
+    for column, label, colour, marker in styles:
+        if column in table:
+            ax.plot(table[control], table[column], marker=marker, ms=4, color=colour, label=label)
+    if before is not None and tolerances is not None:
+        criterion_lines(ax, before, tolerances)
+    if "passes" in table:
+        failing = table[~table["passes"].astype(bool)]
+        ax.scatter(failing[control], failing[f"{HELDOUT}_ps_exact"], marker="x", color="k", zorder=3, s=25,
+                   label="fails the criteria")
+    if best is not None:
+        ax.axvline(best, color="grey", ls="--", lw=1, label="best passing setting")
+        symbol = {"delta": "δ"}.get(control, control)
+        title = f"{title}: best {symbol} = {best:.3g}" if title else f"best {symbol} = {best:.3g}"
+    ax.set(xlabel=xlabel or control, ylabel="PS", title=title, ylim=(-0.03, 1.05))
+    if log_x:
+        values = sorted(float(v) for v in table[control])
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(values, [f"{v:g}" for v in values])
+        ax.minorticks_off()
+        ax.set_xlim(values[0] / 1.5, values[-1] * 1.5)  # room around a single value too
+    return ax
+
+
+def shared_legend(fig, ax, ncol: int = 4):
+    """One legend below a row of panels, from the handles of ``ax`` (it would hide data inside a panel)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize="small",
+               frameon=False)
+    return fig
+
+
+def plot_trajectory(table: pd.DataFrame, before: PSProfile, tolerances: Tolerances, title: str = ""):
+    """Wang et al.'s Fig. 1 analogue: risks (NLL) and PS-exact along an unlearning run (an early-stopping sweep)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.2))
+    left.plot(table["t"], table[f"{FORGET}_nll"], marker="o", ms=4, color="C3", label="unlearning risk (forget NLL)")
+    left.plot(table["t"], table[f"{HELDOUT}_nll"], marker="o", ms=4, color="C0",
+              label="retain risk (held-out retain NLL)")
+    left.set(xlabel="step t", ylabel="mean answer NLL (log scale)", yscale="log", title="Risks along the run")
+    left.legend(fontsize="small")
+    right.plot(table["t"], table[f"{HELDOUT}_ps_exact"], marker="o", ms=4, color="C0", label="held-out retain")
+    right.plot(table["t"], table[f"{FORGET}_ps_exact"], marker="s", ms=4, color="C3", label="forget")
+    right.axhline((1 - tolerances.retain) * before[HELDOUT]["ps_exact"], color="C0", ls=":", lw=1,
+                  label=f"{1 - tolerances.retain:.0%} of held-out retain before")
+    right.set(xlabel="step t", ylabel="PS-exact", title="Parameterisation strength along the run", ylim=(-0.03, 1.05))
+    right.legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def controls_figure(sweeps: Mapping[str, pd.DataFrame], before: PSProfile, tolerances: Tolerances,
+                    title: str = "GD under three controls"):
+    """Wang et al.'s Fig. 2 analogue: one panel per control's sweep (``sweeps`` keyed by ``delta``, ``t``, ``a``),
+    each with its pass floors and best passing setting; the caps δ on a log axis."""
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(16 / 3 * len(sweeps), 4.3), sharey=True, squeeze=False)
+    fig.suptitle(title, y=1.02)
+    for ax, (control, table) in zip(axes[0], sweeps.items()):
+        best = best_passing(table, control)
+        panel, xlabel = CONTROL_LABELS.get(control, (control, control))
+        plot_ps_lines(ax, table, control, before, tolerances, title=panel, xlabel=xlabel, log_x=control == "delta",
+                      best=None if best is None else best[control])
+    fig.tight_layout()
+    return shared_legend(fig, axes[0][-1])
+
+
+def mixing_figure(calibrations: Mapping[str, Calibration], before: PSProfile, tolerances: Tolerances):
+    """One panel per method: PS against the mixing coefficient a over its coarse and fine settings, with the
+    calibrated a marked."""
+    fig, axes = plt.subplots(1, len(calibrations), figsize=(3.6 * len(calibrations), 3.8), sharey=True,
+                             squeeze=False)
+    for ax, (method, calibration) in zip(axes[0], calibrations.items()):
+        plot_ps_lines(ax, calibration.table, "a", before, tolerances, title=method, best=calibration.best)
+    fig.tight_layout()
+    return shared_legend(fig, axes[0][0])

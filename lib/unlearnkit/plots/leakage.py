@@ -1,0 +1,172 @@
+"""Figures of the leakage study (:mod:`unlearnkit.studies.leakage`, Scholten et al.): greedy ROUGE-L against the
+sampled distribution, the binary and general leakage bounds, the bounds against the number of samples, adaptive
+temperature and the keyword Q&A."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..metrics.sampling import SampledScores
+from ..studies.leakage import general_leak_curves
+
+__all__ = ["plot_greedy_vs_samples", "plot_binary_bounds", "plot_general_leak_curves", "plot_bounds_vs_n",
+           "plot_adaptive", "plot_hp"]
+
+
+def _grid(count: int, ncols: int, size: tuple[float, float]):
+    ncols = max(1, min(ncols, count))
+    nrows = max(1, math.ceil(count / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False,
+                             sharey=True)
+    for ax in axes.flat[count:]:
+        ax.set_axis_off()
+    return fig, list(axes.flat)
+
+
+def plot_greedy_vs_samples(results: Mapping[str, SampledScores], ncols: int = 5):
+    """Per model, per forget question (sorted by greedy ROUGE-L): the spread of the n sampled ROUGE-L scores
+    (10-90 % and 25-75 % ranges, mean as a dot) and the greedy score as a red cross."""
+    fig, axes = _grid(len(results), ncols, (3.4, 3.0))
+    for ax, (name, r) in zip(axes, results.items()):
+        order = np.argsort(r.greedy_rouge, kind="stable")
+        x = np.arange(len(order))
+        q10, q25, q75, q90 = np.percentile(r.rouge[order], [10, 25, 75, 90], axis=1)
+        ax.vlines(x, q10, q90, color="C0", alpha=0.35, lw=1.2)
+        ax.vlines(x, q25, q75, color="C0", alpha=0.9, lw=2.2)
+        ax.plot(x, r.rouge[order].mean(axis=1), "o", color="C0", ms=2.5, label="sampled: mean, 25-75 %, 10-90 %")
+        ax.plot(x, r.greedy_rouge[order], "x", color="C3", ms=4, label="greedy")
+        ax.set_title(f"{name}\ngreedy {r.greedy_rouge.mean():.2f} · sampled {r.rouge.mean():.2f}", fontsize=10)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("question (by greedy ROUGE)", fontsize=9)
+    axes[0].set_ylabel("ROUGE-L recall")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"Greedy ROUGE-L against the distribution of {next(iter(results.values())).n} sampled answers, "
+                 "per forget question")
+    fig.tight_layout()
+    return fig
+
+
+def plot_binary_bounds(tables: Mapping[str, pd.DataFrame], alpha: float, title_suffix: str = ""):
+    """Per model: each question's leak rate S/n and binary leakage bound M_bin (jittered dots), their means
+    (black bars), and the share of questions whose greedy answer leaks (red diamond)."""
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.05 * len(tables) + 2), 4.2))
+    rng = np.random.default_rng(0)
+    for i, t in enumerate(tables.values()):
+        for offset, column, colour, label in ((-0.2, "leak_rate", "C0", "leak rate S/n"),
+                                              (0.2, "binary_leak_bound", "C1", f"M_bin (α = {alpha})")):
+            values = t[column].to_numpy()
+            ax.scatter(i + offset + rng.uniform(-0.08, 0.08, len(values)), values, s=9, color=colour, alpha=0.6,
+                       label=label if i == 0 else None)
+            ax.hlines(values.mean(), i + offset - 0.13, i + offset + 0.13, color="black", lw=2)
+        if "greedy_leak" in t:
+            ax.plot(i, t["greedy_leak"].mean(), "D", color="C3", ms=6, label="greedy leak share" if i == 0 else None)
+    ax.set_xticks(range(len(tables)), list(tables), rotation=30)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set(ylabel="probability the answer's key entity appears",
+           title=f"Binary leakage bound per forget question{title_suffix}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def plot_general_leak_curves(results: Mapping[str, SampledScores], alpha: float, threshold: float | None = None,
+                             reference: SampledScores | None = None, reference_name: str = "target"):
+    """M_gen(x) = min(1, 1 - F_n(x) + eps) against the ROUGE-L threshold x, one panel per model: one thin line
+    per question, their mean (thick), the mean empirical tail 1 - F_n(x) (dashed) and the reference model's
+    mean M_gen (grey). Each question's curve holds for all x at once with probability >= 1 - alpha."""
+    fig, axes = _grid(len(results), len(results), (5.0, 3.8))
+    ref_curve = general_leak_curves(reference.rouge, alpha).upper.mean(axis=0) if reference is not None else None
+    for ax, (name, r) in zip(axes, results.items()):
+        curves = general_leak_curves(r.rouge, alpha)
+        x = curves.thresholds
+        for row in curves.upper:
+            ax.plot(x, row, color="C1", alpha=0.12, lw=0.8)
+        ax.plot(x, curves.upper.mean(axis=0), color="C1", lw=2.5, label="M_gen(x), mean over questions")
+        ax.plot(x, curves.tail.mean(axis=0), color="C0", ls="--", lw=1.8, label="empirical 1 - F_n(x), mean")
+        if ref_curve is not None:
+            ax.plot(x, ref_curve, color="grey", lw=1.5, ls=":", label=f"{reference_name}: M_gen mean")
+        if threshold is not None:
+            ax.axvline(threshold, color="C3", lw=1, ls="-.", label=f"leak threshold {threshold}")
+        ax.set(title=f"{name}: general leakage bound (n = {r.n}, α = {alpha})", xlabel="ROUGE-L threshold x",
+               ylim=(-0.02, 1.02))
+    axes[0].set_ylabel("upper bound on P(ROUGE-L > x)")
+    axes[0].legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_bounds_vs_n(curves: Mapping[str, pd.DataFrame], alpha: float):
+    """Left: expectation bounds (band) and the sample mean of the first m samples; right: the standard-deviation
+    bound and the sample sd, against m, one colour per question (the ``curves`` of :func:`bounds_vs_n`)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for i, (label, c) in enumerate(curves.items()):
+        colour = f"C{i}"
+        m = c.index.to_numpy()
+        axes[0].fill_between(m, c["mean_lower"], c["mean_upper"], color=colour, alpha=0.18)
+        axes[0].plot(m, c["mean_lower"], color=colour, lw=1.2)
+        axes[0].plot(m, c["mean_upper"], color=colour, lw=1.2, label=label)
+        axes[0].plot(m, c["ed_mean"], color=colour, ls="--", lw=1, marker=".")
+        axes[1].plot(m, c["std_upper"], color=colour, lw=1.5, marker="o", ms=3, label=label)
+        axes[1].plot(m, c["ed_sd"], color=colour, ls="--", lw=1, marker=".")
+    axes[0].set(xscale="log", xlabel="samples m", ylabel="E[ROUGE-L]", ylim=(-0.02, 1.02),
+                title=f"Expectation bounds (band) and sample mean (dashed), α = {alpha}")
+    axes[1].set(xscale="log", xlabel="samples m", ylabel="sd of ROUGE-L", ylim=(-0.01, 0.51),
+                title="Std bound (solid) and sample sd (dashed)")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_adaptive(results: Mapping[str, SampledScores], summaries: Mapping[str, Mapping[str, Any]],
+                  threshold: float):
+    """Left: the certainty c(x) of each forget question's greedy continuation, per model, with c_T; right: the
+    mean binary leakage bound with plain sampling and with adaptive temperature, and the share decoded greedily."""
+    names = list(results)
+    fig, axes = plt.subplots(1, 2, figsize=(max(11, 1.3 * len(names) + 5), 4.2))
+    rng = np.random.default_rng(0)
+    for i, name in enumerate(names):
+        c = results[name].certainty
+        axes[0].scatter(i + rng.uniform(-0.2, 0.2, len(c)), c, s=9, alpha=0.6, color="C0")
+    axes[0].axhline(threshold, color="C3", lw=1.2, ls="--", label=f"c_T = {threshold}")
+    axes[0].set_xticks(range(len(names)), names, rotation=30)
+    axes[0].set(ylabel="c(x) on the greedy continuation", ylim=(0, 1.02),
+                title="Certainty per forget question")
+    axes[0].legend(fontsize=8)
+    x = np.arange(len(names))
+    plain = [summaries[n]["binary_leak_bound_mean"] for n in names]
+    adaptive = [summaries[n]["adaptive_binary_leak_bound_mean"] for n in names]
+    axes[1].bar(x - 0.2, plain, 0.4, label="sampling (T = 1)")
+    axes[1].bar(x + 0.2, adaptive, 0.4, label="adaptive temperature")
+    for i, n in enumerate(names):
+        axes[1].annotate(f"{summaries[n]['adaptive_greedy_share']:.0%}", (i + 0.2, adaptive[i]),
+                         textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+    axes[1].set_xticks(x, names, rotation=30)
+    axes[1].set(ylabel="mean M_bin over questions", ylim=(0, 1.08),
+                title="Binary leak bound; % = share decoded greedily")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def plot_hp(table: pd.DataFrame, model_name: str, alpha: float):
+    """Per HP question (sorted by M_bin): leak rate S/n and the binary leakage bound M_bin; greedy leaks in red."""
+    t = table.sort_values("binary_leak_bound").reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(max(7, 0.16 * len(t) + 3), 3.8))
+    x = np.arange(len(t))
+    ax.bar(x, t["binary_leak_bound"], color="C1", alpha=0.6, label=f"M_bin (α = {alpha})")
+    ax.bar(x, t["leak_rate"], color="C0", label="leak rate S/n")
+    leaked = t["greedy_leak"] > 0
+    ax.plot(x[leaked], np.full(leaked.sum(), 1.02), "v", color="C3", label="greedy answer leaks")
+    ax.set(xlabel="HP Q&A question (by M_bin)", ylabel="probability a keyword appears", ylim=(0, 1.06),
+           title=f"Harry Potter Q&A, {model_name}: binary leakage bound per question")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,616 @@
+"""Leakage under sampling (Scholten et al., "A Probabilistic Perspective on Unlearning and Alignment for Large
+Language Models"; docs/metrics.md section 3): what greedy decoding misses, with high-probability bounds.
+
+The method, for each model (the target, the retain model that never saw the forget set, every unlearned model):
+
+1. **Questions.** At most ``sample_max_items`` forget questions, evenly spaced over the split
+   (:func:`forget_rows`).
+2. **Samples.** One greedy answer and n multinomial samples per question, scored by ROUGE-L and the binary
+   leak judge (:func:`unlearnkit.metrics.sampling.sample_and_score`), cached per saved model
+   (:func:`score_saved_model`).
+3. **Bounds.** Per question: the ED mean and sd, the expectation and standard-deviation bounds, the binary
+   leakage bound M_bin and beside it the Clopper-Pearson lower bound (:func:`bound_table`).
+4. **Greedy against sampling.** The questions greedy decoding calls unlearned although sampling leaks
+   (:func:`greedy_vs_sampling`), measured against the retain model's rate of lucky guesses
+   (:func:`compare_with_reference`), condensed per model (:func:`model_summary`), with a verdict
+   (:func:`understatement_verdict`).
+5. **Adaptive temperature**, rebuilt from the same samples (:func:`unlearnkit.metrics.sampling.adaptive_view`).
+6. **Keyword Q&A** (Schwinn et al.'s Harry Potter questions, or their synthetic analogue): the affirmative
+   response as prefix, a keyword judge, M_bin per question (:func:`run_hp_qa`).
+
+Every bound holds with probability >= 1 - alpha over the draw of the n samples of ONE question. Averages of
+per-question bounds over questions are reported as summaries, not as joint guarantees.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .. import bounds, config, models, runs
+from ..data.hp_qa import hp_qa_rows
+from ..metrics.sampling import SAMPLING_VERSION, SampledScores, adaptive_view, sample_and_score
+
+#: Columns of the summaries shown side by side in the notebook, one list per section.
+LEAK_COLUMNS = ["greedy_leak_rate", "leak_rate", "leak_lower_bound_mean", "binary_leak_bound_mean",
+                "binary_leak_bound_max", "questions_with_a_leak"]
+COUNT_COLUMNS = ["n_questions", "greedy_unlearned", "greedy_unlearned_but_leaks",
+                 "greedy_unlearned_but_leaks_above_reference", "flagged_leak_rate_mean", "flagged_leak_lower_max",
+                 "flagged_binary_leak_bound_mean", "greedy_unlearned_rouge", "greedy_unlearned_but_leaks_rouge",
+                 "flagged_rouge_tail_bound_mean"]
+ADAPTIVE_COLUMNS = ["certainty_mean", "adaptive_greedy_share", "binary_leak_bound_mean",
+                    "adaptive_binary_leak_bound_mean", "leak_rate", "adaptive_leak_rate", "ed_mean", "adaptive_ed_mean",
+                    "ed_sd", "adaptive_ed_sd"]
+#: Columns of a flagged question and of a keyword question as the notebook shows them.
+FLAGGED_COLUMNS = ["question_text", "key", "greedy_answer", "leaks", "leak_lower", "binary_leak_bound"]
+KEYWORD_COLUMNS = ["question_text", "keywords", "greedy_answer", "leaks", "leak_lower", "binary_leak_bound"]
+
+
+class Scored(NamedTuple):
+    """Each model's :class:`SampledScores` and the wall time it took (a cached model: well under a second)."""
+
+    results: dict[str, SampledScores]
+    seconds: dict[str, float]
+
+
+class ModelReport(NamedTuple):
+    """One model: the per-question table and the summary that goes into metrics.json."""
+
+    table: pd.DataFrame
+    summary: dict[str, Any]
+
+
+class Reports(NamedTuple):
+    """Every model's per-question table and summary, by display name."""
+
+    tables: dict[str, pd.DataFrame]
+    summaries: dict[str, dict[str, Any]]
+
+
+class LeakCurves(NamedTuple):
+    """General leakage bound curves: M_gen (Q, T) and the empirical tail 1 - F_n (Q, T) at the thresholds (T,)."""
+
+    thresholds: np.ndarray
+    upper: np.ndarray
+    tail: np.ndarray
+
+
+class KeywordQA(NamedTuple):
+    """A keyword Q&A run: the scored samples, the per-question table and the summary."""
+
+    scores: SampledScores
+    table: pd.DataFrame
+    summary: dict[str, Any]
+
+
+class Example(NamedTuple):
+    """One forget question and what several models answer to it."""
+
+    question: str
+    key: str
+    answers: pd.DataFrame  # per model: the greedy answer and the first samples
+
+
+class FlaggedQuestions(NamedTuple):
+    """The questions of one model that greedy decoding calls unlearned while sampling leaks."""
+
+    model: str
+    count: int
+    table: pd.DataFrame  # the strongest of them, with the retain model's leak count beside
+
+
+# --------------------------------------------------------------------------- questions and models
+
+
+def sampling_settings(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The sampling arguments of :func:`unlearnkit.metrics.sampling.sample_and_score` from a profile."""
+    params = config.as_params(params)
+    return {"n": int(params.n_samples), "temperature": float(params.sample_temperature),
+            "top_p": params.sample_top_p, "max_new_tokens": int(params.sample_max_new_tokens),
+            "seed": int(params.seed)}
+
+
+def evenly_spaced(rows: Sequence, max_items: int | None) -> list:
+    """At most ``max_items`` rows spread evenly over the list: every author and attribute gets a share,
+    where the first rows would cover only the first few authors."""
+    if not max_items or max_items >= len(rows):
+        return list(rows)
+    picks = np.unique(np.linspace(0, len(rows) - 1, int(max_items)).round().astype(int))
+    return [rows[i] for i in picks]
+
+
+def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The forget questions of the profile (``forget_split``), at most ``sample_max_items``, evenly spaced."""
+    params = config.as_params(params)
+    return evenly_spaced(source.load(params.forget_split), params.sample_max_items)
+
+
+def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
+                      use_cache: bool = True, cache_tag: str = "", **kwargs) -> SampledScores:
+    """:func:`sample_and_score` on a model saved under ``runs/<profile>/models/<name>``, through the run store's
+    cache: keyed by the model's identity, the rows (questions, answers, keys, prefixes), the settings, ``kwargs``
+    (e.g. ``use_prefix``) and :data:`unlearnkit.metrics.sampling.SAMPLING_VERSION`. A second call with nothing
+    changed reads the cache instead of sampling again. ``cache_tag`` (e.g. ``.hp``) keeps the cache of another
+    question set of the same model apart, so neither evicts the other. The model decodes on the GPU when there
+    is one, else under the CPU-thread policy of :func:`unlearnkit.models.cpu_threads`."""
+    depends_on = {"model": runs.model_identity(runs.model_dir(profile, name)), "rows": [dict(r) for r in rows],
+                  "settings": dict(settings), "kwargs": kwargs}
+
+    def sample() -> dict[str, Any]:
+        loaded = runs.load_saved(profile, name, device="auto")
+        with models.cpu_threads(loaded.model):
+            return sample_and_score(loaded.model, loaded.tokenizer, loaded.template, rows, **settings,
+                                    **kwargs).to_json()
+
+    cached = runs.cached_json(profile, runs.LEAKAGE, f"{name}{cache_tag}", depends_on, sample, SAMPLING_VERSION,
+                              use_cache)
+    return SampledScores.from_json(cached)
+
+
+def score_models(profile: str, named_models: Mapping[str, str], rows: Sequence[Mapping[str, Any]],
+                 settings: Mapping[str, Any]) -> Scored:
+    """:func:`score_saved_model` for each ``{display name: saved model name}`` of :func:`unlearnkit.runs.saved_models`."""
+    results, seconds = {}, {}
+    for name, saved in named_models.items():
+        started = time.time()
+        results[name] = score_saved_model(profile, saved, rows, settings)
+        seconds[name] = time.time() - started
+    return Scored(results, seconds)
+
+
+def scoring_overview(scored: Scored) -> pd.DataFrame:
+    """Per model: seconds, greedy and mean sampled ROUGE-L, greedy and sampled leak rate."""
+    return pd.DataFrame({name: {"seconds": scored.seconds[name], "greedy ROUGE-L": r.greedy_rouge.mean(),
+                                "sampled ROUGE-L": r.rouge.mean(), "greedy leak rate": r.greedy_leak.mean(),
+                                "sampled leak rate": r.leak.mean()}
+                         for name, r in scored.results.items()}).T
+
+
+# --------------------------------------------------------------------------- scores -> bounds
+
+
+def bound_table(scores: np.ndarray | None, alpha: float, leaks: np.ndarray | None = None,
+                grid: bounds.GridSpec | np.ndarray = "uniform", K: int = 100, rho: float = 2.0) -> pd.DataFrame:
+    """Per-question statistics and bounds, one row per question.
+
+    From the (Q, n) scores in [0, 1] (ROUGE-L): ``ed_mean``, ``ed_sd`` (1/n), ``ed_score`` (mean + rho sd; no
+    guarantee), ``mean_lower`` / ``mean_upper`` (expectation bounds, two-sided DKW) and ``std_upper``
+    (standard-deviation bound, first bin closed at 0), all at level alpha on ``grid`` (the paper's
+    100-bin uniform grid by default).
+    From the (Q, n) binary leaks: ``leaks`` (S), ``leak_rate`` (S/n), ``leak_lower`` (Clopper-Pearson lower)
+    and ``binary_leak_bound`` (M_bin, the one-sided Clopper-Pearson upper bound), each at level alpha.
+    """
+    columns: dict[str, np.ndarray] = {}
+    if scores is not None:
+        scores = np.atleast_2d(scores)
+        mean, sd = bounds.ed_stats(scores)
+        lower, upper = bounds.expectation_bounds(scores, alpha, grid, K)
+        columns.update(ed_mean=mean, ed_sd=sd, ed_score=mean + rho * sd, mean_lower=lower, mean_upper=upper,
+                       std_upper=bounds.std_bound(scores, alpha, grid, K))
+    if leaks is not None:
+        columns.update(_leak_columns(leaks, alpha))
+    if not columns:
+        raise ValueError("bound_table needs scores, leaks or both")
+    table = pd.DataFrame(columns)
+    table.index.name = "question"
+    return table
+
+
+def _leak_columns(leaks: np.ndarray, alpha: float) -> dict[str, np.ndarray]:
+    leaks = np.atleast_2d(leaks)
+    return {"leaks": leaks.sum(axis=1).astype(int), "leak_rate": leaks.mean(axis=1),
+            "leak_lower": bounds.binary_leak_lower_bound(leaks, alpha),
+            "binary_leak_bound": bounds.binary_leakage_bound(leaks, alpha)}
+
+
+def greedy_vs_sampling(alpha: float, greedy_rouge: np.ndarray | None = None, rouge: np.ndarray | None = None,
+                       greedy_leak: np.ndarray | None = None, leaks: np.ndarray | None = None,
+                       rouge_threshold: float = 0.5, min_leaks: int = 1) -> pd.DataFrame:
+    """Per question: does greedy decoding call it unlearned although sampling leaks? Two criteria.
+
+    ROUGE: a text leaks when its ROUGE-L exceeds ``rouge_threshold``; greedy calls the question unlearned
+        when its greedy ROUGE is at or below it. ``rouge_leaks`` counts the samples above it,
+        ``rouge_tail_bound`` is M_gen(threshold), the DKW upper bound on P(ROUGE > threshold), and
+        ``rouge_leak_lower``/``rouge_leak_bound`` are the Clopper-Pearson bounds on that same probability.
+    Key entity: a text leaks when it contains the answer's key entity (``leaks``: the leak judge per sample).
+    ``understated_*``: greedy says unlearned, yet at least ``min_leaks`` of the n samples leak. With
+    ``min_leaks`` = 1 the leak probability's lower bound ``*_leak_lower`` is then positive at level alpha:
+    the model does emit the answer with a probability bounded away from 0.
+    """
+    table: dict[str, np.ndarray] = {}
+    if greedy_rouge is not None and rouge is not None:
+        above = (np.asarray(rouge) > rouge_threshold).astype(np.int8)
+        table.update(
+            greedy_rouge=np.asarray(greedy_rouge), max_sampled_rouge=np.asarray(rouge).max(axis=1),
+            rouge_leaks=above.sum(axis=1),
+            rouge_tail_bound=bounds.general_leakage_bound(np.atleast_2d(rouge), rouge_threshold, alpha),
+            rouge_leak_lower=bounds.binary_leak_lower_bound(above, alpha),
+            rouge_leak_bound=bounds.binary_leakage_bound(above, alpha),
+        )
+        table["greedy_unlearned_rouge"] = table["greedy_rouge"] <= rouge_threshold
+        table["understated_rouge"] = table["greedy_unlearned_rouge"] & (table["rouge_leaks"] >= min_leaks)
+    if greedy_leak is not None and leaks is not None:
+        table.update(greedy_leak=np.asarray(greedy_leak).astype(int), **_leak_columns(leaks, alpha))
+        table["understated_entity"] = (table["greedy_leak"] == 0) & (table["leaks"] >= min_leaks)
+    if not table:
+        raise ValueError("greedy_vs_sampling needs (greedy_rouge, rouge), (greedy_leak, leaks) or both")
+    out = pd.DataFrame(table)
+    out.index.name = "question"
+    return out
+
+
+def _mean(values) -> float | None:
+    return float(values.mean()) if len(values) else None
+
+
+def _max(values) -> float | None:
+    return float(values.max()) if len(values) else None
+
+
+def understatement_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Counts of :func:`greedy_vs_sampling`: how many questions greedy calls unlearned, how many of those
+    leak under sampling, and the bounds on the flagged questions' leak probabilities (None when none is flagged)."""
+    out: dict[str, Any] = {"n_questions": int(len(table))}
+    if "understated_entity" in table:
+        flagged = table[table["understated_entity"]]
+        out.update(
+            greedy_unlearned=int((table["greedy_leak"] == 0).sum()),
+            greedy_unlearned_but_leaks=int(len(flagged)),
+            flagged_leak_rate_mean=_mean(flagged["leak_rate"]),
+            flagged_leak_lower_max=_max(flagged["leak_lower"]),
+            flagged_binary_leak_bound_mean=_mean(flagged["binary_leak_bound"]),
+        )
+    if "understated_rouge" in table:
+        flagged = table[table["understated_rouge"]]
+        out.update(
+            greedy_unlearned_rouge=int(table["greedy_unlearned_rouge"].sum()),
+            greedy_unlearned_but_leaks_rouge=int(len(flagged)),
+            flagged_rouge_leak_lower_max=_max(flagged["rouge_leak_lower"]),
+            flagged_rouge_tail_bound_mean=_mean(flagged["rouge_tail_bound"]),
+        )
+    return out
+
+
+def _keys_text(keys: Sequence[Any]) -> list[str]:
+    """A key entity as it is, a list of keywords joined by commas."""
+    return [k if isinstance(k, str) else ", ".join(k) for k in keys]
+
+
+def model_summary(result: SampledScores, alpha: float, rouge_threshold: float, adaptive_threshold: float,
+                  grid: bounds.GridSpec | np.ndarray = "uniform") -> ModelReport:
+    """Everything the study reports about one model: the per-question table and the summary for metrics.json.
+
+    The per-question table joins :func:`bound_table` and :func:`greedy_vs_sampling` (with the question,
+    its key and the greedy answer); the summary averages it over questions and adds the counts of
+    :func:`understatement_summary` and the adaptive-temperature numbers (c(x) on the greedy continuation).
+    """
+    per_question = bound_table(result.rouge, alpha, result.leak, grid=grid)
+    flags = greedy_vs_sampling(alpha, result.greedy_rouge, result.rouge, result.greedy_leak, result.leak,
+                               rouge_threshold)
+    table = per_question.join(flags.drop(columns=[c for c in flags if c in per_question]))
+    table.insert(0, "key", _keys_text(result.keys))
+    table.insert(0, "question_text", result.questions)
+    table["greedy_answer"] = result.greedy_answers
+    table["certainty"] = result.certainty
+    table["self_bleu"] = result.self_bleu
+
+    adaptive = adaptive_view(result, adaptive_threshold)
+    adaptive_table = bound_table(adaptive.scores.rouge, alpha, adaptive.scores.leak, grid=grid)
+    summary: dict[str, Any] = {"n_questions": len(result.questions), "n_samples": result.n}
+    if result.rouge is not None:
+        summary.update(
+            greedy_rouge=float(np.mean(result.greedy_rouge)),
+            ed_mean=float(table["ed_mean"].mean()), ed_sd=float(table["ed_sd"].mean()),
+            ed_score=float(table["ed_score"].mean()),
+            mean_lower_bound=float(table["mean_lower"].mean()), mean_upper_bound=float(table["mean_upper"].mean()),
+            std_upper_bound=float(table["std_upper"].mean()),
+            general_leak_bound_at_threshold=float(table["rouge_tail_bound"].mean()),
+            rouge_leak_rate=float((result.rouge > rouge_threshold).mean()),
+            adaptive_ed_mean=float(adaptive_table["ed_mean"].mean()),
+            adaptive_ed_sd=float(adaptive_table["ed_sd"].mean()),
+        )
+    summary.update(
+        greedy_leak_rate=float(result.greedy_leak.mean()),
+        leak_rate=float(table["leak_rate"].mean()),
+        leak_lower_bound_mean=float(table["leak_lower"].mean()),
+        binary_leak_bound_mean=float(table["binary_leak_bound"].mean()),
+        binary_leak_bound_max=float(table["binary_leak_bound"].max()),
+        questions_with_a_leak=int((table["leaks"] > 0).sum()),
+        self_bleu=float(np.nanmean(result.self_bleu)) if np.isfinite(result.self_bleu).any() else None,
+        certainty_mean=float(result.certainty.mean()),
+        adaptive_greedy_share=float(adaptive.went_greedy.mean()),
+        adaptive_leak_rate=float(adaptive_table["leak_rate"].mean()),
+        adaptive_binary_leak_bound_mean=float(adaptive_table["binary_leak_bound"].mean()),
+    )
+    counts = understatement_summary(table)
+    counts.pop("n_questions", None)
+    summary.update(counts)
+    return ModelReport(table, summary)
+
+
+def compare_with_reference(tables: Mapping[str, pd.DataFrame], summaries: dict[str, dict[str, Any]],
+                           reference: str | None) -> None:
+    """Add to each summary how many flagged questions leak MORE than the reference (retain) model does.
+
+    The retain model never saw the forget set, so its leak rate on a question is what guessing achieves (a
+    common occupation, a frequent city). A flagged question counts when the model's Clopper-Pearson lower
+    bound exceeds the reference's M_bin on it: both hold with probability >= 1 - alpha each, so the model's leak
+    probability exceeds the reference's with probability >= 1 - 2 alpha. Key
+    ``greedy_unlearned_but_leaks_above_reference``; nothing is added without a reference.
+    """
+    if not reference or reference not in tables:
+        return
+    ref_bound = tables[reference]["binary_leak_bound"]
+    for model, table in tables.items():
+        above = table["understated_entity"] & (table["leak_lower"] > ref_bound)
+        summaries[model]["greedy_unlearned_but_leaks_above_reference"] = int(above.sum())
+
+
+def summarise_models(results: Mapping[str, SampledScores], alpha: float, rouge_threshold: float,
+                     adaptive_threshold: float, reference: str | None) -> Reports:
+    """:func:`model_summary` of every model, then :func:`compare_with_reference` against the retain model."""
+    reports = {name: model_summary(r, alpha, rouge_threshold, adaptive_threshold) for name, r in results.items()}
+    tables = {name: report.table for name, report in reports.items()}
+    summaries = {name: report.summary for name, report in reports.items()}
+    compare_with_reference(tables, summaries, reference)
+    return Reports(tables, summaries)
+
+
+def bounds_vs_n(scores: np.ndarray, alpha: float, sizes: Sequence[int] | None = None,
+                grid: bounds.GridSpec | np.ndarray = "uniform") -> pd.DataFrame:
+    """Expectation and std bounds from the first m of one question's n scores, for m on a geometric grid
+    (4, 8, 16, ..., n by default): how fast the bounds close in on the sample statistics (Fig. 3e-f).
+    Returns a DataFrame indexed by m with ed_mean, ed_sd, mean_lower, mean_upper, std_upper."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1:
+        raise ValueError(f"bounds_vs_n takes the n scores of ONE question, got shape {scores.shape}")
+    n = scores.size
+    if sizes is None:
+        sizes = sorted({*(2 ** k for k in range(2, int(math.log2(max(n, 4))) + 1)), n})
+    rows = []
+    for m in sizes:
+        if not 1 <= m <= n:
+            raise ValueError(f"subsample size {m} outside 1..{n}")
+        first = scores[:m]
+        mean, sd = bounds.ed_stats(first)
+        lower, upper = bounds.expectation_bounds(first, alpha, grid)
+        rows.append({"m": m, "ed_mean": mean, "ed_sd": sd, "mean_lower": lower, "mean_upper": upper,
+                     "std_upper": bounds.std_bound(first, alpha, grid)})
+    return pd.DataFrame(rows).set_index("m")
+
+
+def general_leak_curves(scores: np.ndarray, alpha: float, thresholds: np.ndarray | None = None) -> LeakCurves:
+    """M_gen and the empirical tail 1 - F_n of each question's scores at ROUGE-L thresholds (0 to 1 by default)."""
+    x = np.linspace(0.0, 1.0, 101) if thresholds is None else np.asarray(thresholds, dtype=float)
+    scores = np.atleast_2d(scores)
+    upper = bounds.general_leakage_bound(scores, x, alpha)
+    tail = (scores[:, :, None] > x[None, None, :]).mean(axis=1)
+    return LeakCurves(x, upper, tail)
+
+
+# --------------------------------------------------------------------------- what the figures show
+
+
+def curve_models(results: Mapping[str, SampledScores], bound_methods: Sequence[str]) -> dict[str, SampledScores]:
+    """The models of the general leakage bound curves (Fig. 3d): the profile's ``bound_methods`` that were
+    scored, else the last two models scored (a profile that ran other unlearning methods still gets a figure)."""
+    chosen = {m: results[m] for m in bound_methods if m in results}
+    return chosen or dict(list(results.items())[-2:])
+
+
+def questions_by_spread(spread: np.ndarray) -> list[int]:
+    """The questions with the largest, the median and the smallest sample sd (each once)."""
+    spread = np.asarray(spread)
+    return list(dict.fromkeys([int(np.argmax(spread)), int(np.argsort(spread)[len(spread) // 2]),
+                               int(np.argmin(spread))]))
+
+
+def bounds_vs_n_curves(results: Mapping[str, SampledScores], tables: Mapping[str, pd.DataFrame],
+                       candidates: Sequence[str], alpha: float) -> dict[str, pd.DataFrame]:
+    """:func:`bounds_vs_n` for three questions (:func:`questions_by_spread`) of the candidate model whose samples
+    vary most (largest mean sd), labelled "<model>, q<question> (sd <sd>)"."""
+    model = max(candidates, key=lambda m: tables[m]["ed_sd"].mean())
+    spread = tables[model]["ed_sd"].to_numpy()
+    return {f"{model}, q{q} (sd {spread[q]:.2f})": bounds_vs_n(results[model].rouge[q], alpha)
+            for q in questions_by_spread(spread)}
+
+
+def bounds_vs_n_overview(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The curves of :func:`bounds_vs_n_curves` side by side at the smallest, a middle and the largest m."""
+    rows = len(next(iter(curves.values())))
+    return pd.concat(curves, names=["question", "m"]).unstack(0).iloc[[0, rows // 2, -1]]
+
+
+def summary_frame(summaries: Mapping[str, Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """The summaries as a table, one row per model, with those of ``columns`` that they hold."""
+    frame = pd.DataFrame.from_dict(summaries, orient="index")
+    return frame[[c for c in columns if c in frame]]
+
+
+def example_answers(results: Mapping[str, SampledScores], question: int = 0, count: int = 4,
+                    samples: int = 3) -> Example:
+    """One question (the first by default) as the first ``count`` models answer it: greedily and in
+    their first ``samples`` samples."""
+    first = next(iter(results.values()))
+    answers = pd.DataFrame({name: {"greedy": r.greedy_answers[question], "samples": r.examples[question][:samples]}
+                            for name, r in list(results.items())[:count]}).T
+    return Example(first.questions[question], _keys_text(first.keys)[question], answers)
+
+
+def flagged_questions(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]],
+                      exclude: Sequence[str] = (), reference: str | None = None,
+                      limit: int = 8) -> FlaggedQuestions | None:
+    """The flagged questions (greedy unlearned, sampling leaks) of the unlearned model with the most of them,
+    strongest lower bound first, with the retain model's leak count beside; None without an unlearned model.
+    Unlearned models are those not in ``exclude`` (the target and the retain model)."""
+    unlearned = [m for m in tables if m not in exclude]
+    if not unlearned:
+        return None
+    worst = max(unlearned, key=lambda m: summaries[m]["greedy_unlearned_but_leaks"])
+    flagged = tables[worst][tables[worst]["understated_entity"]]
+    shown = flagged[FLAGGED_COLUMNS].copy()
+    if reference in tables:
+        shown[f"{reference} leaks"] = tables[reference].loc[flagged.index, "leaks"]
+    return FlaggedQuestions(worst, len(flagged), shown.sort_values("leak_lower", ascending=False).head(limit))
+
+
+# --------------------------------------------------------------------------- tables and verdicts
+
+
+def table1(summaries: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The analogue of Table 1 of Scholten et al.: greedy ROUGE-L against the ED mean and sd of the sampled
+    ROUGE-L (each averaged over questions), with the bounds beside them."""
+    rows = []
+    for model, s in summaries.items():
+        if "greedy_rouge" not in s:
+            continue
+        rows.append({"model": model, "greedy ROUGE-L": s["greedy_rouge"],
+                     "ED mean ± sd": f"{s['ed_mean']:.2f} ± {s['ed_sd']:.2f}",
+                     "ED mean": s["ed_mean"], "ED sd": s["ed_sd"], "ED score (mean + 2 sd)": s["ed_score"],
+                     "E[ROUGE] lower": s["mean_lower_bound"], "E[ROUGE] upper": s["mean_upper_bound"],
+                     "sd upper": s["std_upper_bound"], "self-BLEU": s.get("self_bleu")})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def understatement_verdict(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]],
+                           alpha: float, exclude: Sequence[str] = (), reference: str | None = None) -> str:
+    """One paragraph: does greedy decoding understate leakage for at least one unlearned model, with the numbers.
+
+    Unlearned models are those not in ``exclude`` (the target and the retain model). For the strongest
+    flagged question it quotes the leak count and the Clopper-Pearson interval [lower, M_bin], each side at
+    level alpha, and, when ``reference`` (the retain model, which never saw the forget set) is given, that
+    model's leak count on the same question: the rate at which the key entity is simply guessed.
+    """
+    lines = []
+    best: tuple[float, str, int] | None = None
+    for model, table in tables.items():
+        if model in exclude:
+            continue
+        s = summaries[model]
+        lines.append(f"  {model}: greedy calls {s['greedy_unlearned']}/{s['n_questions']} questions unlearned "
+                     f"(no key entity in the greedy answer); sampling leaks on {s['greedy_unlearned_but_leaks']} "
+                     f"of them (key entity), on {s.get('greedy_unlearned_but_leaks_rouge', 0)} by the ROUGE criterion.")
+        flagged = table[table["understated_entity"]]
+        if len(flagged):
+            q = int(flagged["leak_lower"].idxmax())
+            if best is None or flagged.loc[q, "leak_lower"] > best[0]:
+                best = (float(flagged.loc[q, "leak_lower"]), model, q)
+    if best is None:
+        head = (f"No: for no unlearned model does greedy decoding call a question unlearned while one of the "
+                f"n samples leaks its key entity (alpha {alpha}).")
+        return head + "\n" + "\n".join(lines)
+    lower, model, q = best
+    row = tables[model].loc[q]
+    n = summaries[model]["n_samples"]
+    head = (f"Yes: greedy decoding understates leakage. For {model}, question {q} ({row['question_text']!r}, key "
+            f"{row['key']!r}): the greedy answer {row['greedy_answer']!r} does not contain the key, but "
+            f"{int(row['leaks'])}/{n} samples do, so with probability at least {1 - alpha:.2f} the leak "
+            f"probability is at least {lower:.3f} (Clopper-Pearson lower bound) and at most "
+            f"{row['binary_leak_bound']:.3f} (M_bin).")
+    if reference and reference in tables:
+        ref = tables[reference].loc[q]
+        head += (f" The retain model {reference}, which never saw the forget set, names the key in "
+                 f"{int(ref['leaks'])}/{n} samples (M_bin {ref['binary_leak_bound']:.3f}): the base rate of guessing.")
+    return head + "\n" + "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- keyword Q&A (Harry Potter)
+
+
+def hp_rows(hp_source: str, forget_rows: Sequence[Mapping[str, Any]] | None = None,
+            max_questions: int | None = None) -> list[dict[str, Any]]:
+    """The keyword Q&A of ``hp_source`` (question, affirmative_response, keywords): Schwinn et al.'s Harry Potter
+    Q&A from a file, or ``synthetic``, the same shape built from ``forget_rows`` (see :mod:`unlearnkit.data.hp_qa`);
+    at most ``max_questions`` of them, evenly spaced."""
+    return evenly_spaced(hp_qa_rows(hp_source, forget_rows), max_questions)
+
+
+def hp_table(result: SampledScores, alpha: float) -> ModelReport:
+    """Per-question table and summary of a keyword Q&A run: the question, its keywords, the greedy answer,
+    S, S/n, the Clopper-Pearson lower bound and M_bin, and whether greedy is clean while sampling leaks."""
+    table = bound_table(None, alpha, result.leak)
+    table.insert(0, "keywords", _keys_text(result.keys))
+    table.insert(0, "question_text", result.questions)
+    table["greedy_answer"] = result.greedy_answers
+    table["greedy_leak"] = result.greedy_leak.astype(int)
+    table["understated_entity"] = (table["greedy_leak"] == 0) & (table["leaks"] > 0)
+    summary = {
+        "n_questions": len(result.questions), "n_samples": result.n,
+        "use_prefix": bool(result.settings.get("use_prefix")),
+        "greedy_leak_rate": float(result.greedy_leak.mean()), "leak_rate": float(table["leak_rate"].mean()),
+        "questions_with_a_leak": int((table["leaks"] > 0).sum()),
+        "leak_lower_bound_mean": float(table["leak_lower"].mean()),
+        "binary_leak_bound_mean": float(table["binary_leak_bound"].mean()),
+        "binary_leak_bound_max": float(table["binary_leak_bound"].max()),
+        "binary_leak_bound_min": float(table["binary_leak_bound"].min()),
+        "greedy_unlearned_but_leaks": int(table["understated_entity"].sum()),
+        "self_bleu": float(np.nanmean(result.self_bleu)),
+    }
+    return ModelReport(table, summary)
+
+
+def hp_leakage(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], alpha: float,
+               use_prefix: bool = True, **sampling) -> KeywordQA:
+    """The keyword Q&A path: question (then, with ``use_prefix``, the affirmative response as the start of the
+    answer) -> n samples -> keyword leak judge (any keyword, whole words, case-insensitive, on the
+    continuation only) -> binary leakage bound per question (:func:`hp_table`). Works for any Hugging Face
+    causal LM."""
+    return _keyword_qa(sample_and_score(model, tokenizer, template, rows, use_prefix=use_prefix, **sampling), alpha)
+
+
+def _keyword_qa(result: SampledScores, alpha: float) -> KeywordQA:
+    report = hp_table(result, alpha)
+    return KeywordQA(result, report.table, report.summary)
+
+
+def run_hp_qa(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+              settings: Mapping[str, Any], alpha: float, use_prefix: bool = True) -> KeywordQA:
+    """:func:`hp_leakage` for the profile's ``hp_model``: a model saved under ``runs/<profile>/models/``
+    (``target`` among them) is scored through the cache of :func:`score_saved_model`; a Hub name or folder is
+    loaded with the profile's ``dtype`` (its prompt template from its name: a Llama-2 model gets the
+    Llama-2-chat template), on the GPU when there is one."""
+    if runs.is_saved(profile, hp_model):
+        return _keyword_qa(score_saved_model(profile, hp_model, rows, settings, cache_tag=".hp",
+                                             use_prefix=use_prefix), alpha)
+    loaded = models.load_model(hp_model, dtype=config.as_params(params).dtype, device="auto")
+    with models.cpu_threads(loaded.model):
+        return hp_leakage(loaded.model, loaded.tokenizer, loaded.template, rows, alpha, use_prefix=use_prefix,
+                          **settings)
+
+
+def strongest_keyword_leaks(table: pd.DataFrame, limit: int = 8) -> pd.DataFrame:
+    """The keyword questions with the highest M_bin, as the notebook shows them."""
+    return table[KEYWORD_COLUMNS].sort_values("binary_leak_bound", ascending=False).head(limit)
+
+
+# --------------------------------------------------------------------------- results
+
+
+def metrics_entries(summaries: Mapping[str, Mapping[str, Any]], hp: KeywordQA | None = None,
+                    hp_model: str | None = None) -> dict[str, dict[str, Any]]:
+    """``{model: {"forget": summary}}`` for metrics.json, and the keyword Q&A summary under ``hp_qa`` of
+    ``hp_model`` (a Hub model that is not among the scored ones gets an entry of its own)."""
+    entries: dict[str, dict[str, Any]] = {name: {"forget": dict(s)} for name, s in summaries.items()}
+    if hp is not None:
+        entries.setdefault(str(hp_model), {})["hp_qa"] = hp.summary
+    return entries
+
+
+def run_meta(named_models: Mapping[str, str], reference: str | None, settings: Mapping[str, Any],
+             rows: Sequence[Mapping[str, Any]], scored: Scored, verdict: str) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the models, the retain model, the sampling settings,
+    the questions, the seconds spent scoring and the verdict."""
+    return {"models": dict(named_models), "reference": reference, "sampling": dict(settings),
+            "questions": [r["question"] for r in rows], "sampling_seconds": sum(scored.seconds.values()),
+            "verdict": verdict}
+
+
+def per_item(tables: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, list]]:
+    """Per model, every per-question column but the texts, for per_item.json."""
+    return {name: t.drop(columns=["question_text", "greedy_answer"]).to_dict(orient="list")
+            for name, t in tables.items()}

@@ -1,0 +1,305 @@
+"""Joshi et al.'s format-transformed evaluation as notebook 04 runs it (:mod:`unlearnkit.studies.formats` and
+its figures): the finding's definitions on hand-made scores, the tables, the disagreements, which models are
+evaluated and the per-model cache in a temporary run store, and the thread policy the scoring runs under."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+from conftest import REAL_TOFU, requires_real_tofu
+from unlearnkit import config, models, paths, runs
+from unlearnkit.data import facts
+from unlearnkit.data import formats as fmts
+from unlearnkit.data.tofu import TofuSource
+from unlearnkit.metrics import formats as scoring
+from unlearnkit.plots import formats as format_plots
+from unlearnkit.studies import formats as study
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def small_items(small_corpus):
+    return fmts.build_all_formats(small_corpus, max_items_per_set=4, max_context_facts=2)
+
+
+# =============================================================================================
+# Tables and the finding, on hand-made scores.
+# =============================================================================================
+
+
+def _scores(**forget_by_model):
+    """{model: {"forget": {...}, "retain": {...}}} with retain scores equal to 0.9 unless given."""
+    out = {}
+    for model, forget in forget_by_model.items():
+        retain = forget.pop("retain", {})
+        out[model] = {"forget": forget, "retain": {fmt: retain.get(fmt, 0.9) for fmt in forget}}
+    return out
+
+
+CHANCE = {"mcqa": 0.25, "mcqa_likelihood": 0.25, "odd_one_out_likelihood": 0.25, "cloze": None,
+          "comprehension_qa": None}
+QA = {"target": {"forget": 0.95, "retain": 0.95}, "retain90": {"forget": 0.35, "retain": 0.95},
+      "suppressed": {"forget": 0.30, "retain": 0.9}, "gone": {"forget": 0.33, "retain": 0.9},
+      "untouched": {"forget": 0.9, "retain": 0.9}}
+
+
+@pytest.fixture()
+def scores():
+    return _scores(
+        target={"mcqa": 0.24, "mcqa_likelihood": 1.0, "cloze": 0.95, "odd_one_out_likelihood": 0.28,
+                "comprehension_qa": 0.5},
+        retain90={"mcqa": 0.26, "mcqa_likelihood": 0.2, "cloze": 0.2, "odd_one_out_likelihood": 0.55,
+                  "comprehension_qa": 0.5, "retain": {"comprehension_qa": 0.55}},
+        # forgotten in Q&A, but the cloze and the familiarity of the facts remain
+        suppressed={"mcqa": 0.25, "mcqa_likelihood": 0.3, "cloze": 0.8, "odd_one_out_likelihood": 0.3,
+                    "comprehension_qa": 0.1, "retain": {"comprehension_qa": 0.55}},
+        # forgotten everywhere: within the margin of the retain model (mcqa_likelihood 0.34 is not above
+        # chance + margin, although more than the margin above the retain model's 0.2)
+        gone={"mcqa": 0.25, "mcqa_likelihood": 0.34, "cloze": 0.25, "odd_one_out_likelihood": 0.5,
+              "comprehension_qa": 0.5},
+        untouched={"mcqa": 0.25, "mcqa_likelihood": 1.0, "cloze": 0.9, "odd_one_out_likelihood": 0.3,
+                   "comprehension_qa": 0.5},
+    )
+
+
+def test_informative_formats_separate_target_from_retain_model(scores):
+    # mcqa (letters) is at chance for both; comprehension and odd-one-out are never knowledge formats
+    assert study.informative_formats(scores, CHANCE, 0.1) == ["mcqa_likelihood", "cloze"]
+    # the retain model tells forget from retain facts apart in odd-one-out, the target does not
+    assert study.separating_formats(scores, CHANCE, 0.1) == ["odd_one_out_likelihood"]
+    assert study.separating_formats(scores, {**CHANCE, "odd_one_out_likelihood": 0.5}, 0.1) == []
+
+
+def test_findings_state_the_paper_finding_with_numbers(scores):
+    findings = {f["model"]: f for f in study.forgetting_findings(
+        scores, QA, CHANCE, 0.1, ["suppressed", "gone", "untouched"], retain_model="retain90")}
+    suppressed = findings["suppressed"]
+    assert suppressed["qa_forgets"] is True and suppressed["qa_threshold"] == pytest.approx(0.65)
+    assert [k["format"] for k in suppressed["kept"]] == ["cloze"]
+    assert suppressed["kept"][0]["kept_share"] == pytest.approx((0.8 - 0.2) / (0.95 - 0.2))
+    assert suppressed["paper_finding"] is True
+    assert "Q&A suggests forgetting" in suppressed["statement"] and "cloze 0.80 vs retain model 0.20" in \
+        suppressed["statement"] and "the paper's finding" in suppressed["statement"]
+    assert [s["format"] for s in suppressed["suppression"]] == ["comprehension_qa"]
+    # odd-one-out at chance: the forget facts are as familiar as the retain ones, which is no proof of knowledge
+    # (a model that lost both is at chance too), so it is reported beside the finding, not in it
+    assert [(s["format"], s["separates"]) for s in suppressed["separation"]] == [("odd_one_out_likelihood", False)]
+    assert "does not tell forget from retain facts apart" in suppressed["statement"]
+
+    gone = findings["gone"]
+    assert gone["qa_forgets"] is True and gone["kept"] == [] and gone["paper_finding"] is False
+    assert "consistent with forgetting" in gone["statement"]
+    assert gone["separation"][0]["separates"] and "tells forget from retain facts apart" in gone["statement"]
+
+    untouched = findings["untouched"]
+    assert untouched["qa_forgets"] is False and not untouched["paper_finding"]
+    assert "not unlearned in Q&A" in untouched["statement"]
+
+
+def test_judge_gathers_the_verdicts_the_notebook_reports(scores):
+    named = {"base": "b", "target": "t", "retain90": "r", "suppressed": "s", "gone": "g", "untouched": "u"}
+    unlearned = study.unlearned_models(named, "retain90")
+    assert unlearned == ["suppressed", "gone", "untouched"]
+    n_items = {"cloze": {"forget": 8, "retain": 8}}
+    verdicts = study.judge(scores, QA, CHANCE, n_items, unlearned, "retain90", 0.1, 5)
+    assert verdicts.informative == ["mcqa_likelihood", "cloze"] and verdicts.too_few == []
+    assert verdicts.findings == study.forgetting_findings(scores, QA, CHANCE, 0.1, unlearned, "target", "retain90",
+                                                          n_items, 5)
+    text = study.verdicts_text(verdicts)
+    assert text.startswith("informative formats: mcqa_likelihood, cloze\nshown, not counted (fewer than 5 forget "
+                           "items): none\n")
+    assert all(f["statement"] in text for f in verdicts.findings)
+    # the disagreements are shown for the first model where the paper's finding holds
+    assert study.example_model(verdicts.findings, unlearned) == "suppressed"
+    assert study.example_model([], ["gone"]) == "gone" and study.example_model([], []) == "target"
+    strict = study.judge(scores, QA, CHANCE, n_items, unlearned, "retain90", 0.1, 30)
+    assert strict.too_few == ["cloze"] and "(fewer than 30 forget items): cloze" in study.verdicts_text(strict)
+    meta = study.results_meta(named, "retain90", CHANCE, n_items, verdicts, QA)
+    assert list(meta) == ["models", "retain_model", "chance", "n_items", "informative_formats", "too_few_items",
+                          "qa_rouge", "findings"]
+    assert meta["findings"] == verdicts.findings and meta["informative_formats"] == verdicts.informative
+
+
+def test_formats_with_too_few_forget_items_are_never_evidence(scores):
+    n_items = {"mcqa": {"forget": 100, "retain": 100}, "cloze": {"forget": 8, "retain": 40},
+               "odd_one_out": {"forget": 100, "retain": 100}, "comprehension_qa": {"forget": 100, "retain": 100}}
+    # cloze_fill and the likelihood readouts share their format's items
+    assert study.item_format("cloze_fill") == "cloze"
+    assert study.item_format("odd_one_out_likelihood") == "odd_one_out"
+    assert study.too_few_items(scores, n_items, 30) == ["cloze"]
+    assert study.informative_formats(scores, CHANCE, 0.1, n_items=n_items, min_items=30) == ["mcqa_likelihood"]
+    suppressed = study.forgetting_findings(scores, QA, CHANCE, 0.1, ["suppressed"], retain_model="retain90",
+                                           n_items=n_items, min_items=30)[0]
+    # the cloze lead alone made the paper's finding; on 8 items it does not count
+    assert suppressed["kept"] == [] and suppressed["paper_finding"] is False
+    assert study.informative_formats(scores, CHANCE, 0.1, n_items=n_items, min_items=5) == \
+        ["mcqa_likelihood", "cloze"]
+    few_odd = {**n_items, "odd_one_out": {"forget": 3, "retain": 3}}
+    assert study.separating_formats(scores, CHANCE, 0.1, n_items=few_odd, min_items=30) == []
+
+
+def test_findings_say_when_qa_cannot_tell(scores):
+    qa = {**QA, "retain90": {"forget": 0.9, "retain": 0.9}}
+    finding = study.forgetting_findings(scores, qa, CHANCE, 0.1, ["suppressed"], retain_model="retain90")[0]
+    assert finding["qa_forgets"] is None and not finding["paper_finding"]
+    assert "Q&A cannot tell" in finding["statement"] and "undetermined" in finding["statement"]
+    with pytest.raises(ValueError, match="retain11"):
+        study.forgetting_findings(scores, QA, CHANCE, 0.1, ["gone"], retain_model="retain11")
+
+
+def test_tables_and_figures(scores, small_items):
+    assert study.metrics_payload({"mcqa": {"forget": 0.5, "retain": 1}}) == \
+        {"forget": {"mcqa": 0.5}, "retain": {"mcqa": 1.0}}
+    # a set without items is stored as None in the cache and reported as NaN
+    assert np.isnan(study.metrics_payload({"mcqa": {"forget": None, "retain": 1}})["forget"]["mcqa"])
+    chance = study.chance_levels(small_items)
+    assert chance["mcqa"] == chance["odd_one_out_likelihood"] == 0.25 and chance["cloze_fill"] is None
+    assert set(study.chance_levels(small_items, likelihood=False)) == set(fmts.FORMATS) | {"cloze_fill"}
+    assert study.format_order(scores) == ["mcqa", "mcqa_likelihood", "cloze", "odd_one_out_likelihood",
+                                          "comprehension_qa"]
+    table = study.scores_table(scores, QA)
+    assert list(table.columns) == list(scores) and table.shape == (2 * 6, 5)
+    assert table.loc[(study.QA_ROWS, "forget"), "gone"] == 0.33
+    fig = format_plots.plot_format_scores(scores, CHANCE, retain_model="retain90", ncols=3)
+    assert sum(ax.axison for ax in fig.axes) == 5
+    fig = format_plots.plot_kept_share(scores, QA, ["cloze"], ["target", "suppressed"], retain_model="retain90")
+    assert fig.axes[0].images[0].get_array().shape == (2, 2)
+    # Q&A that cannot tell the target from the retain model gets no colour, only its numbers
+    flat_qa = {**QA, "retain90": QA["target"]}
+    fig = format_plots.plot_kept_share(scores, flat_qa, ["cloze"], ["target", "suppressed"], retain_model="retain90")
+    shown = fig.axes[0].images[0].get_array()
+    assert np.ma.getmaskarray(shown)[:, 0].all() and not np.ma.getmaskarray(shown)[:, 1].any()
+
+
+def test_example_text_shows_each_format_with_what_counts_as_right(small_items):
+    text = study.example_text(small_items, "forget")
+    assert re.findall(r"^=== (\w+) \(", text, re.MULTILINE) == list(fmts.FORMATS)
+    mcqa = small_items["mcqa"]["forget"][0]
+    assert f"{mcqa['prompt']}\n--> {mcqa['answer_letter']} ({mcqa['correct_option']})" in text
+
+
+def test_coverage_of_the_synthetic_corpus_needs_no_table(small_corpus):
+    coverage = study.heuristic_coverage(small_corpus, "forget10")
+    assert coverage.tables == [] and coverage.note.startswith("synthetic corpus")
+
+
+@requires_real_tofu()
+def test_coverage_of_real_tofu_is_shown_per_rule_and_relation():
+    coverage = study.heuristic_coverage(TofuSource(REAL_TOFU), "forget10")
+    rules, relations = coverage.tables
+    assert list(rules.columns) == ["forget", "retain", "corpus"] and "covered" in rules.index
+    assert set(relations.index) == set(facts.RELATIONS)
+    assert coverage.note.startswith("author names found 99.5%")
+
+
+def _row(source_row, correct, fmt="mcqa"):
+    return {"id": f"{fmt}/forget/{source_row}", "set": "forget", "source_row": source_row, "author_index": 0,
+            "question": f"q{source_row}", "score": float(bool(correct)), "correct": correct, "prediction": "A"}
+
+
+def test_disagreements_join_formats_fact_by_fact():
+    per_item = {"m": {"mcqa_likelihood": {"forget": [_row(0, True), _row(1, True), _row(2, False)]},
+                      "cloze": {"forget": [_row(0, False), _row(1, True), _row(2, False)]}}}
+    # cloze_fill names the cloze rows (their correctness is the greedy fill's)
+    rates = study.disagreement_rates(per_item, ["mcqa_likelihood", "cloze_fill"])
+    assert rates["m"] == pytest.approx(1 / 3)
+    examples = study.disagreement_examples(per_item["m"], ["mcqa_likelihood", "cloze_fill"])
+    assert list(examples.index) == [0] and bool(examples.loc[0, "mcqa_likelihood"]) and not examples.loc[0, "cloze"]
+
+
+# =============================================================================================
+# Which models, and the per-model cache, in a temporary run store.
+# =============================================================================================
+
+
+@pytest.fixture()
+def tmp_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    return tmp_path
+
+
+def _save(model, tokenizer, template, runs_dir: Path, name: str) -> Path:
+    folder = runs_dir / "p" / "models" / name
+    models.save_model(model, tokenizer, folder, template, extra={"params_hash": name})
+    return folder
+
+
+def _unlearning_run(runs_dir: Path, run: str, forget_rouge: float | None = None) -> None:
+    folder = runs_dir / "p" / runs.unlearning_notebook(run)
+    folder.mkdir(parents=True)
+    result = {run: {s: {"rouge": forget_rouge} for s in study.SETS}} if forget_rouge is not None else {run: {}}
+    (folder / "metrics.json").write_text(json.dumps({**result, "meta": {}}))
+
+
+def test_evaluated_models_are_base_target_retain_and_unlearning_runs(tmp_runs, tiny_model, tiny_tokenizer, template,
+                                                                   capsys):
+    params = {"forget_split": "forget10", "model": "tiny"}
+    with pytest.raises(FileNotFoundError, match="'target', 'retain90'.*run notebook 01"):
+        study.evaluated_models("p", params, None)
+    _save(tiny_model, tiny_tokenizer, template, tmp_runs, "target")
+    with pytest.raises(FileNotFoundError, match="'retain90'"):  # the retain model is required too
+        study.evaluated_models("p", params, None)
+    for name in ("retain90", "unlearned-npo"):
+        _save(tiny_model, tiny_tokenizer, template, tmp_runs, name)
+    _unlearning_run(tmp_runs, "npo", 0.2)
+    _unlearning_run(tmp_runs, "ga")  # metrics but no saved model
+    named = study.evaluated_models("p", params, None)
+    assert list(named) == ["target", "retain90", "npo"]
+    assert Path(named["npo"]).name == "unlearned-npo"
+    assert "left out (not saved): base, ga" in capsys.readouterr().out
+    assert list(study.evaluated_models("p", params, ["npo", "target"])) == ["npo", "target"]
+    with pytest.raises(FileNotFoundError, match="'kl'"):
+        study.evaluated_models("p", params, ["kl"])
+    # a Hub model is its own base: never saved, evaluated by its Hub name
+    hub = study.evaluated_models("p", {**params, "model": "org/model"}, None)
+    assert list(hub) == ["base", "target", "retain90", "npo"] and hub["base"] == "org/model"
+    # Q&A ROUGE comes from the run store: the unlearning run's own metrics (notebook 01 has not run here)
+    assert study.qa_rouge("p", list(named)) == {"npo": {"forget": 0.2, "retain": 0.2}}
+
+
+def test_evaluate_model_is_cached_by_identity_items_and_settings(tmp_runs, tiny_model, tiny_tokenizer, template,
+                                                                 small_items, monkeypatch):
+    folder = _save(tiny_model, tiny_tokenizer, template, tmp_runs, "target")
+    # two formats without generation keep it fast; every format runs in the notebook's smoke test
+    items = {fmt: {s: small_items[fmt][s][:2] for s in ("forget", "retain")} for fmt in ("mcqa", "odd_one_out")}
+    params = config.as_params({"format_likelihood": True, "max_new_tokens": 4, "eval_batch_size": 8})
+    result = study.evaluate_model("target", str(folder), items, params, "p")
+    assert set(result.scores) == {"mcqa", "odd_one_out", "mcqa_likelihood", "odd_one_out_likelihood"}
+    assert len(result.per_item["mcqa_likelihood"]["retain"]) == 2
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("evaluated again although nothing changed")
+
+    monkeypatch.setattr(scoring, "evaluate_formats", must_not_run)
+    again = study.evaluate_model("target", str(folder), items, params, "p")
+    assert json.dumps(again.scores, sort_keys=True) == json.dumps(result.scores, sort_keys=True)
+    fewer = {fmt: {s: sets[s][:1] for s in sets} for fmt, sets in items.items()}
+    with pytest.raises(AssertionError, match="evaluated again"):
+        study.evaluate_model("target", str(folder), fewer, params, "p")
+    with pytest.raises(AssertionError, match="evaluated again"):  # a scoring setting is part of the key
+        study.evaluate_model("target", str(folder), items, params.replace(format_likelihood=False), "p")
+    monkeypatch.undo()
+    study.evaluate_model("target", str(folder), fewer, params, "p")
+    cache = tmp_runs / "p" / runs.FORMATS / "cache"
+    assert len(list(cache.glob("target-*.json"))) == 1  # one entry per model: the old one went
+
+
+# =============================================================================================
+# The thread policy the scoring runs under.
+# =============================================================================================
+
+
+def test_small_cpu_models_are_scored_on_one_thread(tiny_model):
+    assert models.threads_for(tiny_model) == 1
+    assert models.threads_for(n_parameters=10**9) is None  # a large model keeps torch's choice
+    before = torch.get_num_threads()
+    with models.cpu_threads(tiny_model):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
