@@ -122,19 +122,21 @@ def test_sample_size_inverts_epsilon():
 
 @pytest.mark.parametrize("n", [1, 7, 50, 1024])
 @pytest.mark.parametrize("alpha", [0.01, 0.05, 0.5])
-def test_binary_bound_matches_clopper_pearson(n, alpha):
+def test_binary_bounds_match_clopper_pearson(n, alpha):
     rng = np.random.default_rng(n)
     for successes in sorted({0, 1, n // 3, n - 1, n}):
         x = np.zeros(n)
         x[rng.choice(n, successes, replace=False)] = 1
-        bound = B.binary_leakage_bound(x, alpha)
-        expected = 1.0 if successes == n else stats.beta.ppf(1 - alpha, successes + 1, n - successes)
-        assert bound == pytest.approx(expected, rel=1e-10, abs=1e-12)
-        # the same upper end from scipy's two-sided exact interval, called with 2 * alpha
-        two_sided = stats.binomtest(successes, n).proportion_ci(
-            confidence_level=1 - 2 * alpha, method="exact"
-        )
-        assert bound == pytest.approx(two_sided.high, rel=1e-8, abs=1e-12)
+        upper, lower = B.binary_leakage_bound(x, alpha), B.binary_leak_lower_bound(x, alpha)
+        assert upper == pytest.approx(1.0 if successes == n else stats.beta.ppf(1 - alpha, successes + 1, n - successes),
+                                      rel=1e-10, abs=1e-12)
+        assert lower == pytest.approx(0.0 if successes == 0 else stats.beta.ppf(alpha, successes, n - successes + 1),
+                                      rel=1e-10, abs=1e-12)
+        # the same ends from scipy's two-sided exact interval, called with 2 * alpha
+        two_sided = stats.binomtest(successes, n).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
+        assert upper == pytest.approx(two_sided.high, rel=1e-8, abs=1e-12)
+        assert lower == pytest.approx(two_sided.low, rel=1e-8, abs=1e-12)
+        assert lower <= successes / n <= upper
 
 
 def test_binary_bound_edge_cases():
@@ -147,22 +149,6 @@ def test_binary_bound_edge_cases():
     assert B.binary_leakage_bound(np.array([True, False, True]), alpha) == pytest.approx(
         stats.beta.ppf(1 - alpha, 3, 1)
     )
-
-
-@pytest.mark.parametrize("n", [1, 7, 50, 1024])
-@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.5])
-def test_binary_lower_bound_matches_clopper_pearson(n, alpha):
-    rng = np.random.default_rng(n)
-    for successes in sorted({0, 1, n // 3, n - 1, n}):
-        x = np.zeros(n)
-        x[rng.choice(n, successes, replace=False)] = 1
-        lower = B.binary_leak_lower_bound(x, alpha)
-        expected = 0.0 if successes == 0 else stats.beta.ppf(alpha, successes, n - successes + 1)
-        assert lower == pytest.approx(expected, rel=1e-10, abs=1e-12)
-        # the same lower end from scipy's two-sided exact interval, called with 2 * alpha
-        two_sided = stats.binomtest(successes, n).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
-        assert lower == pytest.approx(two_sided.low, rel=1e-8, abs=1e-12)
-        assert lower <= successes / n <= B.binary_leakage_bound(x, alpha)
 
 
 def test_binary_lower_bound_edge_cases_and_rows():
