@@ -40,9 +40,3 @@ def from_environment(spec: str, what: str = "a path") -> str:
     if not value:
         raise ValueError(f"set the environment variable {var}: {what}")
     return value
-
-
-def run_dir(profile: str, notebook: str) -> Path:
-    d = RUNS / profile / notebook
-    d.mkdir(parents=True, exist_ok=True)
-    return d
