@@ -86,21 +86,21 @@ def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tok
 
 
 def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_path):
-    from unlearnkit.pipeline import _claim_run_folder
+    from unlearnkit.pipeline import claim_run_folder
 
     train, trajectory = tmp_path / "run.train", tmp_path / "run.trajectory"
-    _claim_run_folder(train, "a", also_clear=(trajectory,))
+    claim_run_folder(train, "a", also_clear=(trajectory,))
     (train / "checkpoint-00010").mkdir()
     (trajectory / "step-00005").mkdir(parents=True)
 
-    _claim_run_folder(train, "a", also_clear=(trajectory,))  # same parameters: resume from what is there
+    claim_run_folder(train, "a", also_clear=(trajectory,))  # same parameters: resume from what is there
     assert (train / "checkpoint-00010").is_dir() and (trajectory / "step-00005").is_dir()
 
-    _claim_run_folder(train, "b", also_clear=(trajectory,))  # other parameters: nothing stale survives
+    claim_run_folder(train, "b", also_clear=(trajectory,))  # other parameters: nothing stale survives
     assert not (train / "checkpoint-00010").exists() and not trajectory.exists()
     assert (train / "params_hash").read_text() == "b"
 
     (train / "params_hash").unlink()  # no marker: checkpoints of unknown origin are not resumed
     (train / "checkpoint-00020").mkdir()
-    _claim_run_folder(train, "b")
+    claim_run_folder(train, "b")
     assert not (train / "checkpoint-00020").exists()

@@ -163,7 +163,7 @@ def _train_config(params: Params, prefix: str, output_dir: Path, desc: str) -> t
         desc=desc)
 
 
-def _claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = ()) -> None:
+def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = ()) -> None:
     """Mark output_dir as the run with parameters `key`, discarding what a different run left there.
 
     Resuming only makes sense for the same parameters, so checkpoints of another run (or of unknown
@@ -178,7 +178,7 @@ def _claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] =
 
 
 def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str) -> training.TrainResult:
-    _claim_run_folder(Path(cfg.output_dir), key)
+    claim_run_folder(Path(cfg.output_dir), key)
     examples = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in rows]
     return training.train(model, examples, cfg, collate_fn=lambda b: models.collate(b, tokenizer.pad_token_id))
 
@@ -322,7 +322,7 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
                               extra={"step": step, "epoch": step / steps_per_epoch, "run": run,
                                      "params_hash": config.params_hash({"run": key, "step": step})})
 
-    _claim_run_folder(Path(cfg.output_dir), key, also_clear=(trajectory,))
+    claim_run_folder(Path(cfg.output_dir), key, also_clear=(trajectory,))
     result = training.train(model, examples, cfg, collate_fn=lambda b: collate_pairs(b, tokenizer.pad_token_id),
                             loss_fn=loss, on_step=keep_weights)
     if is_peft_model(model):
