@@ -239,6 +239,9 @@ def test_the_synthetic_keyword_qa_with_an_untrained_model(tiny_model, tiny_token
     shown = leakage.strongest_keyword_leaks(hp.table, limit=2)
     assert list(shown) == leakage.KEYWORD_COLUMNS and len(shown) == 2
     assert shown["binary_leak_bound"].is_monotonic_decreasing
+    # the figure says which questions these are: the synthetic analogue is never titled the HP Q&A
+    assert "Harry Potter" not in leakage.keyword_questions_label("synthetic")
+    assert leakage.keyword_questions_label("env:UNLEARNKIT_HP_QA") == "Harry Potter Q&A"
 
 
 def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, template, small_corpus, tmp_path,

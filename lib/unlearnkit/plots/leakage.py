@@ -156,8 +156,9 @@ def plot_adaptive(results: Mapping[str, SampledScores], summaries: Mapping[str, 
     return fig
 
 
-def plot_hp(table: pd.DataFrame, model_name: str, alpha: float):
-    """Per HP question (sorted by M_bin): leak rate S/n and the binary leakage bound M_bin; greedy leaks in red."""
+def plot_hp(table: pd.DataFrame, model_name: str, alpha: float, questions: str = "Harry Potter Q&A"):
+    """Per keyword question (sorted by M_bin): leak rate S/n and the binary leakage bound M_bin; greedy leaks in
+    red. ``questions`` names the question set in the title (the HP Q&A, or its synthetic analogue)."""
     t = table.sort_values("binary_leak_bound").reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(max(7, 0.16 * len(t) + 3), 3.8))
     x = np.arange(len(t))
@@ -165,8 +166,8 @@ def plot_hp(table: pd.DataFrame, model_name: str, alpha: float):
     ax.bar(x, t["leak_rate"], color="C0", label="leak rate S/n")
     leaked = t["greedy_leak"] > 0
     ax.plot(x[leaked], np.full(leaked.sum(), 1.02), "v", color="C3", label="greedy answer leaks")
-    ax.set(xlabel="HP Q&A question (by M_bin)", ylabel="probability a keyword appears", ylim=(0, 1.06),
-           title=f"Harry Potter Q&A, {model_name}: binary leakage bound per question")
+    ax.set(xlabel="question (by M_bin)", ylabel="probability a keyword appears", ylim=(0, 1.06),
+           title=f"{questions}, {model_name}: binary leakage bound per question")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig

@@ -522,6 +522,11 @@ def understatement_verdict(tables: Mapping[str, pd.DataFrame], summaries: Mappin
 # --------------------------------------------------------------------------- keyword Q&A (Harry Potter)
 
 
+def keyword_questions_label(hp_source: str) -> str:
+    """What the keyword questions of ``hp_source`` are, for titles: the HP Q&A or its synthetic analogue."""
+    return "keyword Q&A from the forget split (synthetic)" if hp_source == "synthetic" else "Harry Potter Q&A"
+
+
 def hp_rows(hp_source: str, forget_rows: Sequence[Mapping[str, Any]] | None = None,
             max_questions: int | None = None) -> list[dict[str, Any]]:
     """The keyword Q&A of ``hp_source`` (question, affirmative_response, keywords): Schwinn et al.'s Harry Potter
