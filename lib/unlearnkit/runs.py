@@ -249,9 +249,9 @@ def cached_json(profile: str, notebook: str, name: str, depends_on: Mapping[str,
     path = folder / f"{name}-{key}.json"
     if use_cache and path.exists():
         return json.loads(path.read_text())
-    result = compute()
-    config.atomic_write_text(path, json.dumps(config.jsonable(result)))
+    text = json.dumps(config.jsonable(compute()))
+    config.atomic_write_text(path, text)
     for stale in folder.glob(f"{name}-*.json"):
         if stale != path and stale.name.removeprefix(f"{name}-").count("-") == 0:
             stale.unlink()
-    return json.loads(path.read_text())
+    return json.loads(text)  # the same plain values a later cache hit returns

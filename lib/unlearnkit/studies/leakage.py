@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .. import bounds, config, models, runs
-from ..data.hp_qa import hp_qa_rows
+from ..data.hp_qa import SYNTHETIC, hp_qa_rows
 from ..metrics.sampling import SAMPLING_VERSION, SampledScores, adaptive_view, sample_and_score
 
 #: Columns of the summaries shown side by side in the notebook, one list per section.
@@ -524,7 +524,7 @@ def understatement_verdict(tables: Mapping[str, pd.DataFrame], summaries: Mappin
 
 def keyword_questions_label(hp_source: str) -> str:
     """What the keyword questions of ``hp_source`` are, for titles: the HP Q&A or its synthetic analogue."""
-    return "keyword Q&A from the forget split (synthetic)" if hp_source == "synthetic" else "Harry Potter Q&A"
+    return "keyword Q&A from the forget split (synthetic)" if hp_source == SYNTHETIC else "Harry Potter Q&A"
 
 
 def hp_rows(hp_source: str, forget_rows: Sequence[Mapping[str, Any]] | None = None,
