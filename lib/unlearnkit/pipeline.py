@@ -263,15 +263,48 @@ UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "lam
                      "rmu_steering_coef")
 
 
+#: Training keys that ``method_settings[<run>]`` may override too: a run with a gentler learning rate, a longer
+#: schedule or weights kept more densely is its own named run (``gd_mild: {method: gd, unlearn_lr: 3.0e-4}``).
+UNLEARN_TRAIN_KEYS = ("unlearn_epochs", "unlearn_lr", "unlearn_batch_size", "unlearn_grad_accum", "unlearn_warmup",
+                      "unlearn_weight_decay", "unlearn_schedule", "unlearn_save_every")
+
+
+def _run_overrides(params: Params, run: str) -> dict[str, Any]:
+    overrides = dict(params.method_settings.get(run, {}))
+    method = overrides.get("method", run)
+    if method not in METHODS:
+        known = sorted(set(METHODS) | set(params.method_settings))
+        raise ValueError(f"unknown unlearning run {run!r}: not a method and not in method_settings; known: {known}")
+    # A misspelt key would otherwise be dropped without a word and the run trained with the profile's value.
+    allowed = {"method", *UNLEARN_LOSS_KEYS, *UNLEARN_TRAIN_KEYS, *COMMON_PARAMETERS,
+               *(p for names in METHOD_PARAMETERS.values() for p in names)} - {"ref_model"}
+    unknown = sorted(set(overrides) - allowed)
+    if unknown:
+        raise ValueError(f"method_settings[{run!r}] has unknown key(s) {', '.join(unknown)}; allowed: {sorted(allowed)}")
+    return overrides
+
+
+def run_params(params: Mapping[str, Any], run: str) -> Params:
+    """The parameters one unlearning run trains with: the profile's, with the ``unlearn_*`` keys its
+    ``method_settings`` entry overrides."""
+    params = config.as_params(params)
+    overrides = _run_overrides(params, run)
+    return params.replace(**{k: v for k, v in overrides.items() if k in UNLEARN_TRAIN_KEYS})
+
+
+def with_run(params: Mapping[str, Any], run: str, **settings: Any) -> Params:
+    """The parameters with one more unlearning run, ``method_settings[run] = settings`` (the profile is not
+    changed): how a study adds the runs it trains itself (a learning-rate grid, an entropy-weight sweep)."""
+    params = config.as_params(params)
+    return params.replace(method_settings={**params.method_settings, run: dict(settings)})
+
+
 def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     """The loss settings of one unlearning run: the profile's shared keys, then ``method_settings[run]``.
     ``run`` is a method name (``npo``) or a named variant (``npo_eo``: NPO plus entropy optimisation)."""
     params = config.as_params(params)
-    overrides = dict(params.method_settings.get(run, {}))
+    overrides = {k: v for k, v in _run_overrides(params, run).items() if k not in UNLEARN_TRAIN_KEYS}
     method = overrides.pop("method", run)
-    if method not in METHODS:
-        known = sorted(set(METHODS) | set(params.method_settings))
-        raise ValueError(f"unknown unlearning run {run!r}: not a method and not in method_settings; known: {known}")
     settings = {k: params[k] for k in UNLEARN_LOSS_KEYS if params[k] is not None}
     settings.update(overrides)
     # Only what the method uses: the others would only be warned about.
@@ -287,7 +320,7 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
     ``unlearn_save_every`` steps and at each epoch's end) in the run's trajectory folder so that notebook 03
     can stop early at any of them; each kept step records the hash of its run and step as its identity.
     """
-    params = config.as_params(params)
+    params = run_params(params, run)
     settings = unlearning_settings(params, run)
     source = corpus(params)
     target_key = runs.model_identity(runs.model_dir(profile, "target")) if runs.is_saved(profile, "target") else None
