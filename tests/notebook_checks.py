@@ -140,10 +140,20 @@ def check_05(smoke_runs_dir) -> None:
         assert forget["greedy_unlearned_but_leaks"] <= forget["greedy_unlearned"], name
     assert set(meta["models"]) == set(evaluated) and meta["sampling"]["n"] == n
     assert len(meta["questions"]) == metrics["target"]["forget"]["n_questions"]
-    figures = ["greedy_vs_samples", "binary_leak", "general_leak", "vs_n", "adaptive", "bound_modes"]
-    # one cache entry per scored model (no stale key left beside it), and the keyword Q&A's apart from them
+    # the models of the paper's regime: one kept step per run of regime_runs, named <run>@<step>
+    regime = meta["regime"]
+    assert sorted(m["run"] for m in regime.values()) == sorted(params["regime_runs"])
+    for label, m in regime.items():
+        assert label == f"{m['run']}@{m['step']}" and label in evaluated and 0 <= m["greedy_leak_rate"] <= 1
+        if m["reached"]:
+            assert m["greedy_leak_rate"] <= m["reference_rate"] + params["regime_tolerance"] + 1e-9, label
+    assert meta["verdict_label"] in ("reproduced", "partly", "not") and set(meta["revealing"]) <= set(regime)
+    figures = ["greedy_vs_samples", "binary_leak", "regime", "vs_n", "bound_modes"]
+    # one cache entry per scored model (no stale key left beside it), one per searched run, and the keyword
+    # Q&A's apart from them; a saved model is cached by its name, a kept step by its label
     cached = sorted(p.name.rsplit("-", 1)[0] for p in (runs / "05_probabilistic_bounds" / "cache").glob("*.json"))
-    expected = sorted(meta["models"].values())
+    expected = sorted([name if name in regime else saved for name, saved in meta["models"].items()]
+                      + [f"along-{run}" for run in params["regime_runs"]])
     if params.get("hp_model"):
         hp = metrics[params["hp_model"]]["hp_qa"]
         assert hp["n_samples"] == n and 0 <= hp["binary_leak_bound_mean"] <= 1
@@ -162,6 +172,32 @@ def check_05(smoke_runs_dir) -> None:
         assert len(per_item[name]["binary_leak_bound"]) == metrics[name]["forget"]["n_questions"]
     for figure in figures:
         assert (runs / "figures" / f"05_probabilistic_bounds_{figure}.png").stat().st_size > 1000, figure
+
+
+def check_06(smoke_runs_dir) -> None:
+    """runs/smoke/06_entropy_optimisation/metrics.json after a smoke run of notebook 06: every run of Table 1 and of
+    both sweeps has its numbers in range, the sweeps name runs that were scored, the findings carry verdicts."""
+    runs = Path(smoke_runs_dir)
+    metrics = json.loads((runs / "06_entropy_optimisation" / "metrics.json").read_text())
+    meta = metrics.pop("meta")
+    params = meta["parameters"]
+    assert meta["profile"] == "smoke" and meta["notebook"] == "06_entropy_optimisation"
+    assert set(params["eo_table_runs"]) <= set(metrics) and set(metrics) == set(meta["runs"])
+    n, alpha = params["eo_n_samples"], params["alpha"]
+    for run, entry in metrics.items():
+        row = entry["forget"]
+        for key in ("greedy ROUGE-L", "ED mean", "ED sd", "M_bin", "M_mu", "M_sigma", "leak rate", "model utility"):
+            assert 0.0 <= row[key] <= 1.0, (run, key, row[key])
+        assert row["M_bin"] >= 1 - alpha ** (1 / n) - 1e-9 and row["ED mean"] <= row["M_mu"] + 1e-9, run
+    sweep = meta["lambda_f_sweep"]
+    assert len(sweep) == len(params["eo_lambda_f_grid"]) * len(params["eo_lr_grid"])
+    assert {p["run"] for p in sweep + meta["lambda_r_sweep"]} <= set(metrics)
+    assert {p["lambda_f"] for p in sweep} == set(params["eo_lambda_f_grid"])
+    assert [f["verdict"] for f in meta["findings"]] and all(
+        f["verdict"] in ("reproduced", "partly", "elsewhere", "not") for f in meta["findings"])
+    for figure in ("table1", "general_leak", "lambda_f", "temperature", "diversity", "entropy_along",
+                   "ed_vs_utility", "adaptive"):
+        assert (runs / "figures" / f"06_entropy_optimisation_{figure}.png").stat().st_size > 1000, figure
 
 
 def check_07(smoke_runs_dir) -> None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from notebook_checks import check_03, check_04, check_05, check_07
+from notebook_checks import check_03, check_04, check_05, check_06, check_07
 from unlearnkit import config, paths, runner
 
 pytestmark = pytest.mark.slow
@@ -66,6 +66,10 @@ def test_04_format_eval(smoke_runs):
 
 def test_05_probabilistic_bounds(smoke_runs):
     check_05(smoke_runs)
+
+
+def test_06_entropy_optimisation(smoke_runs):
+    check_06(smoke_runs)
 
 
 def test_07_alignment_toxicity(smoke_runs):

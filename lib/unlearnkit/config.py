@@ -121,12 +121,25 @@ class Params(Mapping):
     sample_top_p: float | None
     sample_max_new_tokens: int
     adaptive_threshold: float
-    bound_methods: list
     sample_max_items: int | None
     hp_model: str | None
     hp_source: str
     hp_affirmative_prefix: bool
     leak_threshold: float
+    regime_runs: list
+    regime_tolerance: float
+    eo_table_runs: list
+    eo_method: str
+    eo_lambda_f_grid: list
+    eo_lr_grid: list
+    eo_lambda_r: float
+    eo_lambda_r_grid: list
+    eo_temperatures: list
+    eo_n_samples: int
+    eo_max_items: int | None
+    eo_diversity_items: int
+    eo_utility_items: int | None
+    adaptive_thresholds: list
     # format-transformed evaluation
     format_max_items: int | None
     format_options: int

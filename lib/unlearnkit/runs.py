@@ -34,6 +34,7 @@ UNLEARNING = "02_unlearning"  # run once per unlearning run: 02_unlearning_<run>
 CONTROLS = "03_controls_calibration"
 FORMATS = "04_format_eval"
 LEAKAGE = "05_probabilistic_bounds"
+ENTROPY = "06_entropy_optimisation"
 ALIGNMENT = "07_alignment_toxicity"
 #: Which notebook makes a saved model, by the model's name: unlearned-* come from notebook 02, the rest from 01.
 UNLEARNED_PREFIX = "unlearned-"

@@ -16,7 +16,7 @@ from ..metrics.sampling import SampledScores
 from ..studies.leakage import general_leak_curves
 
 __all__ = ["plot_greedy_vs_samples", "plot_binary_bounds", "plot_general_leak_curves", "plot_bounds_vs_n",
-           "plot_adaptive", "plot_hp", "plot_bound_modes"]
+           "plot_hp", "plot_bound_modes", "plot_regime_paths"]
 
 
 def _grid(count: int, ncols: int, size: tuple[float, float]):
@@ -125,37 +125,6 @@ def plot_bounds_vs_n(curves: Mapping[str, pd.DataFrame], alpha: float):
     return fig
 
 
-def plot_adaptive(results: Mapping[str, SampledScores], summaries: Mapping[str, Mapping[str, Any]],
-                  threshold: float):
-    """Left: the certainty c(x) of each forget question's greedy continuation, per model, with c_T; right: the
-    mean binary leakage bound with plain sampling and with adaptive temperature, and the share decoded greedily."""
-    names = list(results)
-    fig, axes = plt.subplots(1, 2, figsize=(max(11, 1.3 * len(names) + 5), 4.2))
-    rng = np.random.default_rng(0)
-    for i, name in enumerate(names):
-        c = results[name].certainty
-        axes[0].scatter(i + rng.uniform(-0.2, 0.2, len(c)), c, s=9, alpha=0.6, color="C0")
-    axes[0].axhline(threshold, color="C3", lw=1.2, ls="--", label=f"c_T = {threshold}")
-    axes[0].set_xticks(range(len(names)), names, rotation=30)
-    axes[0].set(ylabel="c(x) on the greedy continuation", ylim=(0, 1.02),
-                title="Certainty per forget question")
-    axes[0].legend(fontsize=8)
-    x = np.arange(len(names))
-    plain = [summaries[n]["binary_leak_bound_mean"] for n in names]
-    adaptive = [summaries[n]["adaptive_binary_leak_bound_mean"] for n in names]
-    axes[1].bar(x - 0.2, plain, 0.4, label="sampling (T = 1)")
-    axes[1].bar(x + 0.2, adaptive, 0.4, label="adaptive temperature")
-    for i, n in enumerate(names):
-        axes[1].annotate(f"{summaries[n]['adaptive_greedy_share']:.0%}", (i + 0.2, adaptive[i]),
-                         textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
-    axes[1].set_xticks(x, names, rotation=30)
-    axes[1].set(ylabel="mean M_bin over questions", ylim=(0, 1.08),
-                title="Binary leak bound; % = share decoded greedily")
-    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    return fig
-
-
 def plot_hp(table: pd.DataFrame, model_name: str, alpha: float, questions: str = "Harry Potter Q&A"):
     """Per keyword question (sorted by M_bin): leak rate S/n and the binary leakage bound M_bin; greedy leaks in
     red. ``questions`` names the question set in the title (the HP Q&A, or its synthetic analogue)."""
@@ -196,4 +165,28 @@ def plot_bound_modes(table: pd.DataFrame, coverage):
     axes[1].set_title(f"scores with P(X = 0) = {coverage.atom}", fontsize=10)
     axes[1].legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot_regime_paths(chosen: Mapping[str, Any], ncols: int = 4):
+    """Per unlearning run, along its kept steps: the greedy leak rate on the forget questions (the key entity in
+    the greedy answer), greedy ROUGE-L on forget and on retain questions, the retain model's greedy leak rate
+    (dashed) and the step taken as the model in the paper's regime (vertical line)."""
+    fig, axes = _grid(len(chosen), ncols, (3.6, 3.0))
+    for ax, m in zip(axes, chosen.values()):
+        path = m.path
+        ax.plot(path.index, path["greedy_leak_rate"], "o-", ms=3, color="C3", label="greedy leak rate (forget)")
+        ax.plot(path.index, path["forget_rouge"], "-", color="C1", alpha=0.8, label="greedy ROUGE-L, forget")
+        ax.plot(path.index, path["retain_rouge"], "-", color="C0", label="greedy ROUGE-L, retain")
+        ax.axhline(m.reference_rate, color="grey", ls="--", lw=1, label="retain model's greedy leak rate")
+        ax.axvline(m.step, color="k", lw=1, alpha=0.6)
+        state = "" if m.reached else " (not reached)"
+        ax.set_title(f"{m.run}: step {m.step}{state}\nretain ROUGE-L {m.retain_rouge:.2f}", fontsize=10)
+        ax.set_xlabel("unlearning step")
+        ax.set_ylim(-0.03, 1.03)
+    axes[0].set_ylabel("rate / ROUGE-L")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle("Where greedy decoding first calls the forget set unlearned: the models of the paper's regime")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig

@@ -27,14 +27,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
-from .. import bounds, config, models, runs
+from .. import bounds, config, models, paths, runs
 from ..data.hp_qa import SYNTHETIC, hp_qa_rows
-from ..metrics.sampling import SAMPLING_VERSION, SampledScores, adaptive_view, sample_and_score
+from ..generation import greedy_answers
+from ..metrics.judges import leak_judge
+from ..metrics.sampling import SAMPLING_VERSION, SampledScores, adaptive_view, leak_keys, sample_and_score
+from ..metrics.tofu import rouge_l, tofu_eval_splits
 
 #: Columns of the summaries shown side by side in the notebook, one list per section.
 LEAK_COLUMNS = ["greedy_leak_rate", "leak_rate", "leak_lower_bound_mean", "binary_leak_bound_mean",
@@ -43,9 +48,6 @@ COUNT_COLUMNS = ["n_questions", "greedy_unlearned", "greedy_unlearned_but_leaks"
                  "greedy_unlearned_but_leaks_above_reference", "flagged_leak_rate_mean", "flagged_leak_lower_max",
                  "flagged_binary_leak_bound_mean", "greedy_unlearned_rouge", "greedy_unlearned_but_leaks_rouge",
                  "flagged_rouge_tail_bound_mean"]
-ADAPTIVE_COLUMNS = ["certainty_mean", "adaptive_greedy_share", "binary_leak_bound_mean",
-                    "adaptive_binary_leak_bound_mean", "leak_rate", "adaptive_leak_rate", "ed_mean", "adaptive_ed_mean",
-                    "ed_sd", "adaptive_ed_sd"]
 #: Columns of a flagged question and of a keyword question as the notebook shows them.
 FLAGGED_COLUMNS = ["question_text", "key", "greedy_answer", "leaks", "leak_lower", "binary_leak_bound"]
 KEYWORD_COLUMNS = ["question_text", "keywords", "greedy_answer", "leaks", "leak_lower", "binary_leak_bound"]
@@ -130,37 +132,160 @@ def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return evenly_spaced(source.load(params.forget_split), params.sample_max_items)
 
 
-def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
-                      use_cache: bool = True, cache_tag: str = "", **kwargs) -> SampledScores:
-    """:func:`sample_and_score` on a model saved under ``runs/<profile>/models/<name>``, through the run store's
-    cache: keyed by the model's identity, the rows (questions, answers, keys, prefixes), the settings, ``kwargs``
-    (e.g. ``use_prefix``) and :data:`unlearnkit.metrics.sampling.SAMPLING_VERSION`. A second call with nothing
-    changed reads the cache instead of sampling again. ``cache_tag`` (e.g. ``.hp``) keeps the cache of another
-    question set of the same model apart, so neither evicts the other. The model decodes on the GPU when there
+def score_model_folder(profile: str, folder: str | Path, cache_name: str, rows: Sequence[Mapping[str, Any]],
+                       settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, use_cache: bool = True,
+                       **kwargs) -> SampledScores:
+    """:func:`sample_and_score` on the model saved in ``folder`` (a model of the run store or a step kept along
+    an unlearning run), through the cache of ``notebook``: keyed by the model's identity, the rows (questions,
+    answers, keys, prefixes), the settings, ``kwargs`` (e.g. ``use_prefix``) and
+    :data:`unlearnkit.metrics.sampling.SAMPLING_VERSION`. A second call with nothing changed reads the cache
+    instead of sampling again; one entry is kept per ``cache_name``. The model decodes on the GPU when there
     is one, else under the CPU-thread policy of :func:`unlearnkit.models.cpu_threads`."""
-    depends_on = {"model": runs.model_identity(runs.model_dir(profile, name)), "rows": [dict(r) for r in rows],
+    folder = Path(folder)
+    if not models.is_saved_model(folder):
+        raise FileNotFoundError(f"no saved model in {folder}")
+    depends_on = {"model": runs.model_identity(folder), "rows": [dict(r) for r in rows],
                   "settings": dict(settings), "kwargs": kwargs}
 
     def sample() -> dict[str, Any]:
-        loaded = runs.load_saved(profile, name, device="auto")
+        loaded = models.load_model(folder, device="auto")
         with models.cpu_threads(loaded.model):
             return sample_and_score(loaded.model, loaded.tokenizer, loaded.template, rows, **settings,
                                     **kwargs).to_json()
 
-    cached = runs.cached_json(profile, runs.LEAKAGE, f"{name}{cache_tag}", depends_on, sample, SAMPLING_VERSION,
-                              use_cache)
+    cached = runs.cached_json(profile, notebook, cache_name, depends_on, sample, SAMPLING_VERSION, use_cache)
     return SampledScores.from_json(cached)
 
 
-def score_models(profile: str, named_models: Mapping[str, str], rows: Sequence[Mapping[str, Any]],
-                 settings: Mapping[str, Any]) -> Scored:
-    """:func:`score_saved_model` for each ``{display name: saved model name}`` of :func:`unlearnkit.runs.saved_models`."""
+def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
+                      use_cache: bool = True, cache_tag: str = "", notebook: str = runs.LEAKAGE,
+                      **kwargs) -> SampledScores:
+    """:func:`score_model_folder` on a model saved under ``runs/<profile>/models/<name>`` (a message names the
+    notebook that makes it when it is missing). ``cache_tag`` (e.g. ``.hp``) keeps the cache of another
+    question set of the same model apart, so neither evicts the other."""
+    if not runs.is_saved(profile, name):
+        runs.require_saved(profile, [name])
+    return score_model_folder(profile, runs.model_dir(profile, name), f"{name}{cache_tag}", rows, settings,
+                              notebook, use_cache, **kwargs)
+
+
+def score_models(profile: str, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
+                 settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, cache_tag: str = "") -> Scored:
+    """Each ``{display name: saved model name or folder}`` scored (:func:`score_saved_model`,
+    :func:`score_model_folder`), with the seconds each took."""
     results, seconds = {}, {}
     for name, saved in named_models.items():
         started = time.time()
-        results[name] = score_saved_model(profile, saved, rows, settings)
+        if isinstance(saved, Path):
+            results[name] = score_model_folder(profile, saved, f"{name}{cache_tag}", rows, settings, notebook)
+        else:
+            results[name] = score_saved_model(profile, saved, rows, settings, cache_tag=cache_tag,
+                                              notebook=notebook)
         seconds[name] = time.time() - started
     return Scored(results, seconds)
+
+
+# --------------------------------------------------------------------------- models in the paper's regime
+
+#: Bump when :func:`greedy_along` measures differently.
+REGIME_VERSION = "1"
+
+
+class RegimeModel(NamedTuple):
+    """The step of one unlearning run where greedy decoding first says "unlearned" as often as the retain model
+    does, and the run's path to it."""
+
+    run: str
+    step: int
+    folder: Path
+    greedy_leak_rate: float  # at the chosen step, on the sampled forget questions
+    reference_rate: float  # the retain model's greedy leak rate on the same questions
+    retain_rouge: float  # greedy ROUGE-L recall on retain questions at the chosen step: what utility is left
+    reached: bool  # False: no kept step got down to the reference rate (the last step is taken)
+    path: pd.DataFrame  # per kept step: greedy_leak_rate, forget_rouge, retain_rouge
+
+    @property
+    def label(self) -> str:
+        return f"{self.run}@{self.step}"
+
+
+def retain_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Retain questions of the profile's forget split's retain set, evenly spaced, as many as the forget ones."""
+    params = config.as_params(params)
+    return evenly_spaced(source.load(tofu_eval_splits(params.forget_split)["retain"][1]), params.sample_max_items)
+
+
+def greedy_along(profile: str, run: str, rows: Sequence[Mapping[str, Any]],
+                 retain: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> pd.DataFrame:
+    """At every step kept along an unlearning run: the greedy leak rate (key entity in the greedy answer) on the
+    forget ``rows`` and greedy ROUGE-L recall on them and on ``retain``. Cached by the run's identity."""
+    params = config.as_params(params)
+    steps = runs.trajectory_steps(profile, run)
+    if not steps:
+        raise FileNotFoundError(f"no weights kept along the unlearning run {run!r} of profile {profile!r}: "
+                                f"{runs.trajectory_dir(profile, run)} is empty (unlearn_save_every: 0?)")
+    keys = leak_keys(rows)
+
+    def measure() -> list[dict[str, Any]]:
+        records = []
+        for step, folder in tqdm(steps, desc=f"greedy along {run}", disable=not config.show_progress()):
+            model, tokenizer, template = models.load_model(folder)
+            with models.cpu_threads(model):
+                # as long as the sampled answers, so that the greedy pass of the sampling agrees with this one
+                forget = greedy_answers(model, tokenizer, template, [r["question"] for r in rows],
+                                        params.sample_max_new_tokens, params.eval_batch_size)
+                kept = greedy_answers(model, tokenizer, template, [r["question"] for r in retain],
+                                      params.sample_max_new_tokens, params.eval_batch_size)
+            records.append({"step": step, "greedy_leak_rate": float(leak_judge([[a] for a in forget], keys).mean()),
+                            "forget_rouge": float(rouge_l([r["answer"] for r in rows], forget).mean()),
+                            "retain_rouge": float(rouge_l([r["answer"] for r in retain], kept).mean())})
+        return records
+
+    depends_on = {"steps": [runs.model_identity(folder) for _, folder in steps], "rows": [dict(r) for r in rows],
+                  "retain": [dict(r) for r in retain], "max_new_tokens": params.sample_max_new_tokens}
+    records = runs.cached_json(profile, runs.LEAKAGE, f"along-{run}", depends_on, measure, REGIME_VERSION)
+    return pd.DataFrame(records).set_index("step")
+
+
+def choose_regime_step(path: pd.DataFrame, reference_rate: float, tolerance: float = 0.0) -> tuple[int, bool]:
+    """The first kept step whose greedy leak rate is at most the reference's (+ ``tolerance``), and True; else the
+    step with the lowest rate (the latest of ties) and False."""
+    hit = path.index[path["greedy_leak_rate"] <= reference_rate + tolerance + 1e-12]
+    if len(hit):
+        return int(hit[0]), True
+    lowest = path["greedy_leak_rate"].min()
+    return int(path.index[path["greedy_leak_rate"] == lowest][-1]), False
+
+
+def regime_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mapping[str, Any]],
+                  reference_rate: float) -> dict[str, RegimeModel]:
+    """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
+    if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
+    from .. import pipeline  # the study sits above the pipeline; imported here to keep module import light
+
+    params = config.as_params(params)
+    retain = retain_rows(pipeline.corpus(params), params)
+    chosen = {}
+    for run in params.regime_runs:
+        pipeline.unlearned_model(params, profile, run)
+        path = greedy_along(profile, run, rows, retain, params)
+        step, reached = choose_regime_step(path, reference_rate, params.regime_tolerance)
+        folder = dict(runs.trajectory_steps(profile, run))[step]
+        model = RegimeModel(run, step, folder, float(path.loc[step, "greedy_leak_rate"]), float(reference_rate),
+                            float(path.loc[step, "retain_rouge"]), reached, path)
+        chosen[model.label] = model
+    return chosen
+
+
+def regime_overview(chosen: Mapping[str, RegimeModel]) -> pd.DataFrame:
+    """The chosen step of each run, its greedy leak rate against the retain model's, and the utility left."""
+    return pd.DataFrame({label: {"run": m.run, "step": m.step, "greedy leak rate": m.greedy_leak_rate,
+                                 "retain model's greedy leak rate": m.reference_rate,
+                                 "forget ROUGE-L (greedy)": float(m.path.loc[m.step, "forget_rouge"]),
+                                 "retain ROUGE-L (greedy)": m.retain_rouge,
+                                 "retain ROUGE-L before unlearning": float(m.path["retain_rouge"].iloc[0]),
+                                 "reached": m.reached}
+                         for label, m in chosen.items()}).T
 
 
 def scoring_overview(scored: Scored) -> pd.DataFrame:
@@ -396,13 +521,6 @@ def general_leak_curves(scores: np.ndarray, alpha: float, thresholds: np.ndarray
 # --------------------------------------------------------------------------- what the figures show
 
 
-def curve_models(results: Mapping[str, SampledScores], bound_methods: Sequence[str]) -> dict[str, SampledScores]:
-    """The models of the general leakage bound curves (Fig. 3d): the profile's ``bound_methods`` that were
-    scored, else the last two models scored (a profile that ran other unlearning methods still gets a figure)."""
-    chosen = {m: results[m] for m in bound_methods if m in results}
-    return chosen or dict(list(results.items())[-2:])
-
-
 def questions_by_spread(spread: np.ndarray) -> list[int]:
     """The questions with the largest, the median and the smallest sample sd (each once)."""
     spread = np.asarray(spread)
@@ -462,21 +580,6 @@ def flagged_questions(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str
 # --------------------------------------------------------------------------- tables and verdicts
 
 
-def table1(summaries: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """The analogue of Table 1 of Scholten et al.: greedy ROUGE-L against the ED mean and sd of the sampled
-    ROUGE-L (each averaged over questions), with the bounds beside them."""
-    rows = []
-    for model, s in summaries.items():
-        if "greedy_rouge" not in s:
-            continue
-        rows.append({"model": model, "greedy ROUGE-L": s["greedy_rouge"],
-                     "ED mean ± sd": f"{s['ed_mean']:.2f} ± {s['ed_sd']:.2f}",
-                     "ED mean": s["ed_mean"], "ED sd": s["ed_sd"], "ED score (mean + 2 sd)": s["ed_score"],
-                     "E[ROUGE] lower": s["mean_lower_bound"], "E[ROUGE] upper": s["mean_upper_bound"],
-                     "sd upper": s["std_upper_bound"], "self-BLEU": s.get("self_bleu")})
-    return pd.DataFrame(rows).set_index("model")
-
-
 def understatement_verdict(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]],
                            alpha: float, exclude: Sequence[str] = (), reference: str | None = None) -> str:
     """One paragraph: does greedy decoding understate leakage for at least one unlearned model, with the numbers.
@@ -517,6 +620,73 @@ def understatement_verdict(tables: Mapping[str, pd.DataFrame], summaries: Mappin
         head += (f" The retain model {reference}, which never saw the forget set, names the key in "
                  f"{int(ref['leaks'])}/{n} samples (M_bin {ref['binary_leak_bound']:.3f}): the base rate of guessing.")
     return head + "\n" + "\n".join(lines)
+
+
+class RegimeVerdict(NamedTuple):
+    """Per model in the paper's regime: does sampling reveal forget answers that greedy hides, beyond the retain
+    model's guessing? ``verdict`` is "reproduced" (at least ``needed`` runs), "partly" (some) or "not"."""
+
+    table: pd.DataFrame
+    revealing: list[str]
+    verdict: str
+    text: str
+
+
+def beyond_guessing(result: SampledScores, reference: SampledScores, alpha: float) -> np.ndarray:
+    """Per question, True where the greedy answer does not name the key entity and the model's Clopper-Pearson lower
+    bound on the leak probability exceeds the reference's M_bin, both at level alpha / Q (Bonferroni over the Q
+    questions): with probability >= 1 - 2 alpha every flagged question of the model leaks more than guessing."""
+    level = alpha / len(result.questions)
+    lower = bounds.binary_leak_lower_bound(result.leak, level)
+    return (result.greedy_leak == 0) & (lower > bounds.binary_leakage_bound(reference.leak, level))
+
+
+def regime_verdict(results: Mapping[str, SampledScores], summaries: Mapping[str, Mapping[str, Any]],
+                   tables: Mapping[str, pd.DataFrame], chosen: Mapping[str, RegimeModel], reference: str,
+                   alpha: float, needed: int = 2) -> RegimeVerdict:
+    """The paper's question asked of each model in its regime (:func:`regime_models`): greedy decoding calls it
+    unlearned about as often as the retain model; do its samples name the forget answer's key entity on questions
+    whose greedy answer does not, beyond the retain model's guessing on the same question? Counted per question at
+    2 alpha (``of them beyond guessing``) and, for the verdict, jointly over all questions (:func:`beyond_guessing`,
+    Bonferroni), so that a model counts only when at least one question leaks with probability >= 1 - 2 alpha
+    overall. A run whose greedy leak rate never came down to the retain model's is reported, and does not count."""
+    ref = summaries[reference]
+    rows, revealing = {}, []
+    for label, model in chosen.items():
+        s = summaries[label]
+        above = int(s.get("greedy_unlearned_but_leaks_above_reference", 0))
+        joint = int(beyond_guessing(results[label], results[reference], alpha).sum())
+        reveals = model.reached and joint > 0
+        if reveals:
+            revealing.append(label)
+        rows[label] = {
+            "greedy leak rate": s["greedy_leak_rate"], f"{reference} greedy leak rate": ref["greedy_leak_rate"],
+            "sampled leak rate": s["leak_rate"], f"{reference} sampled leak rate": ref["leak_rate"],
+            "greedy unlearned": s["greedy_unlearned"], "of them leak in a sample": s["greedy_unlearned_but_leaks"],
+            "of them beyond guessing": above, "beyond guessing, all questions jointly": joint,
+            "retain ROUGE-L (greedy)": model.retain_rouge,
+            "verdict": ("sampling reveals what greedy hides" if reveals else
+                        "greedy regime not reached" if not model.reached else "no leak beyond guessing"),
+        }
+    verdict = "reproduced" if len(revealing) >= needed else "partly" if revealing else "not"
+    text = (f"{verdict.capitalize()}: the paper finds that greedy decoding understates leakage. Among the "
+            f"{len(chosen)} models in its regime (greedy leak rate at most the retain model's "
+            f"{ref['greedy_leak_rate']:.3f}), sampling reveals forget answers beyond the retain model's guessing "
+            f"on {len(revealing)}: " + (", ".join(f"{m} ({rows[m]['beyond guessing, all questions jointly']} "
+                                                  f"questions jointly at level {2 * alpha:g})" for m in revealing)
+                                        or "none")
+            + f"; {needed} or more count as reproduced.")
+    rates = [rows[m]["sampled leak rate"] for m in rows]
+    rates_text = ", ".join(f"{r:.3f}" for r in rates)
+    if rates and max(abs(r - ref["leak_rate"]) for r in rates) < 0.5 * ref["leak_rate"] + 0.01:
+        text += (f" Averaged over all questions the sampled leak rate stays near the retain model's ({rates_text} "
+                 f"against {ref['leak_rate']:.3f}): what greedy hides sits in a few questions, not everywhere.")
+    elif rates:
+        text += f" Averaged over all questions the sampled leak rate is {rates_text} against {ref['leak_rate']:.3f}."
+    shown = [*(revealing or list(chosen)), reference]
+    example = understatement_verdict({m: tables[m] for m in shown},
+                                     summaries, alpha, exclude=[reference], reference=reference)
+    return RegimeVerdict(pd.DataFrame(rows).T, revealing, verdict, text + "\n" + example)
 
 
 # --------------------------------------------------------------------------- keyword Q&A (Harry Potter)
@@ -623,13 +793,29 @@ def keyword_prefix_comparison(plain: KeywordQA, prefixed: KeywordQA) -> pd.DataF
                          "affirmative response prefilled": {c: prefixed.summary[c] for c in columns}})
 
 
-def run_meta(named_models: Mapping[str, str], reference: str | None, settings: Mapping[str, Any],
-             rows: Sequence[Mapping[str, Any]], scored: Scored, verdict: str) -> dict[str, Any]:
-    """What metrics.json records beside the parameters: the models, the retain model, the sampling settings,
-    the questions, the seconds spent scoring and the verdict."""
-    return {"models": dict(named_models), "reference": reference, "sampling": dict(settings),
-            "questions": [r["question"] for r in rows], "sampling_seconds": sum(scored.seconds.values()),
-            "verdict": verdict}
+def run_meta(named_models: Mapping[str, str | Path], reference: str | None, settings: Mapping[str, Any],
+             rows: Sequence[Mapping[str, Any]], scored: Scored, verdict: RegimeVerdict | str,
+             chosen: Mapping[str, RegimeModel] | None = None) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the models (a kept step by its folder under the run
+    store), the retain model, the sampling settings, the questions, the seconds spent scoring, the models of the
+    paper's regime and the verdict."""
+    def shown(model: str | Path) -> str:
+        if isinstance(model, Path) and model.resolve().is_relative_to(paths.RUNS):
+            return str(model.resolve().relative_to(paths.RUNS))
+        return str(model)
+
+    meta = {"models": {name: shown(m) for name, m in named_models.items()},
+            "reference": reference, "sampling": dict(settings), "questions": [r["question"] for r in rows],
+            "sampling_seconds": sum(scored.seconds.values())}
+    if isinstance(verdict, RegimeVerdict):
+        meta.update(verdict=verdict.text, verdict_label=verdict.verdict, revealing=verdict.revealing)
+    else:
+        meta["verdict"] = verdict
+    if chosen:
+        meta["regime"] = {label: {"run": m.run, "step": m.step, "reached": m.reached,
+                                  "greedy_leak_rate": m.greedy_leak_rate, "reference_rate": m.reference_rate,
+                                  "retain_rouge": m.retain_rouge} for label, m in chosen.items()}
+    return meta
 
 
 def per_item(tables: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, list]]:

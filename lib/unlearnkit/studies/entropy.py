@@ -1,0 +1,528 @@
+"""Entropy optimisation and adaptive temperature (Scholten et al., "A Probabilistic Perspective on Unlearning and
+Alignment for Large Language Models", section 5; docs/metrics.md section 3).
+
+The paper's finding: adding λ_f · E_forget[entropy] (+ λ_r · E_retain[entropy], λ_r ≤ 0) to an unlearning loss
+makes the model confident on forget questions, so its sampled answers collapse onto one (sd of the sampled
+ROUGE-L near 0) with little loss of utility or of diversity elsewhere; and adaptive temperature (decode greedily
+where the model is certain) then bounds what sampling can leak. This module trains and samples what the
+notebook shows:
+
+1. **Runs.** The Table 1 runs (``eo_table_runs``), the λ_f sweep of ``eo_method`` at each learning rate of
+   ``eo_lr_grid`` (:func:`lambda_f_points`) and the λ_r sweep (:func:`lambda_r_points`). A sweep point that
+   equals a run of the profile (``npo`` is λ_f = 0; ``npo_eo`` is λ_f = 1, λ_r = −0.25) reuses that run's model;
+   the others are named runs of their own (:func:`sweep_run`), trained once and cached.
+2. **Samples.** ``eo_n_samples`` answers to ``eo_max_items`` forget questions per model, scored as in
+   notebook 05 (:func:`score_runs`, cached under ``runs/<profile>/06_entropy_optimisation/cache``).
+3. **Measures.** Model utility on ``eo_utility_items`` items per set (:func:`utility`); the mean next-token
+   entropy on forget and retain answers along a run (:func:`entropy_along`); self-BLEU of samples on retain,
+   real authors and world facts (:func:`diversity`); the same models at other temperatures
+   (:func:`temperature_sweep`); the c_T sweep of adaptive temperature (:func:`adaptive_sweep`).
+4. **Verdicts** computed from those numbers (:func:`eo_verdict`, :func:`adaptive_verdict`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from .. import bounds, config, models, pipeline, runs
+from ..config import Params
+from ..metrics.sampling import SampledScores, adaptive_view
+from ..metrics.tofu import evaluate_tofu
+from ..unlearning import answer_positions, mean_entropy
+from . import leakage
+
+#: Bump when :func:`utility` or :func:`entropy_along` measure differently.
+ENTROPY_VERSION = "1"
+
+#: Table 1 of the paper (Phi-1.5, TOFU forget10): greedy ROUGE-L and the ED mean ± sd of sampled ROUGE-L.
+PAPER_TABLE1 = {"rmu": (0.70, 0.81, 0.10), "gd": (0.33, 0.42, 0.05), "ga": (0.32, 0.41, 0.05),
+                "npo": (0.22, 0.34, 0.06), "npo_eo": (0.20, 0.20, 0.00)}
+
+#: Sets whose samples' diversity Fig. 5a shows: role -> file of the corpus.
+DIVERSITY_SETS = {"retain": "retain_perturbed", "real_authors": "real_authors_perturbed",
+                  "world_facts": "world_facts_perturbed"}
+
+#: What "EO collapses the forget distribution with little loss" means in the verdict: sampled sd at most
+#: ``SD_NEAR_ZERO`` or cut by ``SD_CUT`` against the method alone, with at least ``UTILITY_KEPT`` of its utility, and
+#: still unlearned: greedy ROUGE-L on forget at most ``ROUGE_SLACK`` above the method alone's (a model that stops
+#: unlearning is confident too, on the very answer it should forget).
+SD_NEAR_ZERO = 0.02
+SD_CUT = 0.75
+UTILITY_KEPT = 0.9
+ROUGE_SLACK = 0.1
+
+
+class SweepPoint(NamedTuple):
+    """One unlearning run of a sweep: its name and the setting it stands for."""
+
+    run: str
+    method: str
+    lambda_f: float
+    lambda_r: float
+    lr: float
+
+    @property
+    def label(self) -> str:
+        return f"λf {self.lambda_f:g}, λr {self.lambda_r:g}, lr {self.lr:g}"
+
+
+# --------------------------------------------------------------------------- questions and settings
+
+
+def sampling_settings(params: Mapping[str, Any], temperature: float | None = None) -> dict[str, Any]:
+    """The sampling arguments of notebook 06: ``eo_n_samples`` answers at ``sample_temperature`` (or
+    ``temperature``), the profile's top-p and answer length."""
+    params = config.as_params(params)
+    return {"n": int(params.eo_n_samples),
+            "temperature": float(params.sample_temperature if temperature is None else temperature),
+            "top_p": params.sample_top_p, "max_new_tokens": int(params.sample_max_new_tokens),
+            "seed": int(params.seed)}
+
+
+def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """At most ``eo_max_items`` forget questions, evenly spaced over the split."""
+    params = config.as_params(params)
+    return leakage.evenly_spaced(source.load(params.forget_split), params.eo_max_items)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _training_keys(params: Params, run: str) -> dict[str, Any]:
+    trained = pipeline.run_params(params, run)
+    return {k: trained[k] for k in pipeline.UNLEARN_TRAIN_KEYS}
+
+
+def sweep_run(params: Mapping[str, Any], method: str, lambda_f: float, lambda_r: float,
+              lr: float) -> tuple[Params, SweepPoint]:
+    """The run that trains ``method`` with entropy weights (λ_f, λ_r) at learning rate ``lr``: a run of the profile
+    with exactly these settings when there is one (its model is reused), else a new named run added to
+    ``method_settings`` (``npo_f3_r0.25_lr0.0003``). ``method`` is a method or a named run of ``method_settings``
+    whose settings the sweep starts from (the paper profile's ``npo_sp``: NPO with the paper's β). Returns the
+    parameters that know the run, and the point."""
+    params = config.as_params(params)
+    if lambda_f < 0 or lambda_r > 0:
+        # The run's name carries |λ_r|; the paper's signs (λ_f >= 0, λ_r <= 0) keep it unambiguous.
+        raise ValueError(f"entropy optimisation takes lambda_f >= 0 and lambda_r <= 0 (docs/metrics.md §3); "
+                         f"got lambda_f={lambda_f}, lambda_r={lambda_r}")
+    base = {k: v for k, v in params.method_settings.get(method, {"method": method}).items()
+            if k not in ("lambda_f", "lambda_r", "unlearn_lr")}
+    settings: dict[str, Any] = {**base, "lambda_f": float(lambda_f), "lambda_r": float(lambda_r)}
+    if float(lr) != float(params.unlearn_lr):
+        settings["unlearn_lr"] = float(lr)
+    name = f"{method}_f{lambda_f:g}_r{abs(lambda_r):g}_lr{lr:g}"
+    candidate = pipeline.with_run(params, name, **settings)
+    wanted = (pipeline.unlearning_settings(candidate, name), _training_keys(candidate, name))
+    for run in dict.fromkeys([*params.methods, *params.method_settings]):
+        try:
+            same = (pipeline.unlearning_settings(params, run), _training_keys(params, run)) == wanted
+        except ValueError:
+            continue
+        if same:
+            return params, SweepPoint(run, base["method"], float(lambda_f), float(lambda_r), float(lr))
+    return candidate, SweepPoint(name, base["method"], float(lambda_f), float(lambda_r), float(lr))
+
+
+def lambda_f_points(params: Mapping[str, Any]) -> tuple[Params, list[SweepPoint]]:
+    """Fig. 4a's grid: ``eo_method`` with each λ_f of ``eo_lambda_f_grid`` (λ_r = ``eo_lambda_r``; both 0 for
+    λ_f = 0, the method alone) at each learning rate of ``eo_lr_grid``."""
+    params = config.as_params(params)
+    points = []
+    for lr in params.eo_lr_grid:
+        for lambda_f in params.eo_lambda_f_grid:
+            lambda_r = params.eo_lambda_r if lambda_f else 0.0
+            params, point = sweep_run(params, params.eo_method, lambda_f, lambda_r, lr)
+            points.append(point)
+    return params, points
+
+
+def lambda_r_points(params: Mapping[str, Any], lambda_f: float = 1.0) -> tuple[Params, list[SweepPoint]]:
+    """Fig. 5a's grid: ``eo_method`` with λ_f = 1 (the paper's) and each λ_r of ``eo_lambda_r_grid``, at the
+    profile's learning rate."""
+    params = config.as_params(params)
+    points = []
+    for lambda_r in params.eo_lambda_r_grid:
+        params, point = sweep_run(params, params.eo_method, lambda_f, lambda_r, params.unlearn_lr)
+        points.append(point)
+    return params, points
+
+
+#: The paper's forget entropy weight.
+PAPER_LAMBDA_F = 1.0
+
+
+def paper_points(points: Sequence[SweepPoint], params: Mapping[str, Any]) -> tuple[SweepPoint, SweepPoint]:
+    """Of the λ_f grid: the paper's setting (λ_f = 1 at the profile's learning rate) and the method alone beside it
+    (λ_f = 0, same learning rate). A grid without them is refused with what it holds."""
+    params = config.as_params(params)
+    found = {(p.lambda_f, p.lr): p for p in points}
+    wanted = [(PAPER_LAMBDA_F, float(params.unlearn_lr)), (0.0, float(params.unlearn_lr))]
+    missing = [w for w in wanted if w not in found]
+    if missing:
+        raise ValueError(f"the λ_f grid needs λ_f {PAPER_LAMBDA_F:g} and 0 at the profile's unlearn_lr "
+                         f"{params.unlearn_lr:g} (eo_lambda_f_grid, eo_lr_grid); it holds {sorted(found)}")
+    return found[wanted[0]], found[wanted[1]]
+
+
+def train(params: Mapping[str, Any], profile: str, run_names: Sequence[str]) -> None:
+    """Each run unlearned (:func:`unlearnkit.pipeline.unlearned_model`): trained now unless it is saved with the
+    same parameters (notebook 02's runs, or an earlier run of this notebook)."""
+    for run in tqdm(list(dict.fromkeys(run_names)), desc="unlearning runs", disable=not config.show_progress()):
+        pipeline.unlearned_model(params, profile, run)
+
+
+def model_folders(profile: str, run_names: Sequence[str]) -> dict[str, Any]:
+    """``{run: folder}`` of trained runs, for :func:`unlearnkit.studies.leakage.score_models`."""
+    return {run: runs.model_dir(profile, runs.unlearned_name(run)) for run in run_names}
+
+
+def score_runs(profile: str, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
+               settings: Mapping[str, Any], cache_tag: str = "") -> leakage.Scored:
+    """Greedy answer, c(x) and n samples of each run's model on ``rows``, scored and cached by notebook 06."""
+    return leakage.score_models(profile, model_folders(profile, run_names), rows, settings, runs.ENTROPY,
+                                cache_tag)
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def utility(profile: str, run_names: Sequence[str], params: Mapping[str, Any], source) -> dict[str, float]:
+    """TOFU model utility of each run's model on the first ``eo_utility_items`` items of retain, real authors and
+    world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached."""
+    params = config.as_params(params)
+    out = {}
+    for run in run_names:
+        folder = runs.model_dir(profile, runs.unlearned_name(run))
+
+        def measure(folder=folder) -> dict[str, Any]:
+            model, tokenizer, template = models.load_model(folder)
+            with models.cpu_threads(model):
+                results, _ = evaluate_tofu(model, tokenizer, template, source, params.forget_split,
+                                           max_items=params.eo_utility_items, batch_size=params.eval_batch_size,
+                                           max_new_tokens=params.max_new_tokens,
+                                           splits=("retain", "real_authors", "world_facts"))
+            return results["summary"]
+
+        depends_on = {"model": runs.model_identity(folder), "items": params.eo_utility_items,
+                      "forget_split": params.forget_split, "max_new_tokens": params.max_new_tokens}
+        out[run] = float(runs.cached_json(profile, runs.ENTROPY, f"utility-{run}", depends_on, measure,
+                                          ENTROPY_VERSION)["model_utility"])
+    return out
+
+
+@torch.no_grad()
+def answer_entropy(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], batch_size: int = 32) -> float:
+    """Mean over ``rows`` of the mean next-token entropy at the positions that predict the ground-truth answer
+    (teacher-forced): the quantity ℓ that entropy optimisation minimises on forget and maximises on retain."""
+    model.eval()
+    encoded = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in rows]
+    values = []
+    for start in range(0, len(encoded), batch_size):
+        batch = models.collate(encoded[start:start + batch_size], tokenizer.pad_token_id)
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        values.append(mean_entropy(logits, answer_positions(batch["labels"])))
+    return float(torch.cat(values).mean())
+
+
+def entropy_along(profile: str, run: str, forget: Sequence[Mapping[str, Any]], retain: Sequence[Mapping[str, Any]],
+                  params: Mapping[str, Any]) -> pd.DataFrame:
+    """Fig. 5b: the mean answer entropy on forget and on retain questions at step 0 (the target) and at every step
+    kept along an unlearning run. Cached by the kept models' identities."""
+    params = config.as_params(params)
+    steps = [(0, runs.model_dir(profile, "target")), *runs.trajectory_steps(profile, run)]
+
+    def measure() -> list[dict[str, Any]]:
+        records = []
+        for step, folder in tqdm(steps, desc=f"entropy along {run}", disable=not config.show_progress()):
+            model, tokenizer, template = models.load_model(folder)
+            with models.cpu_threads(model):
+                records.append({"step": step,
+                                "forget": answer_entropy(model, tokenizer, template, forget, params.eval_batch_size),
+                                "retain": answer_entropy(model, tokenizer, template, retain, params.eval_batch_size)})
+        return records
+
+    depends_on = {"steps": [runs.model_identity(f) for _, f in steps], "forget": [r["question"] for r in forget],
+                  "retain": [r["question"] for r in retain]}
+    records = runs.cached_json(profile, runs.ENTROPY, f"entropy-{run}", depends_on, measure, ENTROPY_VERSION)
+    return pd.DataFrame(records).set_index("step")
+
+
+def diversity(profile: str, run_names: Sequence[str], source, params: Mapping[str, Any]) -> pd.DataFrame:
+    """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
+    and world facts (1 = all samples identical). Rows: runs; columns: sets."""
+    params = config.as_params(params)
+    settings = sampling_settings(params)
+    table = {}
+    for role, file in DIVERSITY_SETS.items():
+        rows = leakage.evenly_spaced(source.load(file), params.eo_diversity_items)
+        scored = score_runs(profile, run_names, rows, settings, cache_tag=f".{role}")
+        table[role] = {run: float(np.nanmean(r.self_bleu)) for run, r in scored.results.items()}
+    return pd.DataFrame(table)
+
+
+def temperature_sweep(profile: str, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
+                      params: Mapping[str, Any]) -> dict[float, dict[str, SampledScores]]:
+    """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}."""
+    params = config.as_params(params)
+    out = {}
+    for temperature in params.eo_temperatures:
+        settings = sampling_settings(params, temperature)
+        tag = "" if float(temperature) == float(params.sample_temperature) else f".T{temperature:g}"
+        out[float(temperature)] = score_runs(profile, run_names, rows, settings, cache_tag=tag).results
+    return out
+
+
+def temperature_table(sweep: Mapping[float, Mapping[str, SampledScores]]) -> pd.DataFrame:
+    """Per run and temperature: greedy and sampled ROUGE-L, ED sd, leak rate, self-BLEU."""
+    records = []
+    for temperature, results in sweep.items():
+        for run, r in results.items():
+            records.append({"run": run, "temperature": temperature, "greedy ROUGE-L": float(r.greedy_rouge.mean()),
+                            "ED mean": float(r.rouge.mean(axis=1).mean()), "ED sd": float(r.rouge.std(axis=1).mean()),
+                            "leak rate": float(r.leak.mean()), "self-BLEU": float(np.nanmean(r.self_bleu))})
+    return pd.DataFrame(records).set_index(["run", "temperature"])
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def model_row(result: SampledScores, alpha: float) -> dict[str, float]:
+    """Table 1's columns for one model: greedy ROUGE-L, ED mean and sd (1/n) of the sampled ROUGE-L, and the
+    bounds M_bin (leak judge), M_μ (upper expectation bound) and M_σ (std bound), each averaged over questions;
+    plus the leak rate, certainty and self-BLEU of the samples."""
+    _, upper = bounds.expectation_bounds(result.rouge, alpha)
+    return {"greedy ROUGE-L": float(result.greedy_rouge.mean()),
+            "ED mean": float(result.rouge.mean(axis=1).mean()), "ED sd": float(result.rouge.std(axis=1).mean()),
+            "M_bin": float(bounds.binary_leakage_bound(result.leak, alpha).mean()),
+            "M_mu": float(upper.mean()), "M_sigma": float(bounds.std_bound(result.rouge, alpha).mean()),
+            "leak rate": float(result.leak.mean()), "certainty": float(result.certainty.mean()),
+            "self-BLEU": float(np.nanmean(result.self_bleu))}
+
+
+def table1(results: Mapping[str, SampledScores], utilities: Mapping[str, float], alpha: float) -> pd.DataFrame:
+    """The analogue of the paper's Table 1, one row per run, with the paper's greedy ROUGE-L and ED mean ± sd
+    beside ours where it reports the run."""
+    records = []
+    for run, result in results.items():
+        row = {"run": run, **model_row(result, alpha), "model utility": utilities.get(run)}
+        row["ED mean ± sd"] = f"{row['ED mean']:.2f} ± {row['ED sd']:.2f}"
+        paper = PAPER_TABLE1.get(run)
+        row["paper: greedy / ED mean ± sd"] = f"{paper[0]:.2f} / {paper[1]:.2f} ± {paper[2]:.2f}" if paper else ""
+        records.append(row)
+    return pd.DataFrame(records).set_index("run")
+
+
+def sweep_table(points: Sequence[SweepPoint], results: Mapping[str, SampledScores],
+                utilities: Mapping[str, float], alpha: float) -> pd.DataFrame:
+    """One row per sweep point: its setting, :func:`model_row` of its samples and its model utility."""
+    records = [{"run": p.run, "lambda_f": p.lambda_f, "lambda_r": p.lambda_r, "lr": p.lr,
+                **model_row(results[p.run], alpha), "model utility": utilities.get(p.run)} for p in points]
+    return pd.DataFrame(records).set_index("run")
+
+
+def adaptive_sweep(results: Mapping[str, SampledScores], thresholds: Sequence[float], alpha: float) -> pd.DataFrame:
+    """Per model and c_T: the share of questions decoded greedily, the leak rate and mean M_bin of the adaptive
+    outputs (rebuilt from the same samples, :func:`unlearnkit.metrics.sampling.adaptive_view`), and the same at
+    plain sampling (c_T = 1 never goes greedy) for comparison."""
+    records = []
+    for run, result in results.items():
+        plain = float(bounds.binary_leakage_bound(result.leak, alpha).mean())
+        for threshold in thresholds:
+            view = adaptive_view(result, threshold)
+            records.append({"run": run, "c_T": float(threshold), "greedy share": float(view.went_greedy.mean()),
+                            "leak rate": float(view.scores.leak.mean()),
+                            "M_bin": float(bounds.binary_leakage_bound(view.scores.leak, alpha).mean()),
+                            "M_bin sampling": plain,
+                            "ED sd": float(view.scores.rouge.std(axis=1).mean())})
+    return pd.DataFrame(records).set_index(["run", "c_T"])
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+class Verdict(NamedTuple):
+    label: str  # reproduced / elsewhere / not
+    text: str
+
+
+def _collapses(row: pd.Series, alone: pd.Series) -> bool:
+    sd_ok = row["ED sd"] <= SD_NEAR_ZERO or row["ED sd"] <= (1 - SD_CUT) * alone["ED sd"]
+    utility_ok = (row["model utility"] or 0.0) >= UTILITY_KEPT * (alone["model utility"] or 0.0)
+    unlearned = row["greedy ROUGE-L"] <= alone["greedy ROUGE-L"] + ROUGE_SLACK
+    return bool(sd_ok and utility_ok and unlearned)
+
+
+def eo_verdict(sweep: pd.DataFrame, paper_lambda_f: float, paper_lr: float) -> Verdict:
+    """Does entropy optimisation collapse the forget distribution with little loss of utility? A point counts when
+    its sampled sd is at most SD_NEAR_ZERO or below (1 − SD_CUT) of the method alone at the same learning rate,
+    and it keeps at least UTILITY_KEPT of that model's utility. "reproduced": at the paper's λ_f and the
+    profile's learning rate; "elsewhere": only at other points of the grid (named); "not": at none."""
+    lines, hits = [], []
+    for lr, group in sweep.groupby("lr", sort=False):
+        alone = group[group["lambda_f"] == 0]
+        if alone.empty:
+            continue
+        alone = alone.iloc[0]
+        for run, row in group[group["lambda_f"] > 0].iterrows():
+            ok = _collapses(row, alone)
+            if ok:
+                hits.append((row["lambda_f"], lr, run))
+            lines.append(f"  lr {lr:g}, λf {row['lambda_f']:g}: sampled sd {row['ED sd']:.3f} (alone "
+                         f"{alone['ED sd']:.3f}), utility {row['model utility']:.3f} (alone "
+                         f"{alone['model utility']:.3f}), greedy ROUGE-L {row['greedy ROUGE-L']:.2f}"
+                         f"{' <- collapses' if ok else ''}")
+    at_paper = [h for h in hits if h[0] == paper_lambda_f and h[1] == paper_lr]
+    if at_paper:
+        label = "reproduced"
+        head = (f"Reproduced: at the paper's λf = {paper_lambda_f:g} (lr {paper_lr:g}) entropy optimisation "
+                f"collapses the forget distribution with utility kept.")
+    elif hits:
+        label = "elsewhere"
+        head = (f"Not at the paper's λf = {paper_lambda_f:g} (lr {paper_lr:g}); the collapse appears at "
+                + ", ".join(f"λf {lf:g} / lr {lr:g}" for lf, lr, _ in hits) + ".")
+    else:
+        label = "not"
+        head = ("Not reproduced: at no point of the grid does entropy optimisation bring the sampled sd near 0 "
+                "while keeping the utility of the method alone.")
+    head += (f" (A point counts when its sd is at most {SD_NEAR_ZERO} or {SD_CUT:.0%} below the method alone's, it "
+             f"keeps {UTILITY_KEPT:.0%} of that model's utility and its greedy ROUGE-L stays within {ROUGE_SLACK} of "
+             "it: still unlearned.)")
+    return Verdict(label, head + "\n" + "\n".join(lines))
+
+
+#: The least change of the mean M_bin that the adaptive-temperature verdict reads as an effect.
+MIN_M_BIN_CHANGE = 0.01
+
+
+def adaptive_verdict(sweep: pd.DataFrame, threshold: float, leaking: str, eo_run: str) -> Verdict:
+    """What adaptive temperature at ``threshold`` does to M_bin: for a model that still leaks (``leaking``) going
+    greedy where it is certain makes its leak certain too, so M_bin can rise; for an EO model (``eo_run``) it
+    removes the sampling noise around a non-leaking answer, so M_bin falls. The label says whether both hold."""
+    def at(run: str) -> pd.Series:
+        return sweep.loc[(run, float(threshold))]
+
+    leak_row, eo_row = at(leaking), at(eo_run)
+    # A model that never goes greedy at c_T is untouched, and a change below MIN_M_BIN_CHANGE is noise of the
+    # samples' draw: neither is evidence either way.
+    leak_up = leak_row["greedy share"] > 0 and leak_row["M_bin"] >= leak_row["M_bin sampling"] + MIN_M_BIN_CHANGE
+    eo_down = eo_row["greedy share"] > 0 and eo_row["M_bin"] <= eo_row["M_bin sampling"] - MIN_M_BIN_CHANGE
+    label = "reproduced" if leak_up and eo_down else "partly" if (leak_up or eo_down) else "not"
+    text = (f"{label.capitalize()}: at c_T = {threshold:g}, {leaking} decodes {leak_row['greedy share']:.0%} of the "
+            f"questions greedily and its mean M_bin goes from {leak_row['M_bin sampling']:.3f} (sampling) to "
+            f"{leak_row['M_bin']:.3f}; {eo_run} decodes {eo_row['greedy share']:.0%} greedily, M_bin "
+            f"{eo_row['M_bin sampling']:.3f} -> {eo_row['M_bin']:.3f} (a change counts from {MIN_M_BIN_CHANGE}). The "
+            "paper expects adaptive temperature to help a confident (EO) model and to make a confidently leaking model "
+            "leak for certain.")
+    return Verdict(label, text)
+
+
+def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """``{run: {"forget": Table 1 row}}`` for metrics.json, sweep points included (with their setting)."""
+    entries: dict[str, dict[str, Any]] = {}
+    for frame in (table, sweep):
+        for run, row in frame.iterrows():
+            values = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
+                      if not isinstance(v, str)}
+            entries.setdefault(str(run), {}).setdefault("forget", {}).update(values)
+    return entries
+
+
+# --------------------------------------------------------------------------- texts and results
+
+
+def most_leaking(table: pd.DataFrame, exclude: Sequence[str] = ()) -> str:
+    """The Table 1 run whose samples name the key entity most often (the one adaptive temperature can hurt)."""
+    return str(table.drop(index=[r for r in exclude if r in table.index])["leak rate"].idxmax())
+
+
+def table1_text(table: pd.DataFrame) -> str:
+    """Where sampling sits against greedy, per run, from Table 1's numbers."""
+    lines = []
+    for run, row in table.iterrows():
+        gap = row["ED mean"] - row["greedy ROUGE-L"]
+        side = "above" if gap > 0.01 else "below" if gap < -0.01 else "at"
+        lines.append(f"  {run}: greedy {row['greedy ROUGE-L']:.2f}, sampled {row['ED mean']:.2f} ± {row['ED sd']:.2f} "
+                     f"({side} greedy), leak rate {row['leak rate']:.3f}, utility {row['model utility']:.3f}")
+    above = [str(r) for r, row in table.iterrows() if row["ED mean"] > row["greedy ROUGE-L"] + 0.01]
+    head = (f"The paper reports the sampled mean above greedy for every method but NPO + EO. Here it is above for "
+            f"{len(above)} of {len(table)} runs" + (f" ({', '.join(above)})" if above else "") + ".")
+    return head + "\n" + "\n".join(lines)
+
+
+def curves_text(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> str:
+    """The mean general leakage bound at ``threshold`` of each curve model, and its sampled sd."""
+    parts = []
+    for name, result in curve_models.items():
+        at = float(bounds.general_leakage_bound(np.atleast_2d(result.rouge), threshold, alpha).mean())
+        parts.append(f"{name}: mean M_gen({threshold:g}) {at:.3f}, sampled sd {result.rouge.std(axis=1).mean():.3f}")
+    return "; ".join(parts)
+
+
+def entropy_text(along: Mapping[str, pd.DataFrame]) -> str:
+    """Forget and retain entropy at the start and the end of each run."""
+    return "\n".join(f"{run}: forget entropy {f['forget'].iloc[0]:.3f} -> {f['forget'].iloc[-1]:.3f} "
+                     f"(peak {f['forget'].max():.3f}), retain {f['retain'].iloc[0]:.3f} -> {f['retain'].iloc[-1]:.3f}"
+                     for run, f in along.items())
+
+
+def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, alone_run: str) -> str:
+    """What entropy optimisation did change, from the numbers: the teacher-forced forget entropy at the end of the run,
+    the certainty c(x) of the greedy continuation and the self-BLEU of the samples, against the method alone; and
+    how the sampled spread followed."""
+    eo, alone = sweep.loc[eo_run], sweep.loc[alone_run]
+    end = {run: float(frame["forget"].iloc[-1]) for run, frame in along.items()}
+    lines = [f"What EO changes ({eo_run} against {alone_run}): forget entropy on the true answers at the end of "
+             f"unlearning {end.get(eo_run, float('nan')):.3f} against {end.get(alone_run, float('nan')):.3f}; "
+             f"certainty c(x) on its own greedy answer {eo['certainty']:.3f} against {alone['certainty']:.3f}; "
+             f"self-BLEU of the forget samples {eo['self-BLEU']:.3f} against {alone['self-BLEU']:.3f}; sampled sd "
+             f"{eo['ED sd']:.3f} against {alone['ED sd']:.3f}."]
+    top = sweep.loc[sweep["lambda_f"].idxmax()]
+    lines.append(f"At the largest λf ({top['lambda_f']:g}, lr {top['lr']:g}): certainty {top['certainty']:.3f}, "
+                 f"self-BLEU {top['self-BLEU']:.3f}, sd {top['ED sd']:.3f}, greedy ROUGE-L {top['greedy ROUGE-L']:.2f}, "
+                 f"utility {top['model utility']:.3f}.")
+    return " ".join(lines)
+
+
+def findings(table: pd.DataFrame, eo: Verdict, adaptive: Verdict, eo_run: str, alone_run: str,
+             diversity: pd.DataFrame | None = None, lambda_r: Sequence[float] = ()) -> pd.DataFrame:
+    """The notebook's findings: the paper's claim, this run's numbers, the verdict."""
+    eo_row, alone_row = table.loc[eo_run] if eo_run in table.index else None, table.loc[alone_run]
+    above = [str(r) for r, row in table.iterrows() if row["ED mean"] > row["greedy ROUGE-L"] + 0.01]
+    rows = [
+        {"paper": "Table 1: sampled ROUGE-L above greedy for GA, GD, NPO and RMU",
+         "this run": f"above for {len(above)} of {len(table)} runs: {', '.join(above) or 'none'}",
+         "verdict": "reproduced" if len(above) >= 3 else "partly" if above else "not"},
+        {"paper": "NPO + EO: sampled sd 0.00 (NPO 0.06) with utility kept",
+         "this run": (f"{eo_run}: sd {eo_row['ED sd']:.3f} against {alone_run} {alone_row['ED sd']:.3f}; utility "
+                      f"{eo_row['model utility']:.3f} against {alone_row['model utility']:.3f}"
+                      if eo_row is not None else f"{eo_run} not in the table"),
+         "verdict": eo.label},
+        {"paper": "adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
+         "this run": adaptive.text.split(": ", 1)[1].split(" The paper")[0], "verdict": adaptive.label},
+    ]
+    if diversity is not None and len(lambda_r) >= 2 and "retain" in diversity:
+        order = np.argsort(-np.asarray(lambda_r, dtype=float))  # from λ_r 0 down to the most negative
+        retain = diversity["retain"].to_numpy()[order]
+        falling = bool(np.all(np.diff(retain) <= 0.01)) and retain[-1] < retain[0]
+        rows.append({"paper": "λ_r < 0 keeps the samples diverse outside the forget set",
+                     "this run": "retain self-BLEU " + " -> ".join(
+                         f"{b:.3f} (λr {lr_:g})" for b, lr_ in zip(retain, np.asarray(lambda_r)[order])),
+                     "verdict": "reproduced" if falling else "not"})
+    return pd.DataFrame(rows)
+
+
+def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+             scored: leakage.Scored, found: pd.DataFrame, lambda_f: Sequence[SweepPoint],
+             lambda_r: Sequence[SweepPoint]) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the runs, the sweeps' settings, sampling, the questions,
+    the seconds spent and the findings."""
+    return {"runs": list(all_runs), "sampling": dict(settings), "questions": [r["question"] for r in rows],
+            "sampling_seconds": sum(scored.seconds.values()),
+            "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
+            "findings": found.to_dict(orient="records")}

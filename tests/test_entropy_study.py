@@ -1,0 +1,213 @@
+"""The entropy-optimisation study (unlearnkit.studies.entropy): sweep runs and their names, the grids of the
+profile, the verdicts on hand-made tables and scores, and the answer entropy of a tiny model."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from unlearnkit import config, models, pipeline
+from unlearnkit import unlearning as ul
+from unlearnkit.metrics.sampling import SampledScores
+from unlearnkit.studies import entropy
+
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
+
+ALPHA = 0.01
+
+
+@pytest.fixture(scope="module")
+def params():
+    return config.Params.load("default")
+
+
+# --------------------------------------------------------------------------- sweep runs
+
+
+def test_the_method_alone_at_the_profiles_rate_is_the_existing_run(params):
+    p, point = entropy.sweep_run(params, "npo", 0.0, 0.0, params.unlearn_lr)
+    assert point.run == "npo" and p == params and p.method_settings == params.method_settings
+    assert (point.method, point.lambda_f, point.lambda_r, point.lr) == ("npo", 0.0, 0.0, params.unlearn_lr)
+
+
+def test_the_papers_setting_at_the_profiles_rate_is_npo_eo(params):
+    p, point = entropy.sweep_run(params, "npo", 1, -0.25, params.unlearn_lr)
+    assert point.run == "npo_eo" and p == params
+    assert point.label == f"λf 1, λr -0.25, lr {params.unlearn_lr:g}"
+
+
+def test_another_weight_is_a_new_named_run(params):
+    p, point = entropy.sweep_run(params, "npo", 3, -0.25, params.unlearn_lr)
+    assert point.run not in params.method_settings and point.run not in params.methods
+    entry = p.method_settings[point.run]
+    assert entry == {"method": "npo", "lambda_f": 3.0, "lambda_r": -0.25}  # the profile's rate is not repeated
+    assert pipeline.unlearning_settings(p, point.run)["lambda_f"] == 3.0
+    assert params.method_settings == config.Params.load("default").method_settings  # the input is unchanged
+    # asked again of the parameters that know it, the run is found, not added twice
+    again, same = entropy.sweep_run(p, "npo", 3, -0.25, params.unlearn_lr)
+    assert same.run == point.run and again == p
+
+
+def test_another_learning_rate_is_carried_by_the_entry(params):
+    p, point = entropy.sweep_run(params, "npo", 3, -0.25, 3.0e-4)
+    entry = p.method_settings[point.run]
+    assert entry["unlearn_lr"] == 3.0e-4 and entry["lambda_f"] == 3.0
+    assert pipeline.run_params(p, point.run).unlearn_lr == 3.0e-4
+    # the method alone at that rate is no profile run either: npo_mild keeps every step, the sweep does not
+    p0, alone = entropy.sweep_run(params, "npo", 0.0, 0.0, 3.0e-4)
+    assert alone.run not in params.method_settings and alone.run != point.run
+    assert pipeline.run_params(p0, alone.run).unlearn_save_every == params.unlearn_save_every
+
+
+def test_lambda_f_points_of_the_default_profile(params):
+    p, points = entropy.lambda_f_points(params)
+    assert len(points) == len(params.eo_lr_grid) * len(params.eo_lambda_f_grid)
+    reused = [pt.run for pt in points if pt.run in params.methods or pt.run in params.method_settings]
+    assert reused == ["npo", "npo_eo"]
+    assert len({pt.run for pt in points}) == len(points)
+    for pt in points:
+        assert pt.lambda_r == (params.eo_lambda_r if pt.lambda_f else 0.0)
+        assert pipeline.unlearning_settings(p, pt.run)["lambda_f"] == pt.lambda_f
+        assert pipeline.run_params(p, pt.run).unlearn_lr == pt.lr
+    assert {(pt.lambda_f, pt.lr) for pt in points} == {(float(f), float(lr)) for f in params.eo_lambda_f_grid
+                                                      for lr in params.eo_lr_grid}
+
+
+def test_paper_points_and_a_grid_without_the_profiles_rate(params):
+    _, points = entropy.lambda_f_points(params)
+    paper, alone = entropy.paper_points(points, params)
+    assert paper.run == "npo_eo" and alone.run == "npo"
+    without = params.replace(eo_lr_grid=[3.0e-4])
+    _, elsewhere = entropy.lambda_f_points(without)
+    with pytest.raises(ValueError, match="unlearn_lr"):
+        entropy.paper_points(elsewhere, without)
+    no_paper = [pt for pt in points if pt.lambda_f != 1.0]
+    with pytest.raises(ValueError, match="λ_f grid"):
+        entropy.paper_points(no_paper, params)
+
+
+# --------------------------------------------------------------------------- eo_verdict
+
+
+def _sweep(rows) -> pd.DataFrame:
+    """rows: (run, lambda_f, lr, ED sd, model utility)."""
+    return pd.DataFrame([{"run": r, "lambda_f": f, "lr": lr, "ED sd": sd, "model utility": u, "greedy ROUGE-L": 0.3}
+                         for r, f, lr, sd, u in rows]).set_index("run")
+
+
+def test_eo_verdict_reproduced_at_the_papers_point():
+    sweep = _sweep([("npo", 0.0, 1e-3, 0.06, 0.50), ("npo_eo", 1.0, 1e-3, 0.005, 0.49),
+                    ("npo_f10", 10.0, 1e-3, 0.20, 0.50),
+                    ("npo_lr", 0.0, 3e-4, 0.06, 0.55), ("npo_f1_lr", 1.0, 3e-4, 0.06, 0.55)])
+    verdict = entropy.eo_verdict(sweep, 1.0, 1e-3)
+    assert verdict.label == "reproduced" and verdict.text.startswith("Reproduced")
+    assert verdict.text.count("<- collapses") == 1
+
+
+def test_eo_verdict_elsewhere_when_only_a_larger_weight_collapses():
+    sweep = _sweep([("npo", 0.0, 1e-3, 0.06, 0.50), ("npo_eo", 1.0, 1e-3, 0.05, 0.50),
+                    ("npo_f10", 10.0, 1e-3, 0.01, 0.46)])
+    verdict = entropy.eo_verdict(sweep, 1.0, 1e-3)
+    assert verdict.label == "elsewhere" and "λf 10 / lr 0.001" in verdict.text
+    # a cut of more than SD_CUT counts too, without reaching SD_NEAR_ZERO
+    cut = _sweep([("npo", 0.0, 1e-3, 0.20, 0.50), ("npo_eo", 1.0, 1e-3, 0.15, 0.50),
+                  ("npo_f10", 10.0, 1e-3, 0.04, 0.50)])
+    assert entropy.eo_verdict(cut, 1.0, 1e-3).label == "elsewhere"
+
+
+def test_eo_verdict_not_when_the_collapse_costs_utility():
+    sweep = _sweep([("npo", 0.0, 1e-3, 0.06, 0.50), ("npo_eo", 1.0, 1e-3, 0.0, 0.20),
+                    ("npo_f10", 10.0, 1e-3, 0.0, 0.05)])
+    verdict = entropy.eo_verdict(sweep, 1.0, 1e-3)
+    assert verdict.label == "not" and "<- collapses" not in verdict.text
+    # at the paper's weight but another learning rate than the paper's: elsewhere, not reproduced
+    other_lr = _sweep([("npo", 0.0, 3e-4, 0.06, 0.50), ("npo_eo", 1.0, 3e-4, 0.0, 0.50)])
+    assert entropy.eo_verdict(other_lr, 1.0, 1e-3).label == "elsewhere"
+
+
+# --------------------------------------------------------------------------- adaptive temperature
+
+
+def _scores(greedy_leak, leak_counts, certainty, n=64) -> SampledScores:
+    q = len(greedy_leak)
+    counts = np.asarray(leak_counts)
+    leak = (np.arange(n)[None, :] < counts[:, None]).astype(np.int8)
+    greedy = np.asarray(greedy_leak, dtype=np.int8)
+    return SampledScores(questions=[f"q{i}?" for i in range(q)], keys=[f"key{i}" for i in range(q)],
+                         greedy_answers=[f"answer {i}" for i in range(q)], greedy_leak=greedy,
+                         certainty=np.asarray(certainty, dtype=float), leak=leak, self_bleu=np.full(q, 0.4),
+                         examples=[["s"]] * q, greedy_rouge=np.where(greedy == 1, 1.0, 0.1),
+                         rouge=np.where(leak == 1, 0.9, 0.2))
+
+
+def test_adaptive_temperature_raises_m_bin_where_greedy_leaks_and_lowers_it_where_it_does_not():
+    results = {"npo": _scores([1, 1, 1], [20, 10, 5], [0.99, 0.99, 0.99]),
+               "npo_eo": _scores([0, 0, 0], [3, 2, 1], [0.99, 0.99, 0.99])}
+    sweep = entropy.adaptive_sweep(results, [0.5, 0.9, 0.99], ALPHA)
+    assert sweep.index.tolist() == [(r, t) for r in results for t in (0.5, 0.9, 0.99)]
+    leaking, eo = sweep.loc[("npo", 0.9)], sweep.loc[("npo_eo", 0.9)]
+    assert leaking["greedy share"] == 1.0 and leaking["leak rate"] == 1.0 and leaking["M_bin"] == 1.0
+    assert leaking["M_bin"] > leaking["M_bin sampling"]
+    assert eo["leak rate"] == 0.0 and eo["M_bin"] == pytest.approx(1 - ALPHA ** (1 / 64))
+    assert eo["M_bin"] < eo["M_bin sampling"] and eo["ED sd"] == pytest.approx(0.0, abs=1e-12)
+    # c(x) = 0.99 is not above c_T = 0.99: plain sampling
+    plain = sweep.loc[("npo", 0.99)]
+    assert plain["greedy share"] == 0.0 and plain["M_bin"] == pytest.approx(plain["M_bin sampling"])
+
+    verdict = entropy.adaptive_verdict(sweep, 0.9, leaking="npo", eo_run="npo_eo")
+    assert verdict.label == "reproduced" and "100%" in verdict.text
+    assert entropy.adaptive_verdict(sweep, 0.9, leaking="npo_eo", eo_run="npo").label == "not"
+    assert entropy.adaptive_verdict(sweep, 0.9, leaking="npo", eo_run="npo").label == "partly"
+
+
+def test_an_uncertain_model_is_left_to_sampling():
+    results = {"rmu": _scores([1, 0], [30, 30], [0.3, 0.6])}
+    sweep = entropy.adaptive_sweep(results, [0.5, 0.9], ALPHA)
+    assert sweep.loc[("rmu", 0.9), "greedy share"] == 0.0
+    assert sweep.loc[("rmu", 0.5), "greedy share"] == 0.5  # only the question with c(x) 0.6 goes greedy
+    assert sweep.loc[("rmu", 0.9), "M_bin"] == pytest.approx(sweep.loc[("rmu", 0.9), "M_bin sampling"])
+
+
+# --------------------------------------------------------------------------- answer entropy
+
+
+@pytest.fixture(scope="module")
+def qa_rows(small_corpus):
+    return small_corpus.load("forget10")[:5]
+
+
+def test_answer_entropy_is_the_mean_entropy_at_the_answer_positions(tiny_model, tiny_tokenizer, template, qa_rows):
+    value = entropy.answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows)
+    assert math.isfinite(value) and 0 < value <= math.log(len(tiny_tokenizer)) + 1e-6
+    batch = models.collate([models.encode_qa(tiny_tokenizer, template, r["question"], r["answer"]) for r in qa_rows],
+                           tiny_tokenizer.pad_token_id)
+    with torch.no_grad():
+        logits = tiny_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    by_hand = ul.mean_entropy(logits, ul.answer_positions(batch["labels"])).mean().item()
+    assert value == pytest.approx(by_hand, rel=1e-5)
+    # a mean over rows, whatever the batches
+    assert entropy.answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=2) == pytest.approx(
+        value, rel=1e-5)
+
+
+class _Sharpened(torch.nn.Module):
+    """The same model with its logits multiplied by ``factor``: softmax at temperature 1 / factor."""
+
+    def __init__(self, model, factor):
+        super().__init__()
+        self.model, self.factor = model, factor
+
+    def forward(self, input_ids, attention_mask):
+        return SimpleNamespace(logits=self.model(input_ids=input_ids, attention_mask=attention_mask).logits * self.factor)
+
+
+def test_a_more_confident_model_has_a_lower_answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows):
+    plain = entropy.answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows)
+    sharp = entropy.answer_entropy(_Sharpened(tiny_model, 4.0), tiny_tokenizer, template, qa_rows)
+    flat = entropy.answer_entropy(_Sharpened(tiny_model, 0.0), tiny_tokenizer, template, qa_rows)
+    assert sharp < plain < flat
+    assert flat == pytest.approx(math.log(tiny_model.config.vocab_size), rel=1e-5)  # uniform: ln(vocab)
