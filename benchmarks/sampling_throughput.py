@@ -8,7 +8,11 @@ The model is untrained (random weights), so practically no sample stops at EOS b
 ``max_new_tokens``: both sides decode the same number of tokens, which keeps the comparison fair.
 Three figures are printed: one ``generate`` call per sample (the naive baseline), the batched
 sampler with the prompt repeated per sample (``share_prompt_cache=False``) and with the prompt's
-key/value cache computed once and expanded (the default), plus the ratios to the baseline.
+key/value cache computed once and expanded (the default), plus the ratios to the baseline, and
+each one's peak memory: the process's resident set size polled every few milliseconds (psutil),
+as its peak during the run and as the rise over its value when the run began (on a GPU, torch's
+peak allocation instead). Memory a run freed may stay with the process, so a later run's rise
+can read low: the peak is the figure to compare.
 
 Threads default to 1: on a small machine shared with other jobs, two intra-op threads competing
 for busy cores can make every matmul an order of magnitude slower, which says nothing about either
@@ -21,11 +25,13 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import psutil  # noqa: E402
 import torch  # noqa: E402
 from unlearnkit import generation, models  # noqa: E402
 from unlearnkit.data.synthetic import generate_synthetic_tofu  # noqa: E402
@@ -72,15 +78,50 @@ def batched(model, tokenizer, template, questions, n, max_new_tokens, seed, shar
     return sum(len(per_prompt) for per_prompt in answers), tokens
 
 
-def timed(fn, *args, repeats: int = 1, **kwargs) -> tuple[float, int, int]:
+class PeakMemory:
+    """Peak resident memory of this process while the block runs, polled from a thread (bytes): ``peak`` and
+    ``rise`` (peak minus the value at the start). On a GPU, torch's own peak allocation is reported instead."""
+
+    def __init__(self, interval: float = 0.005):
+        self.interval, self.peak, self.rise = interval, 0, 0
+        self._process, self._stop = psutil.Process(), threading.Event()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._process.memory_info().rss)
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+            self._start = torch.cuda.memory_allocated()
+            return self
+        self._start = self.peak = self._process.memory_info().rss
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if torch.cuda.is_available():
+            self.peak = torch.cuda.max_memory_allocated()
+        else:
+            self._stop.set()
+            self._thread.join()
+            self.peak = max(self.peak, self._process.memory_info().rss)
+        self.rise = self.peak - self._start
+
+
+def timed(fn, *args, repeats: int = 1, **kwargs) -> tuple[float, int, int, PeakMemory]:
     """Best wall time of ``repeats`` runs: on a machine shared with other jobs the minimum is the
-    figure least disturbed by them."""
-    best = float("inf")
+    figure least disturbed by them; and the peak memory of the first run."""
+    best, memory = float("inf"), None
     for _ in range(repeats):
         start = time.perf_counter()
-        samples, tokens = fn(*args, **kwargs)
+        with PeakMemory() as watched:
+            samples, tokens = fn(*args, **kwargs)
         best = min(best, time.perf_counter() - start)
-    return best, samples, tokens
+        memory = memory or watched
+    return best, samples, tokens, memory
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     baseline = results["one generate() per sample"]
     baseline_rate = baseline[1] / baseline[0]
     print(f"(batched: best of {args.repeats} runs; baseline: one run)")
+    where = "GPU allocation" if torch.cuda.is_available() else "resident memory"
     for name in ("one generate() per sample", "batched, prompt repeated", "batched, shared prompt cache"):
-        seconds, samples, tokens = results[name]
+        seconds, samples, tokens, memory = results[name]
         rate = samples / seconds
         print(f"{name:30s} {samples:5d} samples, {tokens:6d} tokens in {seconds:7.2f} s: {rate:8.1f} samples/s "
-              f"({tokens / seconds:8.0f} tokens/s), {rate / baseline_rate:5.1f}x the baseline")
+              f"({tokens / seconds:8.0f} tokens/s), {rate / baseline_rate:5.1f}x the baseline; peak {where} "
+              f"{memory.peak / 2**20:7.1f} MiB (+{memory.rise / 2**20:.1f} MiB during the run)")
     return 0
 
 
