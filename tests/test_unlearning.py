@@ -226,14 +226,14 @@ def test_entropy_term_alone_lowers_forget_entropy(tiny_model, batch):
 
 def test_capping_stops_ascent(tiny_model, batch):
     nll = _nll(tiny_model, batch["forget"])  # ~ ln(vocab) at init, far above 1
-    loss, logs = _loss("ga", tiny_model, batch, cap_delta=1.0)
+    loss, logs = _loss("ga", tiny_model, batch, cap_delta=1.0, cap_on="token_mean")
     assert loss.item() == pytest.approx(-1.0) and logs["capped_fraction"] == 1.0
     tiny_model.zero_grad()
     loss.backward()
     assert all(p.grad is None or not p.grad.any() for p in tiny_model.parameters())
 
     tiny_model.zero_grad()
-    capped, _ = _loss("ga", tiny_model, batch, cap_delta=nll + 100)
+    capped, _ = _loss("ga", tiny_model, batch, cap_delta=nll + 100, cap_on="token_mean")
     plain, _ = _loss("ga", tiny_model, batch)
     assert capped.item() == plain.item()
     capped.backward()
@@ -249,8 +249,56 @@ def test_capping_is_per_example(tiny_model, batch):
         per_item = ul.mean_nll(tiny_model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits,
                                sub["labels"])
     delta = float(per_item.median())
-    loss, _ = _loss("gd", tiny_model, batch, cap_delta=delta, retain_weight=0.0)
+    loss, _ = _loss("gd", tiny_model, batch, cap_delta=delta, retain_weight=0.0, cap_on="token_mean")
     assert loss.item() == pytest.approx(-per_item.clamp(max=delta).mean().item(), rel=1e-5)
+
+
+def _per_example_grads(model, loss_fn, batch, n):
+    """The gradient of the loss with respect to each forget example's logits: zero exactly where the example
+    contributes a constant."""
+    sub = batch["forget"]
+    logits = model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits.detach().requires_grad_()
+    nll = ul.mean_nll(logits, sub["labels"])
+    lengths = ul.answer_positions(sub["labels"]).sum(-1)
+    term = ul.sequence_capped_nll(nll, lengths, loss_fn.cap_delta) if loss_fn.cap_on == "sequence" else \
+        ul.capped_nll(nll, loss_fn.cap_delta)
+    (-term.mean()).backward()
+    return [logits.grad[i].abs().sum().item() for i in range(n)], (nll * lengths).detach()
+
+
+def test_sequence_cap_stops_the_gradient_of_exactly_the_examples_above_delta(tiny_model, batch):
+    """Wang et al. cap the sequence NLL -log p(y|x): with δ between the examples' sequence NLLs, the examples at or
+    above δ get no gradient at all and the others keep the plain GA gradient."""
+    sub = batch["forget"]
+    with torch.no_grad():
+        logits = tiny_model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits
+        lengths = ul.answer_positions(sub["labels"]).sum(-1)
+        sequence = ul.mean_nll(logits, sub["labels"]) * lengths
+    n = len(sequence)
+    delta = float(sequence.sort().values[n // 2])  # the median example sits exactly at δ: capped
+    loss_fn = ul.UnlearningLoss("ga", cap_delta=delta)
+    grads, seq = _per_example_grads(tiny_model, loss_fn, batch, n)
+    above = seq >= delta
+    assert 0 < int(above.sum()) < n
+    assert all((g == 0.0) == bool(a) for g, a in zip(grads, above))
+    # the loss itself: capped examples contribute δ / T, the others their mean token NLL
+    loss, logs = loss_fn(tiny_model, batch)
+    expected = torch.where(seq < delta, seq, torch.full_like(seq, delta)) / lengths
+    assert loss.item() == pytest.approx(-expected.mean().item(), rel=1e-5)
+    assert logs["capped_fraction"] == pytest.approx(float(above.float().mean()))
+    assert logs["forget_sequence_nll"] == pytest.approx(float(seq.mean()), rel=1e-5)
+    # the same δ on the mean token NLL caps no example here (every mean is far below the sequence sums)
+    token_grads, _ = _per_example_grads(tiny_model, ul.UnlearningLoss("ga", cap_delta=delta, cap_on="token_mean"),
+                                        batch, n)
+    assert all(g > 0 for g in token_grads)
+
+
+def test_a_sequence_cap_no_example_reaches_leaves_ga_unchanged(tiny_model, batch):
+    plain, _ = _loss("gd", tiny_model, batch)
+    capped, logs = _loss("gd", tiny_model, batch, cap_delta=1e9)
+    assert capped.item() == pytest.approx(plain.item(), rel=1e-6) and logs["capped_fraction"] == 0.0
+    with pytest.raises(ValueError, match="cap_on"):
+        ul.UnlearningLoss("ga", cap_delta=1.0, cap_on="tokens")
 
 
 # --------------------------------------------------------------------------- model mixing

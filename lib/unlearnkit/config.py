@@ -102,6 +102,7 @@ class Params(Mapping):
     forget_weight: float
     retain_weight: float
     cap_delta: float | None
+    cap_on: str
     lambda_f: float
     lambda_r: float
     rmu_layer: int

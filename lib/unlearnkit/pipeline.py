@@ -259,8 +259,8 @@ def history(profile: str, name: str) -> list[dict]:
 
 #: Keys of a profile that configure an unlearning run; ``method_settings[<run>]`` overrides them per run (and may
 #: set the method-specific options of :class:`~unlearnkit.unlearning.UnlearningLoss` that the profile leaves out).
-UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "lambda_f", "lambda_r", "rmu_layer",
-                     "rmu_steering_coef")
+UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "cap_on", "lambda_f", "lambda_r",
+                     "rmu_layer", "rmu_steering_coef")
 
 
 #: Training keys that ``method_settings[<run>]`` may override too: a run with a gentler learning rate, a longer
@@ -307,6 +307,8 @@ def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     method = overrides.pop("method", run)
     settings = {k: params[k] for k in UNLEARN_LOSS_KEYS if params[k] is not None}
     settings.update(overrides)
+    if settings.get("cap_delta") is None:
+        settings.pop("cap_on", None)  # what a cap compares means nothing without one (and keeps uncapped runs' keys)
     # Only what the method uses: the others would only be warned about.
     allowed = set(COMMON_PARAMETERS) | set(METHOD_PARAMETERS.get(method, ()))
     return {"method": method, **{k: v for k, v in settings.items() if k in allowed}}

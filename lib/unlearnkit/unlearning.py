@@ -51,16 +51,16 @@ DISABLE_ADAPTERS = "disable_adapters"
 COMMON_PARAMETERS = ("forget_weight", "lambda_f", "lambda_r", "entropy_positions")
 #: The method-specific parameters of :class:`UnlearningLoss`; any other one is ignored by that method.
 METHOD_PARAMETERS: dict[str, tuple[str, ...]] = {
-    "ga": ("cap_delta",),
-    "gd": ("retain_weight", "cap_delta"),
-    "kl": ("ref_model", "retain_weight", "cap_delta"),
+    "ga": ("cap_delta", "cap_on"),
+    "gd": ("retain_weight", "cap_delta", "cap_on"),
+    "kl": ("ref_model", "retain_weight", "cap_delta", "cap_on"),
     "idk": ("retain_weight",),
     "dpo": ("ref_model", "beta", "retain_weight", "dpo_retain_term"),
     "npo": ("ref_model", "beta", "retain_weight", "npo_retain_term"),
     "rmu": ("ref_model", "retain_weight", "rmu_layer", "rmu_steering_coef", "rmu_seed", "rmu_answer_tokens_only"),
 }
 _DEFAULTS: dict[str, Any] = {
-    "ref_model": None, "beta": 0.1, "retain_weight": 1.0, "cap_delta": None, "rmu_layer": 7, "rmu_steering_coef": 2.0,
+    "ref_model": None, "beta": 0.1, "retain_weight": 1.0, "cap_delta": None, "cap_on": "sequence", "rmu_layer": 7, "rmu_steering_coef": 2.0,
     "rmu_seed": 0, "rmu_answer_tokens_only": False, "npo_retain_term": True, "dpo_retain_term": True,
 }
 
@@ -202,6 +202,22 @@ def mean_kl(ref_logits: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor
     logp = torch.log_softmax(logits.float(), dim=-1)
     kl = (ref_logp.exp() * (ref_logp - logp)).sum(-1)
     return (kl * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+
+
+#: What objective capping compares with δ: the sequence NLL −log p(y|x) (Wang et al.) or the mean token NLL.
+CAP_ON = ("sequence", "token_mean")
+
+
+def sequence_capped_nll(nll: torch.Tensor, lengths: torch.Tensor, delta: float | None) -> torch.Tensor:
+    """min(ℓ_i, δ) / T_i per example, ℓ_i = T_i · NLL_i the sequence NLL −log p(y_i|x_i) over its T_i scored tokens
+    (objective capping as Wang et al. define it, docs/metrics.md §5). Below δ it equals the mean token NLL, whose
+    gradient GA follows, so a cap no example reaches leaves the run exactly as without one; an example whose
+    sequence NLL reaches δ contributes the constant δ / T_i and its gradient is exactly zero."""
+    if delta is None:
+        return nll
+    lengths = lengths.to(nll.dtype).clamp(min=1)
+    sequence = nll * lengths
+    return torch.where(sequence < delta, sequence, torch.full_like(sequence, float(delta))) / lengths
 
 
 def capped_nll(nll: torch.Tensor, delta: float | None) -> torch.Tensor:
@@ -369,16 +385,21 @@ class UnlearningLoss:
     padding included; ``entropy_positions="all"`` averages over every non-padding position instead of the
     answer positions (padding is never a real prediction, so it is left out either way).
 
-    Objective capping (Wang et al., docs/metrics.md §5), GA family only: L_forget = −mean_i min(NLL_i, δ) with
-    δ = ``cap_delta``; an example stops pushing once its NLL reaches δ (its gradient is zero). None = no cap.
+    Objective capping (Wang et al., docs/metrics.md §5), GA family only, δ = ``cap_delta`` (None = no cap): an
+    example stops pushing once its NLL reaches δ (its gradient is exactly zero). ``cap_on="sequence"`` (the
+    paper's) compares the sequence NLL ℓ_i = −log p(y_i|x_i) with δ, L_forget = −mean_i min(ℓ_i, δ) / T_i (T_i
+    the example's scored tokens: below the cap this is the usual mean-token GA term); ``cap_on="token_mean"``
+    compares the mean token NLL, L_forget = −mean_i min(NLL_i, δ).
 
     ``logs`` (floats): ``forget_loss`` (unweighted L_forget), ``retain_loss`` (unweighted, when there is a
     retain term), ``forget_entropy`` / ``retain_entropy`` (when their λ is non-zero) and method extras:
-    ``forget_nll`` (uncapped, GA family), ``capped_fraction``, ``npo_log_ratio``, ``dpo_margin``.
+    ``forget_nll`` (uncapped mean token NLL, GA family), ``forget_sequence_nll`` (uncapped, GA family),
+    ``capped_fraction``, ``npo_log_ratio``, ``dpo_margin``.
     """
 
     def __init__(self, method: str, ref_model: Any = None, beta: float = 0.1, forget_weight: float = 1.0,
-                 retain_weight: float = 1.0, cap_delta: float | None = None, lambda_f: float = 0.0,
+                 retain_weight: float = 1.0, cap_delta: float | None = None, cap_on: str = "sequence",
+                 lambda_f: float = 0.0,
                  lambda_r: float = 0.0, entropy_positions: str = "answer", rmu_layer: int = 7,
                  rmu_steering_coef: float = 2.0, rmu_seed: int = 0, rmu_answer_tokens_only: bool = False,
                  npo_retain_term: bool = True, dpo_retain_term: bool = True):
@@ -393,12 +414,15 @@ class UnlearningLoss:
             raise ValueError(f"beta must be > 0, got {beta}")
         if cap_delta is not None and not math.isfinite(cap_delta):
             raise ValueError(f"cap_delta must be a finite number or None, got {cap_delta}")
+        if cap_on not in CAP_ON:
+            raise ValueError(f"cap_on must be one of {', '.join(CAP_ON)}, got {cap_on!r}")
         if lambda_f < 0 or lambda_r > 0:
             warnings.warn(f"entropy optimisation expects lambda_f >= 0 and lambda_r <= 0 (docs/metrics.md §3); got "
                           f"lambda_f={lambda_f}, lambda_r={lambda_r}", stacklevel=2)
         self.method = method
         self.ref_model = ref_model
         self.beta, self.forget_weight, self.retain_weight, self.cap_delta = float(beta), float(forget_weight), float(retain_weight), cap_delta
+        self.cap_on = cap_on
         self.lambda_f, self.lambda_r, self.entropy_positions = float(lambda_f), float(lambda_r), entropy_positions
         self.rmu_layer, self.rmu_steering_coef, self.rmu_seed = int(rmu_layer), float(rmu_steering_coef), int(rmu_seed)
         self.rmu_answer_tokens_only = bool(rmu_answer_tokens_only)
@@ -554,10 +578,17 @@ class UnlearningLoss:
     def _forget_term(self, model, batch, forward: Callable, layer: int | None, logs: dict[str, float]) -> torch.Tensor:
         method = self.method
         if method in CAPPABLE_METHODS:
-            nll = mean_nll(forward("forget")[0], batch["forget"]["labels"])
+            labels = batch["forget"]["labels"]
+            nll = mean_nll(forward("forget")[0], labels)
+            lengths = answer_positions(labels).sum(-1)
             logs["forget_nll"] = float(nll.detach().mean())
-            if self.cap_delta is not None:
-                logs["capped_fraction"] = float((nll.detach() >= self.cap_delta).float().mean())
+            logs["forget_sequence_nll"] = float((nll.detach() * lengths).mean())
+            if self.cap_delta is None:
+                return -nll.mean()
+            gate = nll.detach() * lengths if self.cap_on == "sequence" else nll.detach()
+            logs["capped_fraction"] = float((gate >= self.cap_delta).float().mean())
+            if self.cap_on == "sequence":
+                return -sequence_capped_nll(nll, lengths, self.cap_delta).mean()
             return -capped_nll(nll, self.cap_delta).mean()
         if method == "idk":
             return mean_nll(forward("forget_idk")[0], batch["forget_idk"]["labels"]).mean()

@@ -223,15 +223,17 @@ def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRu
 
 def capping_evaluator(params: Mapping[str, Any], profile: str, evaluate: Callable[[Any], PSProfile],
                       method: str) -> ControlEvaluator:
-    """δ -> the profile of ``method`` rerun with the forget NLL capped at δ (trained on first use, cached on disk
-    after). The profile also records, under ``"training"``, the run's forget NLL at its last step (uncapped, as
-    logged), which capping should hold near δ."""
+    """δ -> the profile of ``method`` rerun with each example's forget NLL capped at δ (``cap_on``: the sequence
+    NLL by default; trained on first use, cached on disk after). The profile also records, under ``"training"``,
+    the batch-mean forget NLL at the run's last step in the unit δ caps (``forget_nll``: the sequence NLL, or the
+    mean token NLL with ``cap_on: token_mean``), uncapped as logged; capping should hold it near δ."""
+    key = "forget_nll" if config.as_params(params).cap_on == "token_mean" else "forget_sequence_nll"
 
     def profile_of(delta: float) -> PSProfile:
         capped = capped_run(params, method, delta)
         trained = pipeline.unlearned_model(capped.params, profile, capped.run)
-        logged = [h for h in trained.history if "forget_nll" in h]
-        training = {"forget_nll": logged[-1]["forget_nll"]} if logged else {}
+        logged = [h for h in trained.history if key in h]
+        training = {"forget_nll": logged[-1][key]} if logged else {}
         return {**evaluate(trained.model), "training": training}
 
     return ControlEvaluator("delta", profile_of)
