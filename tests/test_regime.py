@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from unlearnkit.metrics.sampling import SampledScores
 from unlearnkit.studies import leakage
 
@@ -149,3 +150,26 @@ def test_a_model_outside_the_regime_never_counts():
     assert row["beyond guessing, all questions jointly"] == 1  # it leaks, yet it is not in the paper's regime
     assert row["verdict"] == "greedy regime not reached"
     assert _verdict({"ga_mild": (LEAKS, False), "gd_mild": (LEAKS, False)}).verdict == "not"
+
+
+# --------------------------------------------------------------------------- coarse_then_fine
+
+
+def test_coarse_then_fine_finds_the_first_step_below_with_few_measurements():
+    rates = [1.0 - 0.05 * i for i in range(35)]  # falls by 0.05 per step: 0.3 first reached at index 14
+    measured = []
+
+    def rate(i):
+        measured.append(i)
+        return rates[i]
+
+    visited = leakage.coarse_then_fine(35, rate, threshold=0.3, stride=5)
+    assert visited == sorted(set(measured)) and len(measured) == len(set(measured))
+    first = next(i for i in visited if rates[i] <= 0.3 + 1e-12)
+    assert first == 14  # the same step as measuring everything
+    assert len(visited) < 35 and {11, 12, 13, 14} <= set(visited)
+    # never reached: only the coarse steps; reached at the first coarse step: nothing finer before it
+    assert leakage.coarse_then_fine(35, lambda i: 1.0, 0.3, 5) == [0, 5, 10, 15, 20, 25, 30, 34]
+    assert leakage.coarse_then_fine(12, lambda i: 0.0, 0.3, 5) == [0, 5, 10, 11]
+    with pytest.raises(ValueError, match="stride"):
+        leakage.coarse_then_fine(10, lambda i: 0.0, 0.3, 0)

@@ -13,7 +13,7 @@ from ..metrics.ps import FORGET, HELDOUT, PSProfile
 from ..studies.calibration import Calibration, Tolerances, best_passing
 
 #: How each control is titled and its axis labelled.
-CONTROL_LABELS = {"delta": ("objective capping", "cap δ on the forget NLL"), "t": ("early stopping", "step t"),
+CONTROL_LABELS = {"delta": ("objective capping", "cap δ on each forget answer's sequence NLL"), "t": ("early stopping", "step t"),
                   "a": ("model mixing", "mixing coefficient a")}
 
 

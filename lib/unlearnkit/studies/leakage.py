@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -215,10 +215,31 @@ def retain_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return evenly_spaced(source.load(tofu_eval_splits(params.forget_split)["retain"][1]), params.sample_max_items)
 
 
+def coarse_then_fine(count: int, rate: Callable[[int], float], threshold: float, stride: int = 5) -> list[int]:
+    """The indices (of ``count`` kept steps) at which ``rate`` is measured to find the first at or below
+    ``threshold``: every ``stride``-th and the last, then every one between the last coarse index above the
+    threshold and the first coarse index at or below it. Returns the measured indices in order."""
+    if stride < 1:
+        raise ValueError(f"stride must be at least 1, got {stride}")
+    coarse = sorted({*range(0, count, stride), count - 1})
+    rates = {i: rate(i) for i in coarse}
+    hit = next((j for j, i in enumerate(coarse) if rates[i] <= threshold + 1e-12), None)
+    if hit:
+        for i in range(coarse[hit - 1] + 1, coarse[hit]):
+            rates[i] = rate(i)
+    return sorted(rates)
+
+
 def greedy_along(profile: str, run: str, rows: Sequence[Mapping[str, Any]],
-                 retain: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> pd.DataFrame:
-    """At every step kept along an unlearning run: the greedy leak rate (key entity in the greedy answer) on the
-    forget ``rows`` and greedy ROUGE-L recall on them and on ``retain``. Cached by the run's identity."""
+                 retain: Sequence[Mapping[str, Any]], params: Mapping[str, Any], threshold: float | None = None,
+                 stride: int = 5) -> pd.DataFrame:
+    """Along the steps kept by an unlearning run: the greedy leak rate (key entity in the greedy answer) on the
+    forget ``rows`` and greedy ROUGE-L recall on them and on ``retain``, cached by the kept models' identities.
+
+    Without ``threshold`` every kept step is measured. With it, coarse then fine: every ``stride``-th kept step
+    (and the last), then every step between the last coarse step above ``threshold`` and the first at or below
+    it, which finds the first step at or below it at a fraction of the cost when the rate falls along the run
+    (a dip below it between two coarse steps before that one goes unseen)."""
     params = config.as_params(params)
     steps = runs.trajectory_steps(profile, run)
     if not steps:
@@ -226,23 +247,36 @@ def greedy_along(profile: str, run: str, rows: Sequence[Mapping[str, Any]],
                                 f"{runs.trajectory_dir(profile, run)} is empty (unlearn_save_every: 0?)")
     keys = leak_keys(rows)
 
+    def at(step: int, folder: Path) -> dict[str, Any]:
+        model, tokenizer, template = models.load_model(folder)
+        with models.cpu_threads(model):
+            # as long as the sampled answers, so that the greedy pass of the sampling agrees with this one
+            forget = greedy_answers(model, tokenizer, template, [r["question"] for r in rows],
+                                    params.sample_max_new_tokens, params.eval_batch_size)
+            kept = greedy_answers(model, tokenizer, template, [r["question"] for r in retain],
+                                  params.sample_max_new_tokens, params.eval_batch_size)
+        return {"step": step, "greedy_leak_rate": float(leak_judge([[a] for a in forget], keys).mean()),
+                "forget_rouge": float(rouge_l([r["answer"] for r in rows], forget).mean()),
+                "retain_rouge": float(rouge_l([r["answer"] for r in retain], kept).mean())}
+
     def measure() -> list[dict[str, Any]]:
-        records = []
-        for step, folder in tqdm(steps, desc=f"greedy along {run}", disable=not config.show_progress()):
-            model, tokenizer, template = models.load_model(folder)
-            with models.cpu_threads(model):
-                # as long as the sampled answers, so that the greedy pass of the sampling agrees with this one
-                forget = greedy_answers(model, tokenizer, template, [r["question"] for r in rows],
-                                        params.sample_max_new_tokens, params.eval_batch_size)
-                kept = greedy_answers(model, tokenizer, template, [r["question"] for r in retain],
-                                      params.sample_max_new_tokens, params.eval_batch_size)
-            records.append({"step": step, "greedy_leak_rate": float(leak_judge([[a] for a in forget], keys).mean()),
-                            "forget_rouge": float(rouge_l([r["answer"] for r in rows], forget).mean()),
-                            "retain_rouge": float(rouge_l([r["answer"] for r in retain], kept).mean())})
-        return records
+        done: dict[int, dict[str, Any]] = {}
+        with tqdm(desc=f"greedy along {run}", disable=not config.show_progress()) as bar:
+            def rate(i: int) -> float:
+                done[i] = at(*steps[i])
+                bar.update()
+                return done[i]["greedy_leak_rate"]
+
+            if threshold is None:
+                for i in range(len(steps)):
+                    rate(i)
+            else:
+                coarse_then_fine(len(steps), rate, threshold, stride)
+        return [done[i] for i in sorted(done)]
 
     depends_on = {"steps": [runs.model_identity(folder) for _, folder in steps], "rows": [dict(r) for r in rows],
-                  "retain": [dict(r) for r in retain], "max_new_tokens": params.sample_max_new_tokens}
+                  "retain": [dict(r) for r in retain], "max_new_tokens": params.sample_max_new_tokens,
+                  "threshold": threshold, "stride": stride}
     records = runs.cached_json(profile, runs.LEAKAGE, f"along-{run}", depends_on, measure, REGIME_VERSION)
     return pd.DataFrame(records).set_index("step")
 
@@ -268,7 +302,7 @@ def regime_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mappin
     chosen = {}
     for run in params.regime_runs:
         pipeline.unlearned_model(params, profile, run)
-        path = greedy_along(profile, run, rows, retain, params)
+        path = greedy_along(profile, run, rows, retain, params, threshold=reference_rate + params.regime_tolerance)
         step, reached = choose_regime_step(path, reference_rate, params.regime_tolerance)
         folder = dict(runs.trajectory_steps(profile, run))[step]
         model = RegimeModel(run, step, folder, float(path.loc[step, "greedy_leak_rate"]), float(reference_rate),
@@ -641,6 +675,10 @@ def beyond_guessing(result: SampledScores, reference: SampledScores, alpha: floa
     return (result.greedy_leak == 0) & (lower > bounds.binary_leakage_bound(reference.leak, level))
 
 
+def _questions(count: int) -> str:
+    return f"{count} question{'' if count == 1 else 's'}"
+
+
 def regime_verdict(results: Mapping[str, SampledScores], summaries: Mapping[str, Mapping[str, Any]],
                    tables: Mapping[str, pd.DataFrame], chosen: Mapping[str, RegimeModel], reference: str,
                    alpha: float, needed: int = 2) -> RegimeVerdict:
@@ -672,8 +710,8 @@ def regime_verdict(results: Mapping[str, SampledScores], summaries: Mapping[str,
     text = (f"{verdict.capitalize()}: the paper finds that greedy decoding understates leakage. Among the "
             f"{len(chosen)} models in its regime (greedy leak rate at most the retain model's "
             f"{ref['greedy_leak_rate']:.3f}), sampling reveals forget answers beyond the retain model's guessing "
-            f"on {len(revealing)}: " + (", ".join(f"{m} ({rows[m]['beyond guessing, all questions jointly']} "
-                                                  f"questions jointly at level {2 * alpha:g})" for m in revealing)
+            f"on {len(revealing)}: " + (", ".join(f"{m} ({_questions(rows[m]['beyond guessing, all questions jointly'])} "
+                                                  f"jointly at level {2 * alpha:g})" for m in revealing)
                                         or "none")
             + f"; {needed} or more count as reproduced.")
     rates = [rows[m]["sampled leak rate"] for m in rows]
