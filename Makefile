@@ -19,7 +19,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper (default: default), NB=00..05 (make notebook)"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper (default: default), NB=00..07 (make notebook)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
 

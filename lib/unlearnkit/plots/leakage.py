@@ -1,6 +1,6 @@
-"""Figures of the leakage study (:mod:`unlearnkit.studies.leakage`, Scholten et al.): greedy ROUGE-L against the
-sampled distribution, the binary and general leakage bounds, the bounds against the number of samples, adaptive
-temperature and the keyword Q&A."""
+"""Figures of the leakage study (:mod:`unlearnkit.studies.leakage`, Scholten et al.): the models of the paper's
+regime, greedy ROUGE-L against the sampled distribution, the binary and general leakage bounds (the latter drawn by
+notebook 06), the bounds against the number of samples and the keyword Q&A."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def plot_general_leak_curves(results: Mapping[str, SampledScores], alpha: float,
             ax.plot(x, ref_curve, color="grey", lw=1.5, ls=":", label=f"{reference_name}: M_gen mean")
         if threshold is not None:
             ax.axvline(threshold, color="C3", lw=1, ls="-.", label=f"leak threshold {threshold}")
-        ax.set(title=f"{name}: general leakage bound (n = {r.n}, α = {alpha})", xlabel="ROUGE-L threshold x",
+        ax.set(title=f"{name}\ngeneral leakage bound (n = {r.n}, α = {alpha})", xlabel="ROUGE-L threshold x",
                ylim=(-0.02, 1.02))
     axes[0].set_ylabel("upper bound on P(ROUGE-L > x)")
     axes[0].legend(fontsize=8, loc="lower left")

@@ -1,22 +1,26 @@
 """Leakage under sampling (Scholten et al., "A Probabilistic Perspective on Unlearning and Alignment for Large
 Language Models"; docs/metrics.md section 3): what greedy decoding misses, with high-probability bounds.
 
-The method, for each model (the target, the retain model that never saw the forget set, every unlearned model):
+The method, for each model (the target, the retain model that never saw the forget set, and the models of the
+paper's regime):
 
-1. **Questions.** At most ``sample_max_items`` forget questions, evenly spaced over the split
+1. **Models in the regime.** Along each run of ``regime_runs``, the first kept step whose greedy answers name the
+   forget key entity as rarely as the retain model's do (:func:`regime_models`, :func:`greedy_along`).
+2. **Questions.** At most ``sample_max_items`` forget questions, evenly spaced over the split
    (:func:`forget_rows`).
-2. **Samples.** One greedy answer and n multinomial samples per question, scored by ROUGE-L and the binary
-   leak judge (:func:`unlearnkit.metrics.sampling.sample_and_score`), cached per saved model
-   (:func:`score_saved_model`).
-3. **Bounds.** Per question: the ED mean and sd, the expectation and standard-deviation bounds, the binary
+3. **Samples.** One greedy answer and n multinomial samples per question, scored by ROUGE-L and the binary
+   leak judge (:func:`unlearnkit.metrics.sampling.sample_and_score`), cached per saved model or kept step
+   (:func:`score_model_folder`).
+4. **Bounds.** Per question: the ED mean and sd, the expectation and standard-deviation bounds, the binary
    leakage bound M_bin and beside it the Clopper-Pearson lower bound (:func:`bound_table`).
-4. **Greedy against sampling.** The questions greedy decoding calls unlearned although sampling leaks
+5. **Greedy against sampling.** The questions greedy decoding calls unlearned although sampling leaks
    (:func:`greedy_vs_sampling`), measured against the retain model's rate of lucky guesses
-   (:func:`compare_with_reference`), condensed per model (:func:`model_summary`), with a verdict
-   (:func:`understatement_verdict`).
-5. **Adaptive temperature**, rebuilt from the same samples (:func:`unlearnkit.metrics.sampling.adaptive_view`).
-6. **Keyword Q&A** (Schwinn et al.'s Harry Potter questions, or their synthetic analogue): the affirmative
-   response as prefix, a keyword judge, M_bin per question (:func:`run_hp_qa`).
+   (:func:`compare_with_reference`, and jointly over the questions by :func:`beyond_guessing`), condensed per
+   model (:func:`model_summary`), with a verdict (:func:`regime_verdict`).
+6. **Keyword Q&A** (Schwinn et al.'s Harry Potter questions, or their synthetic analogue): plainly or with the
+   affirmative response as prefix, a keyword judge, M_bin per question (:func:`run_hp_qa`).
+
+Adaptive temperature, Table 1 and entropy optimisation are in :mod:`unlearnkit.studies.entropy` (notebook 06).
 
 Every bound holds with probability >= 1 - alpha over the draw of the n samples of ONE question. Averages of
 per-question bounds over questions are reported as summaries, not as joint guarantees.
