@@ -174,6 +174,17 @@ def test_capped_runs_are_distinct_gd_runs_with_the_cap():
         calibration.capped_run(params, "gd", 0.0)
 
 
+def test_a_capped_run_takes_the_methods_loss_settings_not_its_training_keys():
+    """GD keeps its weights at every step for early stopping; its capped reruns need none of them, and keep the
+    cache key they had."""
+    params = {"method_settings": {"gd": {"method": "gd", "unlearn_save_every": 1, "retain_weight": 0.5}}}
+    capped = calibration.capped_run(params, "gd", 2.0)
+    entry = capped.params.method_settings[capped.run]
+    assert entry == {"method": "gd", "retain_weight": 0.5, "cap_delta": 2.0}
+    assert pipeline.run_params(capped.params, capped.run).unlearn_save_every == capped.params.unlearn_save_every
+    assert pipeline.run_params(capped.params, "gd").unlearn_save_every == 1
+
+
 # --------------------------------------------------------------------------- held-out retain first
 
 

@@ -46,12 +46,15 @@ def test_the_profiles_mild_runs_train_at_their_own_rate(params):
 
 
 def test_a_run_without_overrides_trains_with_the_profiles_keys(params):
-    for run in ("npo", "gd", "npo_eo"):
+    for run in ("npo", "ga", "npo_eo"):
         trained = pipeline.run_params(params, run)
         assert {k: trained[k] for k in pipeline.UNLEARN_TRAIN_KEYS} == {k: params[k] for k in pipeline.UNLEARN_TRAIN_KEYS}
         assert trained == params
-    assert pipeline._run_overrides(params, "gd") == {}
+    assert pipeline._run_overrides(params, "ga") == {}
     assert pipeline._run_overrides(params, "npo_eo") == params.method_settings["npo_eo"]
+    # the profile's gd keeps every step for early stopping: only that training key differs
+    gd = pipeline.run_params(params, "gd")
+    assert gd.unlearn_save_every == 1 and gd.replace(unlearn_save_every=params.unlearn_save_every) == params
 
 
 def test_a_misspelt_key_is_refused_with_its_name(params):

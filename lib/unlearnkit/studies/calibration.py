@@ -217,7 +217,10 @@ def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRu
     params = config.as_params(params)
     run = f"{method}_cap{float(delta):g}"
     settings = dict(params.method_settings)
-    settings[run] = {**settings.get(method, {}), "method": method, "cap_delta": float(delta)}
+    # The method's loss settings, not its training keys: weights kept at every step serve early stopping of the
+    # uncontrolled run, and a capped run has no use for them.
+    base = {k: v for k, v in settings.get(method, {}).items() if k not in pipeline.UNLEARN_TRAIN_KEYS}
+    settings[run] = {**base, "method": method, "cap_delta": float(delta)}
     return CappedRun(params.replace(method_settings=settings), run)
 
 
