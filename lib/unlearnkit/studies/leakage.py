@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import bounds, config, models, paths, runs
+from .. import bounds, config, models, paths, pipeline, runs
 from ..data.hp_qa import SYNTHETIC, hp_qa_rows
 from ..generation import greedy_answers
 from ..metrics.judges import leak_judge
@@ -299,8 +299,6 @@ def regime_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mappin
                   reference_rate: float) -> dict[str, RegimeModel]:
     """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
-    from .. import pipeline  # the study sits above the pipeline; imported here to keep module import light
-
     params = config.as_params(params)
     retain = retain_rows(pipeline.corpus(params), params)
     chosen = {}
