@@ -44,7 +44,11 @@ def check_03(smoke_runs_dir: Path) -> None:
     assert set(meta["gd_best_passing"]) == {"delta", "t", "a"}
     # every sweep and calibration table is kept beside metrics.json
     per_item = json.loads((runs / "03_controls_calibration" / "per_item.json").read_text())
-    assert set(per_item) == {"gd_early_stopping", "gd_capping", "gd_mixing", "calibration"}
+    assert set(per_item) == {"gd_early_stopping", "gd_capping", "gd_mixing", "calibration", "interference"}
+    # each interference run traced from the model before unlearning; GD's trace is section 1's
+    assert list(per_item["interference"]) == parameters["interference_runs"]
+    assert per_item["interference"]["gd"] == per_item["gd_early_stopping"]
+    assert all(rows[0]["t"] == 0 for rows in per_item["interference"].values())
     assert [row["delta"] for row in per_item["gd_capping"]] == [float(d) for d in parameters["cap_deltas"]]
     assert per_item["gd_early_stopping"][0]["t"] == 0  # the model before unlearning opens the run
     for method in methods:

@@ -115,6 +115,7 @@ class Params(Mapping):
     cap_deltas: list
     retain_tolerance: float
     forget_similar_tolerance: float
+    interference_runs: list
     # probabilistic evaluation
     n_samples: int
     alpha: float

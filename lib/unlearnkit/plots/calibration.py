@@ -116,3 +116,25 @@ def mixing_figure(calibrations: Mapping[str, Calibration], before: PSProfile, to
         plot_ps_lines(ax, calibration.table, "a", before, tolerances, title=method, best=calibration.best)
     fig.tight_layout()
     return shared_legend(fig, axes[0][0])
+
+
+def interference_figure(tables: Mapping[str, pd.DataFrame], before: PSProfile, tolerances: Tolerances):
+    """Held-out retain PS-exact and PS-perturb, and forget PS-exact, along each interference run against its epoch
+    (runs at other learning rates share epochs, not steps), with the pass floors."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.0), sharey=True)
+    panels = ((f"{HELDOUT}_ps_exact", "held-out retain PS-exact", before[HELDOUT]["ps_exact"]),
+              (f"{HELDOUT}_ps_perturb", "held-out retain PS-perturb", before[HELDOUT]["ps_perturb"]),
+              (f"{FORGET}_ps_exact", "forget PS-exact", None))
+    for i, (run, table) in enumerate(tables.items()):
+        for ax, (column, _, _) in zip(axes, panels):
+            ax.plot(table["epoch"], table[column], marker="o", ms=3, color=f"C{i}", label=run)
+    for ax, (_, title, floor_of) in zip(axes, panels):
+        if floor_of is not None:
+            ax.axhline((1 - tolerances.retain) * floor_of, color="grey", ls=":", lw=1,
+                       label=f"{1 - tolerances.retain:.0%} of before")
+        ax.set(xlabel="epoch", title=title, ylim=(-0.03, 1.05))
+    axes[0].set_ylabel("PS")
+    axes[0].legend(fontsize="small")
+    fig.suptitle("What erodes the held-out memory: the retain term alone and the learning rate")
+    fig.tight_layout()
+    return fig

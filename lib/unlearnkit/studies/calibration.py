@@ -513,10 +513,70 @@ def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps:
     }
 
 
-def per_item_tables(sweeps: Mapping[str, pd.DataFrame], calibrations: Mapping[str, Calibration]) -> dict[str, Any]:
-    """Every sweep of GD and every calibration table, as records for per_item.json."""
-    return {"gd_early_stopping": records(sweeps["t"]), "gd_capping": records(sweeps["delta"]),
-            "gd_mixing": records(sweeps["a"]), "calibration": {m: records(c.table) for m, c in calibrations.items()}}
+def per_item_tables(sweeps: Mapping[str, pd.DataFrame], calibrations: Mapping[str, Calibration],
+                    interference: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
+    """Every sweep of GD, every calibration table and the interference runs, as records for per_item.json."""
+    out = {"gd_early_stopping": records(sweeps["t"]), "gd_capping": records(sweeps["delta"]),
+           "gd_mixing": records(sweeps["a"]), "calibration": {m: records(c.table) for m, c in calibrations.items()}}
+    if interference is not None:
+        out["interference"] = {run: records(table) for run, table in interference.items()}
+    return out
+
+
+# --------------------------------------------------------------------------- what erodes the held-out memory
+
+
+def interference_sweeps(params: Mapping[str, Any], profile: str, run_names: Sequence[str], evaluate: PSEvaluator,
+                        original, before: PSProfile, tolerances: Tolerances,
+                        known: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+    """:func:`early_stopping_sweep` along each run of ``run_names`` (``interference_runs``: GD, GD with its forget
+    weight at 0 so that only the retain term acts, GD at lower learning rates), each trained first if it is not
+    saved; ``known`` holds sweeps already made (GD's of section 1)."""
+    tables = dict(known or {})
+    for run in run_names:
+        if run not in tables:
+            pipeline.unlearned_model(params, profile, run)
+            tables[run] = early_stopping_sweep(profile, run, evaluate, original, before, tolerances)
+    return {run: tables[run] for run in run_names}
+
+
+def interference_summary(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> pd.DataFrame:
+    """Per run, at its last kept step: its forget weight and learning rate, and the share of held-out retain
+    PS-exact and PS-perturb lost, and forget PS-exact."""
+    params = config.as_params(params)
+    rows = {}
+    for run, table in tables.items():
+        last = table.iloc[-1]
+        rows[run] = {"forget weight": pipeline.unlearning_settings(params, run).get("forget_weight", 1.0),
+                     "lr": pipeline.run_params(params, run).unlearn_lr, "step": int(last["t"]),
+                     "held-out PS-exact lost": float(last[f"{HELDOUT}_ps_exact_loss"]),
+                     "held-out PS-perturb lost": float(last[f"{HELDOUT}_ps_perturb_loss"]),
+                     "forget PS-exact": float(last[f"{FORGET}_ps_exact"])}
+    return pd.DataFrame(rows).T
+
+
+def interference_text(summary: pd.DataFrame, full: str = "gd") -> str:
+    """How much of the full run's held-out loss the retain term alone (forget weight 0) causes, and what the
+    learning rate changes, from :func:`interference_summary`."""
+    if full not in summary.index:
+        return ""
+    base = summary.loc[full]
+    lines = [f"{full} (forget weight {base['forget weight']:g}, lr {base['lr']:g}) ends losing "
+             f"{base['held-out PS-exact lost']:.0%} of held-out PS-exact and {base['held-out PS-perturb lost']:.0%} of "
+             f"PS-perturb, forget PS-exact {base['forget PS-exact']:.2f}."]
+    for run, row in summary.drop(index=full).iterrows():
+        if row["forget weight"] == 0:
+            share = (row["held-out PS-exact lost"] / base["held-out PS-exact lost"]
+                     if base["held-out PS-exact lost"] > 0 else float("nan"))
+            lines.append(f"{run} (retain term only, lr {row['lr']:g}): loses {row['held-out PS-exact lost']:.0%} of "
+                         f"held-out PS-exact and {row['held-out PS-perturb lost']:.0%} of PS-perturb, so the retain "
+                         f"term alone accounts for {share:.0%} of the full run's PS-exact loss and the forget term "
+                         f"for the rest.")
+        else:
+            lines.append(f"{run} (lr {row['lr']:g}): loses {row['held-out PS-exact lost']:.0%} of held-out PS-exact and "
+                         f"{row['held-out PS-perturb lost']:.0%} of PS-perturb, forget PS-exact "
+                         f"{row['forget PS-exact']:.2f}.")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- answers along a run (Table 1)
