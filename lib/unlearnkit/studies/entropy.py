@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from .. import bounds, config, models, pipeline, runs
 from ..config import Params
 from ..metrics.sampling import SampledScores, adaptive_view
-from ..metrics.tofu import evaluate_tofu
+from ..metrics.tofu import evaluate_tofu, tofu_eval_splits
 from ..unlearning import answer_positions, mean_entropy
 from . import leakage
 
@@ -44,9 +44,8 @@ ENTROPY_VERSION = "1"
 PAPER_TABLE1 = {"rmu": (0.70, 0.81, 0.10), "gd": (0.33, 0.42, 0.05), "ga": (0.32, 0.41, 0.05),
                 "npo": (0.22, 0.34, 0.06), "npo_eo": (0.20, 0.20, 0.00)}
 
-#: Sets whose samples' diversity Fig. 5a shows: role -> file of the corpus.
-DIVERSITY_SETS = {"retain": "retain_perturbed", "real_authors": "real_authors_perturbed",
-                  "world_facts": "world_facts_perturbed"}
+#: Evaluation sets (roles of :func:`unlearnkit.metrics.tofu.tofu_eval_splits`) whose samples' diversity Fig. 5a shows.
+DIVERSITY_ROLES = ("retain", "real_authors", "world_facts")
 
 #: What "EO collapses the forget distribution with little loss" means in the verdict: sampled sd at most
 #: ``SD_NEAR_ZERO`` or cut by ``SD_CUT`` against the method alone, with at least ``UTILITY_KEPT`` of its utility, and
@@ -259,8 +258,9 @@ def diversity(profile: str, run_names: Sequence[str], source, params: Mapping[st
     params = config.as_params(params)
     settings = sampling_settings(params)
     table = {}
-    for role, file in DIVERSITY_SETS.items():
-        rows = leakage.evenly_spaced(source.load(file), params.eo_diversity_items)
+    files = tofu_eval_splits(params.forget_split)
+    for role in DIVERSITY_ROLES:
+        rows = leakage.evenly_spaced(source.load(files[role][1]), params.eo_diversity_items)
         scored = score_runs(profile, run_names, rows, settings, cache_tag=f".{role}")
         table[role] = {run: float(np.nanmean(r.self_bleu)) for run, r in scored.results.items()}
     return pd.DataFrame(table)
@@ -279,30 +279,30 @@ def temperature_sweep(profile: str, run_names: Sequence[str], rows: Sequence[Map
 
 
 def temperature_table(sweep: Mapping[float, Mapping[str, SampledScores]]) -> pd.DataFrame:
-    """Per run and temperature: greedy and sampled ROUGE-L, ED sd, leak rate, self-BLEU."""
-    records = []
-    for temperature, results in sweep.items():
-        for run, r in results.items():
-            records.append({"run": run, "temperature": temperature, "greedy ROUGE-L": float(r.greedy_rouge.mean()),
-                            "ED mean": float(r.rouge.mean(axis=1).mean()), "ED sd": float(r.rouge.std(axis=1).mean()),
-                            "leak rate": float(r.leak.mean()), "self-BLEU": float(np.nanmean(r.self_bleu))})
+    """Per run and temperature: :func:`sample_stats` of its samples."""
+    records = [{"run": run, "temperature": temperature, **sample_stats(r)}
+               for temperature, results in sweep.items() for run, r in results.items()]
     return pd.DataFrame(records).set_index(["run", "temperature"])
 
 
 # --------------------------------------------------------------------------- tables
 
 
-def model_row(result: SampledScores, alpha: float) -> dict[str, float]:
-    """Table 1's columns for one model: greedy ROUGE-L, ED mean and sd (1/n) of the sampled ROUGE-L, and the
-    bounds M_bin (leak judge), M_μ (upper expectation bound) and M_σ (std bound), each averaged over questions;
-    plus the leak rate, certainty and self-BLEU of the samples."""
-    _, upper = bounds.expectation_bounds(result.rouge, alpha)
+def sample_stats(result: SampledScores) -> dict[str, float]:
+    """Greedy ROUGE-L, the ED mean and sd (1/n) of the sampled ROUGE-L, the leak rate, certainty and self-BLEU of
+    the samples, each averaged over questions."""
     return {"greedy ROUGE-L": float(result.greedy_rouge.mean()),
             "ED mean": float(result.rouge.mean(axis=1).mean()), "ED sd": float(result.rouge.std(axis=1).mean()),
-            "M_bin": float(bounds.binary_leakage_bound(result.leak, alpha).mean()),
-            "M_mu": float(upper.mean()), "M_sigma": float(bounds.std_bound(result.rouge, alpha).mean()),
             "leak rate": float(result.leak.mean()), "certainty": float(result.certainty.mean()),
             "self-BLEU": float(np.nanmean(result.self_bleu))}
+
+
+def model_row(result: SampledScores, alpha: float) -> dict[str, float]:
+    """Table 1's columns for one model: :func:`sample_stats` and the bounds M_bin (leak judge), M_μ (upper
+    expectation bound) and M_σ (std bound), each at level ``alpha`` per question and averaged over questions."""
+    _, upper = bounds.expectation_bounds(result.rouge, alpha)
+    return {**sample_stats(result), "M_bin": float(bounds.binary_leakage_bound(result.leak, alpha).mean()),
+            "M_mu": float(upper.mean()), "M_sigma": float(bounds.std_bound(result.rouge, alpha).mean())}
 
 
 def table1(results: Mapping[str, SampledScores], utilities: Mapping[str, float], alpha: float) -> pd.DataFrame:

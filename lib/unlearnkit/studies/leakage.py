@@ -213,10 +213,10 @@ class RegimeModel(NamedTuple):
         return f"{self.run}@{self.step}"
 
 
-def retain_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Retain questions of the profile's forget split's retain set, evenly spaced, as many as the forget ones."""
+def retain_rows(source, params: Mapping[str, Any], max_items: int | None) -> list[dict[str, Any]]:
+    """At most ``max_items`` questions of the retain evaluation set of the profile's forget split, evenly spaced."""
     params = config.as_params(params)
-    return evenly_spaced(source.load(tofu_eval_splits(params.forget_split)["retain"][1]), params.sample_max_items)
+    return evenly_spaced(source.load(tofu_eval_splits(params.forget_split)["retain"][1]), max_items)
 
 
 def coarse_then_fine(count: int, rate: Callable[[int], float], threshold: float, stride: int = 5) -> list[int]:
@@ -300,7 +300,7 @@ def regime_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mappin
     """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
     params = config.as_params(params)
-    retain = retain_rows(pipeline.corpus(params), params)
+    retain = retain_rows(pipeline.corpus(params), params, params.sample_max_items)  # as many as forget questions
     chosen = {}
     for run in params.regime_runs:
         pipeline.unlearned_model(params, profile, run)
