@@ -292,8 +292,13 @@ def test_ps_profile_agrees_with_evaluate_ps(tiny_model, tiny_tokenizer, template
                          teacher_forced=False)
     assert set(fast) == set(slow) == {"heldout_retain", "forget"}
     for split in fast:
-        assert fast[split] == pytest.approx(slow[split]), split
+        assert ps.means(fast)[split] == pytest.approx(ps.means(slow)[split]), split
+        for metric in ps.PS_METRICS:  # the per-item values behind each mean agree item by item
+            values = ps.item_values(fast, split, metric)
+            assert values == pytest.approx(ps.item_values(slow, split, metric)), (split, metric)
+            assert values.mean() == pytest.approx(fast[split][metric])
     assert 0 < fast["forget"]["ps_exact"] < 1 and fast["forget"]["n_items"] == 5
+    assert len(ps.item_values(fast, "forget", "ps_exact")) == 5 and ps.item_values(ps.means(fast), "forget", "ps_exact") is None
     only = ps.ps_profile(tiny_model, tiny_tokenizer, template, forget, heldout,
                          metrics={"heldout_retain": ("ps_similar",)})
     assert set(only) == {"heldout_retain"}
@@ -318,8 +323,8 @@ def test_ps_evaluator_keeps_the_first_items_adds_risks_and_completes(tiny_model,
     holed = {"forget": {**profile["forget"], "ps_exact": 0.123, "ps_similar": float("nan")}}
     completed = evaluate.complete(tiny_model, holed)
     assert set(completed) == set(full)
-    assert completed["heldout_retain"] == pytest.approx(full["heldout_retain"])
-    assert completed["forget"] == pytest.approx({**full["forget"], "ps_exact": 0.123})
+    assert ps.means(completed)["heldout_retain"] == pytest.approx(ps.means(full)["heldout_retain"])
+    assert ps.means(completed)["forget"] == pytest.approx({**ps.means(full)["forget"], "ps_exact": 0.123})
     assert evaluate.complete(tiny_model, full) is full  # nothing missing: nothing computed
     # plus_risks: the same PS with the mean answer NLL of each set (Wang et al.'s risks)
     with_risks = evaluate.plus_risks()
@@ -333,3 +338,6 @@ def test_ps_evaluator_keeps_the_first_items_adds_risks_and_completes(tiny_model,
                                  "heldout_retain_nll": risky["heldout_retain"]["nll"]}  # item counts left out
     assert ps.merge_profiles({"forget": {"a": 1, "b": 2}}, {"forget": {"b": 3}, "heldout_retain": {"c": 4}}) == {
         "forget": {"a": 1, "b": 3}, "heldout_retain": {"c": 4}}
+    # per-item values merge metric by metric, as the means do
+    assert ps.merge_profiles({"forget": {"a": 1, "items": {"a": (1.0,)}}}, {"forget": {"b": 2, "items": {"b": (0.0,)}}}) == {
+        "forget": {"a": 1, "b": 2, "items": {"a": (1.0,), "b": (0.0,)}}}

@@ -251,7 +251,10 @@ def evaluate_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mappi
 # --------------------------------------------------------------------------- PS profiles, teacher-forced
 
 #: A PS profile: ``{"heldout_retain": {"ps_exact": ..., ...}, "forget": {...}}``, the layout of metrics.json.
-PSProfile = dict[str, dict[str, float]]
+#: Each set may also hold its per-item values under :data:`ITEMS` (``{"items": {"ps_exact": (1.0, 0.8, ...)}}``), for
+#: intervals over items; :func:`means` drops them before a profile is written or tabled.
+PSProfile = dict[str, dict[str, Any]]
+ITEMS = "items"
 
 HELDOUT, FORGET = "heldout_retain", "forget"
 PS_METRICS = ("ps_exact", "ps_perturb", "ps_similar")
@@ -303,19 +306,20 @@ def split_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[
     answers = [answer_token_ids(tokenizer, r["answer"]) for r in rows]
     lengths = [len(a) for a in answers]
     pad = pad_token_id(tokenizer)
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
+    items: dict[str, tuple[float, ...]] = {}
     k_exact = None
     if metrics & {"ps_exact", "ps_similar"}:
         prompts = [encode_prompt(tokenizer, template, q) for q in questions]
         k_exact = exact_prefix_lengths(model, prompts, answers, pad, batch_size)
     if "ps_exact" in metrics:
-        out["ps_exact"] = float(ps_from_prefix_lengths(k_exact, lengths).mean())
+        items["ps_exact"] = tuple(ps_from_prefix_lengths(k_exact, lengths).tolist())
     if "ps_perturb" in metrics:
         with_paraphrase = [i for i, r in enumerate(rows) if r.get("paraphrased_question")]
         if with_paraphrase:
             prompts = [encode_prompt(tokenizer, template, rows[i]["paraphrased_question"]) for i in with_paraphrase]
             ks = exact_prefix_lengths(model, prompts, [answers[i] for i in with_paraphrase], pad, batch_size)
-            out["ps_perturb"] = float(ps_from_prefix_lengths(ks, [lengths[i] for i in with_paraphrase]).mean())
+            items["ps_perturb"] = tuple(ps_from_prefix_lengths(ks, [lengths[i] for i in with_paraphrase]).tolist())
             out["n_items_perturb"] = len(with_paraphrase)
     if "ps_similar" in metrics:
         oracle, oracle_lengths = prefix_success_oracle(model, tokenizer, template, questions,
@@ -326,8 +330,10 @@ def split_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[
         bounds = [n if k is None else k for k, n in zip(k_exact, lengths)]
         found = search_shortest_prefix(bounds, oracle, search)
         ks = [f if f is not None else k for f, k in zip(found, k_exact)]
-        out["ps_similar"] = float(ps_from_prefix_lengths(ks, lengths).mean())
+        items["ps_similar"] = tuple(ps_from_prefix_lengths(ks, lengths).tolist())
+    out.update({metric: float(np.mean(values)) for metric, values in items.items()})
     out["n_items"] = len(rows)
+    out[ITEMS] = items
     return out
 
 
@@ -354,9 +360,10 @@ def ps_profile(model, tokenizer, template: PromptTemplate, forget_rows: Sequence
         if teacher_forced:
             profile[split] = split_ps(model, tokenizer, template, rows, wanted, batch_size, search, rouge_threshold)
         else:
-            means, _ = evaluate_ps(model, tokenizer, template, rows, search=search, batch_size=batch_size,
-                                   rouge_threshold=rouge_threshold, progress=False)
+            means, per_item = evaluate_ps(model, tokenizer, template, rows, search=search, batch_size=batch_size,
+                                          rouge_threshold=rouge_threshold, progress=False)
             profile[split] = {k: v for k, v in means.items() if k in wanted or k.startswith("n_items")}
+            profile[split][ITEMS] = {k: tuple(v[~np.isnan(v)].tolist()) for k, v in per_item.items() if k in wanted}
     return profile
 
 
@@ -377,14 +384,29 @@ def merge_profiles(*profiles: Mapping[str, Mapping[str, float]]) -> PSProfile:
     out: PSProfile = {}
     for p in profiles:
         for split, metrics in p.items():
-            out.setdefault(split, {}).update(metrics)
+            merged = out.setdefault(split, {})
+            items = {**merged.get(ITEMS, {}), **metrics.get(ITEMS, {})}
+            merged.update(metrics)
+            if items:
+                merged[ITEMS] = items
     return out
+
+
+def means(profile: Mapping[str, Mapping[str, Any]]) -> PSProfile:
+    """``profile`` without its per-item values: what metrics.json keeps."""
+    return {split: {k: v for k, v in metrics.items() if k != ITEMS} for split, metrics in profile.items()}
+
+
+def item_values(profile: Mapping[str, Mapping[str, Any]], split: str, metric: str) -> np.ndarray | None:
+    """The per-item values behind one mean of ``profile`` (None when the profile holds the mean alone)."""
+    values = profile.get(split, {}).get(ITEMS, {}).get(metric)
+    return None if values is None else np.asarray(values, dtype=float)
 
 
 def flatten(profile: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """``{"heldout_retain_ps_exact": ..., "forget_ps_similar": ...}``: one table row (item counts left out)."""
     return {f"{split}_{metric}": value for split, metrics in profile.items() for metric, value in metrics.items()
-            if not metric.startswith("n_items")}
+            if not metric.startswith("n_items") and metric != ITEMS}
 
 
 def _present(value: float | None) -> bool:
