@@ -26,15 +26,31 @@ def check_03(smoke_runs_dir: Path) -> None:
     methods = parameters["calibration_methods"]
     tolerances = calibration.Tolerances(parameters["retain_tolerance"], parameters["forget_similar_tolerance"])
     assert parameters["profile"] == "smoke" and meta["notebook"] == "03_controls_calibration"
-    # the before row, then one row per method controlled by mixing at its calibrated a (a = 0 always passes)
-    assert set(metrics) == {"before", "meta", *methods}
-    for row in ("before", *methods):
+    # the before row, then each method calibrated by mixing (a = 0 always passes) and by its best control
+    assert {"before", "meta", *(f"{m} (model mixing)" for m in methods)} <= set(metrics)
+    for row in (name for name in metrics if name != "meta"):
         assert set(metrics[row]) == set(SPLITS), row
         for split in SPLITS:
             for metric in PS_METRICS:
                 assert 0.0 <= metrics[row][split][metric] <= 1.0, (row, split, metric)
-        assert metrics[row]["forget"]["n_items"] == parameters["ps_max_items"]
+            assert "items" not in metrics[row][split]  # per-item values stay out of metrics.json
         assert calibration.passes(metrics["before"], metrics[row], tolerances), row
+    # Tables 2 and 3, every control of every method, the other forget splits, and the verdict
+    tables = meta["tables"]
+    assert set(tables) == {"table2_uncontrolled", "table3_calibrated", "controls", "splits", "stopping_by_run"}
+    assert [row["run"] for row in tables["stopping_by_run"]] == parameters["interference_runs"]
+    assert set(meta["controls_verdict"]["stopping_works_for"]) <= set(parameters["interference_runs"])
+    assert [row["run"] for row in tables["table2_uncontrolled"]] == ["before", *methods]
+    for method in methods:
+        controls = [row["control"] for row in tables["controls"] if row["run"] == method]
+        capped = method in ("ga", "gd", "kl")
+        assert controls == (["objective capping"] if capped else []) + ["early stopping", "model mixing"], method
+    assert all(0 <= row["pass"] + row["uncertain"] + row["fail"] == row["settings"] for row in tables["controls"])
+    assert meta["controls_verdict"]["verdict"] in ("reproduced", "partly", "not")
+    splits = [parameters["forget_split"], *parameters["calibration_splits"]]
+    assert sorted((row["split"], row["run"]) for row in tables["splits"]) == sorted(
+        (s, m) for s in dict.fromkeys(splits) for m in methods)
+    assert meta["intervals"]["confidence"] == parameters["criterion_confidence"]
     for method in methods:
         a = meta["calibrated_a"][method]
         assert 0.0 <= a <= 1.0
@@ -44,7 +60,13 @@ def check_03(smoke_runs_dir: Path) -> None:
     assert set(meta["gd_best_passing"]) == {"delta", "t", "a"}
     # every sweep and calibration table is kept beside metrics.json
     per_item = json.loads((runs / "03_controls_calibration" / "per_item.json").read_text())
-    assert set(per_item) == {"gd_early_stopping", "gd_capping", "gd_mixing", "calibration", "interference"}
+    assert set(per_item) == {"gd_early_stopping", "gd_capping", "gd_mixing", "calibration", "interference", "controls",
+                             "splits"}
+    assert set(per_item["controls"]) == set(methods)
+    assert all(row["status"] in ("pass", "uncertain", "fail") for rows in per_item["controls"]["gd"].values()
+               for row in rows)
+    for name in ("controls_per_method", "splits"):
+        assert (runs / "figures" / f"03_controls_calibration_{name}.png").stat().st_size > 1000
     # each interference run traced from the model before unlearning; GD's trace is section 1's
     assert list(per_item["interference"]) == parameters["interference_runs"]
     assert per_item["interference"]["gd"] == per_item["gd_early_stopping"]

@@ -174,15 +174,21 @@ def test_capped_runs_are_distinct_gd_runs_with_the_cap():
         calibration.capped_run(params, "gd", 0.0)
 
 
-def test_a_capped_run_takes_the_methods_loss_settings_not_its_training_keys():
+def test_a_capped_run_takes_the_runs_settings_but_where_it_keeps_weights():
     """GD keeps its weights at every step for early stopping; its capped reruns need none of them, and keep the
-    cache key they had."""
-    params = {"method_settings": {"gd": {"method": "gd", "unlearn_save_every": 1, "retain_weight": 0.5}}}
+    cache key they had. A named run's schedule and forget split (Wang's schedule on the paper profile) carry over."""
+    params = {"method_settings": {"gd": {"method": "gd", "unlearn_save_every": 1, "retain_weight": 0.5},
+                                  "gd_wang": {"method": "gd", "unlearn_lr": 1e-5, "forget_split": "forget05"}}}
     capped = calibration.capped_run(params, "gd", 2.0)
     entry = capped.params.method_settings[capped.run]
     assert entry == {"method": "gd", "retain_weight": 0.5, "cap_delta": 2.0}
     assert pipeline.run_params(capped.params, capped.run).unlearn_save_every == capped.params.unlearn_save_every
     assert pipeline.run_params(capped.params, "gd").unlearn_save_every == 1
+    wang = calibration.capped_run(params, "gd_wang", 3.0)
+    assert wang.run == "gd_wang_cap3"
+    trained = pipeline.run_params(wang.params, wang.run)
+    assert trained.unlearn_lr == 1e-5 and trained.forget_split == "forget05"
+    assert pipeline.unlearning_settings(wang.params, wang.run)["cap_delta"] == 3.0
 
 
 # --------------------------------------------------------------------------- held-out retain first
@@ -313,3 +319,31 @@ def test_early_stopping_evaluator_walks_the_kept_steps(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="step 3 was not kept"):
         calibration.answers_at_steps("smoke", "gd", [3], {"forget": [{"question": "q", "answer": "a"}]},
                                      original=None, max_new_tokens=4, batch_size=2)
+
+
+@pytest.mark.parametrize("mode, searched_at", [("always", [2, 4]), ("where_retain_holds", [2]), ("never", [])])
+def test_an_early_stopping_sweep_searches_forget_similar_as_asked(monkeypatch, tmp_path, mode, searched_at):
+    """Section 1 searches forget PS-similar only where held-out retain holds; the interference traces never do."""
+    searched = []
+
+    def fake_ps_profile(model, tokenizer, template, forget_rows, heldout_rows, batch_size, metrics, search):
+        if "ps_similar" in metrics.get("forget", ()):
+            searched.append(model)
+        full = fake_mixing(model)
+        return {split: {m: full[split][m] for m in wanted} for split, wanted in metrics.items()}
+
+    kept = [(2, tmp_path / "step-00002"), (4, tmp_path / "step-00004")]  # a = 0.2 passes, a = 0.8 fails
+    monkeypatch.setattr(calibration.runs, "trajectory_steps", lambda profile, run: kept)
+    monkeypatch.setattr(calibration.runs, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 4})
+    monkeypatch.setattr(calibration.models, "load_model",
+                        lambda folder: models.LoadedModel(int(folder.name[5:]), None, None))
+    # the "model" of step t is t; its profile is fake_mixing(t / 5): step 2 holds held-out retain, step 4 does not
+    monkeypatch.setattr(ps, "ps_profile", lambda model, *a, **k: fake_ps_profile(model / 5, *a, **k))
+    evaluate = ps.PSEvaluator(None, None, [{}], [{}], metrics=calibration.CALIBRATION_METRICS)
+    table = calibration.early_stopping_sweep("smoke", "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False,
+                                             forget_similar=mode)
+    assert list(table["t"]) == [0, 2, 4] and list(table["epoch"]) == [0.0, 0.5, 1.0]
+    assert [round(a * 5) for a in searched] == searched_at
+    assert list(table["passes"]) == [True, mode != "never", False]
+    with pytest.raises(ValueError, match="forget_similar"):
+        calibration.early_stopping_sweep("smoke", "gd", evaluate, 0, fake_mixing(0.0), WANG, forget_similar="some")

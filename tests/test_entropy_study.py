@@ -57,17 +57,18 @@ def test_another_learning_rate_is_carried_by_the_entry(params):
     entry = p.method_settings[point.run]
     assert entry["unlearn_lr"] == 3.0e-4 and entry["lambda_f"] == 3.0
     assert pipeline.run_params(p, point.run).unlearn_lr == 3.0e-4
-    # the method alone at that rate is no profile run either: npo_mild keeps every step, the sweep does not
+    # the method alone at that rate is npo_mild: it keeps every step, which does not change its weights
     p0, alone = entropy.sweep_run(params, "npo", 0.0, 0.0, 3.0e-4)
-    assert alone.run not in params.method_settings and alone.run != point.run
-    assert pipeline.run_params(p0, alone.run).unlearn_save_every == params.unlearn_save_every
+    assert alone.run == "npo_mild" and p0 == params
+    # a sweep run added by the study keeps weights only as often as the profile does
+    assert pipeline.run_params(p, point.run).unlearn_save_every == params.unlearn_save_every
 
 
 def test_lambda_f_points_of_the_default_profile(params):
     p, points = entropy.lambda_f_points(params)
     assert len(points) == len(params.eo_lr_grid) * len(params.eo_lambda_f_grid)
     reused = [pt.run for pt in points if pt.run in params.methods or pt.run in params.method_settings]
-    assert reused == ["npo", "npo_eo"]
+    assert reused == ["npo", "npo_eo", "npo_mild"]  # the method alone at 3e-4 is npo_mild of notebook 05
     assert len({pt.run for pt in points}) == len(points)
     for pt in points:
         assert pt.lambda_r == (params.eo_lambda_r if pt.lambda_f else 0.0)

@@ -46,11 +46,11 @@ def test_the_profiles_mild_runs_train_at_their_own_rate(params):
 
 
 def test_a_run_without_overrides_trains_with_the_profiles_keys(params):
-    for run in ("npo", "ga", "npo_eo"):
+    for run in ("dpo", "rmu", "npo_eo"):  # npo, ga, ... keep every step (notebook 03): their entries override
         trained = pipeline.run_params(params, run)
         assert {k: trained[k] for k in pipeline.UNLEARN_TRAIN_KEYS} == {k: params[k] for k in pipeline.UNLEARN_TRAIN_KEYS}
         assert trained == params
-    assert pipeline._run_overrides(params, "ga") == {}
+    assert pipeline._run_overrides(params, "dpo") == {}
     assert pipeline._run_overrides(params, "npo_eo") == params.method_settings["npo_eo"]
     # the profile's gd keeps every step for early stopping: only that training key differs
     gd = pipeline.run_params(params, "gd")
@@ -114,3 +114,23 @@ def test_the_profiles_own_runs_keep_their_settings(params):
         settings = pipeline.unlearning_settings(params, run)
         assert not any(k.startswith("unlearn_") for k in settings), run
         assert "ref_model" not in settings
+
+
+def test_the_rouge_trajectory_of_a_densely_kept_run_is_decoded_at_the_profiles_steps(monkeypatch, tmp_path):
+    """A run keeping every step for early stopping is decoded in notebook 02 only every ``unlearn_save_every`` steps
+    of the profile, at each epoch's end and at its last step."""
+    params = config.Params.load("default").replace(unlearn_save_every=5)
+    kept = [(step, tmp_path / f"step-{step:05d}") for step in range(1, 16)]  # 7 steps per epoch, 15 kept
+    decoded = []
+    monkeypatch.setattr(pipeline.runs, "trajectory_steps", lambda profile, run: kept)
+    monkeypatch.setattr(pipeline.runs, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 7})
+    monkeypatch.setattr(pipeline.models, "load_model", lambda folder: (int(folder.name[5:]), None, None))
+
+    def answers(model, tokenizer, template, questions, max_new_tokens, batch_size):
+        decoded.append(model)
+        return ["x"] * len(questions)
+
+    monkeypatch.setattr(pipeline, "greedy_answers", answers)
+    source = pipeline.corpus(params.replace(synthetic_authors=10))
+    along = pipeline.forget_rouge_along("default", "gd", params, source, splits=("forget",))
+    assert [r["step"] for r in along] == [5, 7, 10, 14, 15] == sorted(set(decoded))

@@ -109,12 +109,19 @@ class Params(Mapping):
     rmu_steering_coef: float
     # controls and calibration
     ps_max_items: int | None
+    ps_heldout_items: int | None
     calibration_methods: list
     calib_coarse: int
     calib_fine: int
     cap_deltas: list
+    stopping_every: int
     retain_tolerance: float
     forget_similar_tolerance: float
+    criterion_confidence: float
+    bootstrap_resamples: int
+    calibration_splits: list
+    split_calib_coarse: int
+    split_calib_fine: int
     interference_runs: list
     # probabilistic evaluation
     n_samples: int

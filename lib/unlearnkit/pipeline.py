@@ -267,6 +267,11 @@ UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "cap
 #: schedule or weights kept more densely is its own named run (``gd_mild: {method: gd, unlearn_lr: 3.0e-4}``).
 UNLEARN_TRAIN_KEYS = ("unlearn_epochs", "unlearn_lr", "unlearn_batch_size", "unlearn_grad_accum", "unlearn_warmup",
                       "unlearn_weight_decay", "unlearn_schedule", "unlearn_save_every")
+#: Data keys a run may override: the forget split it unlearns (Wang et al.'s forget01/05 calibrations,
+#: ``ga_forget01: {method: ga, forget_split: forget01}``), its retain split following it.
+RUN_DATA_KEYS = ("forget_split",)
+#: Every key of ``method_settings[<run>]`` that reaches the run's parameters rather than its loss.
+RUN_PARAM_KEYS = UNLEARN_TRAIN_KEYS + RUN_DATA_KEYS
 
 
 def _run_overrides(params: Params, run: str) -> dict[str, Any]:
@@ -276,7 +281,7 @@ def _run_overrides(params: Params, run: str) -> dict[str, Any]:
         known = sorted(set(METHODS) | set(params.method_settings))
         raise ValueError(f"unknown unlearning run {run!r}: not a method and not in method_settings; known: {known}")
     # A misspelt key would otherwise be dropped without a word and the run trained with the profile's value.
-    allowed = {"method", *UNLEARN_LOSS_KEYS, *UNLEARN_TRAIN_KEYS, *COMMON_PARAMETERS,
+    allowed = {"method", *UNLEARN_LOSS_KEYS, *RUN_PARAM_KEYS, *COMMON_PARAMETERS,
                *(p for names in METHOD_PARAMETERS.values() for p in names)} - {"ref_model"}
     unknown = sorted(set(overrides) - allowed)
     if unknown:
@@ -285,11 +290,11 @@ def _run_overrides(params: Params, run: str) -> dict[str, Any]:
 
 
 def run_params(params: Mapping[str, Any], run: str) -> Params:
-    """The parameters one unlearning run trains with: the profile's, with the ``unlearn_*`` keys its
-    ``method_settings`` entry overrides."""
+    """The parameters one unlearning run trains with: the profile's, with the ``unlearn_*`` keys and the forget
+    split its ``method_settings`` entry overrides."""
     params = config.as_params(params)
     overrides = _run_overrides(params, run)
-    return params.replace(**{k: v for k, v in overrides.items() if k in UNLEARN_TRAIN_KEYS})
+    return params.replace(**{k: v for k, v in overrides.items() if k in RUN_PARAM_KEYS})
 
 
 def with_run(params: Mapping[str, Any], run: str, **settings: Any) -> Params:
@@ -303,7 +308,7 @@ def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     """The loss settings of one unlearning run: the profile's shared keys, then ``method_settings[run]``.
     ``run`` is a method name (``npo``) or a named variant (``npo_eo``: NPO plus entropy optimisation)."""
     params = config.as_params(params)
-    overrides = {k: v for k, v in _run_overrides(params, run).items() if k not in UNLEARN_TRAIN_KEYS}
+    overrides = {k: v for k, v in _run_overrides(params, run).items() if k not in RUN_PARAM_KEYS}
     method = overrides.pop("method", run)
     settings = {k: params[k] for k in UNLEARN_LOSS_KEYS if params[k] is not None}
     settings.update(overrides)
@@ -368,13 +373,15 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
 
 def forget_rouge_along(profile: str, run: str, params: Mapping[str, Any], source: TofuSource,
                        splits: tuple[str, ...] = ("forget", "retain")) -> list[dict[str, float]]:
-    """Greedy ROUGE-L recall on forget (and retain) at every kept step of an unlearning run."""
+    """Greedy ROUGE-L recall on forget (and retain) along an unlearning run: at every ``unlearn_save_every``-th step
+    of the profile (its shared value, not a run's denser one: runs that keep every step for early stopping would
+    otherwise be decoded 35 times), at each epoch's end and at the last kept step."""
     params = config.as_params(params)
-    files = tofu_eval_splits(params.forget_split)
+    files = tofu_eval_splits(run_params(params, run).forget_split)
     limit = params.trajectory_max_items or params.eval_max_items
     rows = {s: source.load(files[s][1], limit=limit) for s in splits}
     out = []
-    for step, folder in runs.trajectory_steps(profile, run):
+    for step, folder in runs.sparse_steps(profile, run, params.unlearn_save_every):
         model, tokenizer, template = models.load_model(folder)
         record = {"step": step, "epoch": runs.saved_recipe(folder)["epoch"]}
         for s in splits:

@@ -140,6 +140,17 @@ def trajectory_steps(profile: str, run: str) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def sparse_steps(profile: str, run: str, every: int | None) -> list[tuple[int, Path]]:
+    """The kept steps of a run at a coarser grid: every ``every``-th step, each epoch's end and the last. A run
+    that keeps every step (for early stopping) is read at the profile's ``unlearn_save_every`` where a trace
+    needs no more (notebook 02's ROUGE trajectory, notebook 03's interference traces); ``every`` None keeps all."""
+    kept = trajectory_steps(profile, run)
+    if not every or not kept:
+        return kept
+    return [(step, folder) for step, folder in kept
+            if step % every == 0 or float(saved_recipe(folder)["epoch"]).is_integer() or step == kept[-1][0]]
+
+
 def is_saved(profile: str, name: str) -> bool:
     return models.is_saved_model(model_dir(profile, name))
 

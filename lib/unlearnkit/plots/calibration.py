@@ -4,13 +4,22 @@ method's mixing calibration."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..metrics.ps import FORGET, HELDOUT, PSProfile
-from ..studies.calibration import Calibration, Tolerances, best_passing
+from ..studies.calibration import (
+    CONTROL_NAMES,
+    FAIL,
+    UNCERTAIN,
+    Calibration,
+    MethodControls,
+    Tolerances,
+    best_passing,
+)
 
 #: How each control is titled and its axis labelled.
 CONTROL_LABELS = {"delta": ("objective capping", "cap δ on each forget answer's sequence NLL"), "t": ("early stopping", "step t"),
@@ -46,8 +55,13 @@ def plot_ps_lines(ax, table: pd.DataFrame, control: str, before: PSProfile | Non
             ax.plot(table[control], table[column], marker=marker, ms=4, color=colour, label=label)
     if before is not None and tolerances is not None:
         criterion_lines(ax, before, tolerances)
-    if "passes" in table:
+    if "status" in table:
+        failing, uncertain = table[table["status"] == FAIL], table[table["status"] == UNCERTAIN]
+        ax.scatter(uncertain[control], uncertain[f"{HELDOUT}_ps_exact"], marker="o", facecolors="none",
+                   edgecolors="k", zorder=3, s=60, label="uncertain (a floor inside its interval)")
+    elif "passes" in table:
         failing = table[~table["passes"].astype(bool)]
+    if "status" in table or "passes" in table:
         ax.scatter(failing[control], failing[f"{HELDOUT}_ps_exact"], marker="x", color="k", zorder=3, s=25,
                    label="fails the criteria")
     if best is not None:
@@ -138,3 +152,50 @@ def interference_figure(tables: Mapping[str, pd.DataFrame], before: PSProfile, t
     fig.suptitle("What erodes the held-out memory: the retain term alone and the learning rate")
     fig.tight_layout()
     return fig
+
+
+def controls_grid_figure(method_controls: Mapping[str, MethodControls], before: PSProfile, tolerances: Tolerances):
+    """Wang et al.'s Fig. 2 for every method: one row per run, one column per control (capping, early stopping,
+    mixing), each panel with its pass floors and best passing setting; where capping does not apply, the reason."""
+    controls = list(CONTROL_NAMES)
+    fig, axes = plt.subplots(len(method_controls), len(controls), figsize=(15, 3.1 * len(method_controls)),
+                             sharey=True, squeeze=False)
+    for row, (run, mc) in zip(axes, method_controls.items()):
+        for ax, control in zip(row, controls):
+            if control not in mc.controls:
+                ax.text(0.5, 0.5, textwrap.fill(mc.not_capped or "not capped", 42), ha="center", va="center",
+                        fontsize="small", transform=ax.transAxes)
+                ax.set_title(f"{run}: {CONTROL_NAMES[control]}")
+                ax.axis("off")
+                continue
+            calibration = mc.controls[control]
+            best = best_passing(calibration.table, control)
+            xlabel = CONTROL_LABELS[control][1]
+            plot_ps_lines(ax, calibration.table, control, before, tolerances, title=f"{run}: {CONTROL_NAMES[control]}",
+                          xlabel=xlabel, log_x=control == "delta", best=None if best is None else best[control])
+    fig.suptitle("Every method under the three controls (Wang et al.'s Fig. 2 per method)", y=1.0)
+    fig.tight_layout()
+    return shared_legend(fig, axes[0][-1])
+
+
+def splits_figure(table: pd.DataFrame, confidence: float = 0.95):
+    """Forget PS-exact before unlearning, calibrated by model mixing (with its bootstrap interval over items) and
+    uncontrolled, per run, one panel per forget split."""
+    splits = list(dict.fromkeys(table["split"]))
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.2 * len(splits), 3.8), sharey=True, squeeze=False)
+    for ax, split in zip(axes[0], splits):
+        part = table[table["split"] == split].reset_index(drop=True)
+        x = range(len(part))
+        width = 0.27
+        ax.bar([i - width for i in x], part["forget PS-exact before"], width, color="C7", label="before")
+        calibrated = part["forget PS-exact calibrated"]
+        errors = [(calibrated - part["interval low"]).clip(lower=0), (part["interval high"] - calibrated).clip(lower=0)]
+        ax.bar(list(x), calibrated, width, color="C0", yerr=errors, capsize=3, label="calibrated by mixing")
+        ax.bar([i + width for i in x], part["forget PS-exact uncontrolled"], width, color="C3", label="uncontrolled")
+        ax.set_xticks(list(x), [f"{r}\na={a:.2g}" if a is not None and a == a else f"{r}\nnone"
+                                for r, a in zip(part["run"], part["calibrated a"])], fontsize="small")
+        ax.set(title=f"{split} ({int(part['forget items'].iloc[0])} forget items)", ylim=(0, 1.05))
+    axes[0][0].set_ylabel("forget PS-exact")
+    fig.suptitle(f"Model mixing calibrated on each forget split (bars: {confidence:.0%} bootstrap interval over items)")
+    fig.tight_layout()
+    return shared_legend(fig, axes[0][0], ncol=3)

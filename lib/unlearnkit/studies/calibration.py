@@ -21,15 +21,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .. import config, models, pipeline, runs
 from ..generation import greedy_answers
-from ..metrics.ps import ALL_METRICS, FORGET, HELDOUT, PSEvaluator, PSProfile, flatten, merge_profiles
+from ..metrics.ps import (
+    ALL_METRICS,
+    FORGET,
+    HELDOUT,
+    PSEvaluator,
+    PSProfile,
+    flatten,
+    item_values,
+    means,
+    merge_profiles,
+)
 from ..unlearning import CAPPABLE_METHODS, mix_models
 
 #: What calibration needs: the three pass criteria and the ranking (PS-exact on forget), plus PS-perturb on
@@ -55,10 +66,16 @@ EXCESSIVE_METHODS = ("ga", "gd")
 @dataclass(frozen=True)
 class Tolerances:
     """The fraction of its value before unlearning that a passing setting may lose: ``retain`` of PS-exact and
-    PS-perturb on held-out retain (the paper: 0.10), ``forget_similar`` of PS-similar on forget (0.50)."""
+    PS-perturb on held-out retain (the paper: 0.10), ``forget_similar`` of PS-similar on forget (0.50).
+
+    Each loss also gets a paired bootstrap interval over items (``confidence``, ``resamples``, ``seed``), so that a
+    setting whose pass or fail flips inside its interval is called uncertain rather than passing (:func:`criteria`)."""
 
     retain: float
     forget_similar: float
+    confidence: float = 0.95
+    resamples: int = 1000
+    seed: int = 0
 
     def __post_init__(self):
         for name in ("retain", "forget_similar"):
@@ -66,6 +83,10 @@ class Tolerances:
             if not 0 <= value <= 1:
                 raise ValueError(f"the {name} tolerance is a fraction of the value before unlearning, in [0, 1]; "
                                  f"got {value}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"the confidence of a loss interval is in (0, 1), got {self.confidence}")
+        if self.resamples < 1:
+            raise ValueError(f"a bootstrap needs at least one resample, got {self.resamples}")
 
 
 def relative_loss(before: float, after: float) -> float:
@@ -77,10 +98,50 @@ def _holds(before: float, after: float, tolerance: float) -> bool:
     return after >= (1.0 - tolerance) * before - _BOUNDARY_SLACK
 
 
+def loss_interval(before_items: Sequence[float], after_items: Sequence[float], tolerances: Tolerances) -> tuple[float, float]:
+    """A paired percentile-bootstrap interval (scipy.stats.bootstrap) of the relative loss (mean before − mean
+    after) / mean before over the same items, at ``tolerances.confidence``: the items are resampled together, so
+    the interval reflects which items were asked, not two independent draws. (0, 0) when nothing changed."""
+    before_items, after_items = np.asarray(before_items, float), np.asarray(after_items, float)
+    if before_items.shape != after_items.shape or before_items.ndim != 1 or len(before_items) == 0:
+        raise ValueError(f"a paired interval needs the same items before and after, got {before_items.shape} and "
+                         f"{after_items.shape}")
+    if np.array_equal(before_items, after_items):
+        return 0.0, 0.0
+
+    def loss(b, a, axis=-1):
+        mean_before = b.mean(axis=axis)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(mean_before > 0, (mean_before - a.mean(axis=axis)) / mean_before, 0.0)
+
+    result = stats.bootstrap((before_items, after_items), loss, paired=True, vectorized=True, method="percentile",
+                             confidence_level=tolerances.confidence, n_resamples=tolerances.resamples,
+                             random_state=np.random.default_rng(tolerances.seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+#: What a criterion or a setting is called once its loss interval is known: it holds (or the setting passes) over
+#: the whole interval, fails over the whole interval, or the tolerance falls inside it.
+PASS, UNCERTAIN, FAIL = "pass", "uncertain", "fail"
+
+
+def _status(loss: float, low: float, high: float, tolerance: float) -> str:
+    if math.isnan(loss):
+        return UNCERTAIN  # not computed (forget PS-similar where held-out retain already fails): not known to hold
+    if math.isnan(low):  # means alone: the point estimate decides
+        return PASS if loss <= tolerance + _BOUNDARY_SLACK else FAIL
+    if high <= tolerance + _BOUNDARY_SLACK:
+        return PASS
+    return FAIL if low > tolerance + _BOUNDARY_SLACK else UNCERTAIN
+
+
 def criteria(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]],
              tolerances: Tolerances) -> dict[str, dict[str, float | bool]]:
     """Each pass criterion with the relative loss and whether it holds:
-    ``{"heldout_retain_ps_exact": {"loss": 0.04, "tolerance": 0.1, "ok": True}, ...}``.
+    ``{"heldout_retain_ps_exact": {"loss": 0.04, "tolerance": 0.1, "ok": True, "low": 0.01, "high": 0.08,
+    "status": "pass"}, ...}``. ``ok`` judges the means; ``low``/``high`` bound the loss by :func:`loss_interval`
+    where both profiles hold the per-item values (NaN otherwise), and ``status`` is ``pass`` when the whole
+    interval is within the tolerance, ``fail`` when none of it is, else ``uncertain``.
 
     A metric absent from both profiles (PS-perturb on rows without paraphrases) is not a criterion."""
     out: dict[str, dict[str, float | bool]] = {}
@@ -92,9 +153,34 @@ def criteria(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapp
             side = "before" if b is None else "after"
             raise KeyError(f"{split} {metric} is missing from the profile {side} unlearning")
         tolerance = getattr(tolerances, kind)
-        out[f"{split}_{metric}"] = {"loss": relative_loss(b, a), "tolerance": tolerance,
-                                    "ok": _holds(b, a, tolerance)}
+        loss = relative_loss(b, a)
+        items_before, items_after = item_values(before, split, metric), item_values(after, split, metric)
+        low = high = math.nan
+        if items_before is not None and items_after is not None and len(items_before) == len(items_after):
+            low, high = loss_interval(items_before, items_after, tolerances)
+        out[f"{split}_{metric}"] = {"loss": loss, "tolerance": tolerance, "ok": _holds(b, a, tolerance),
+                                    "low": low, "high": high, "status": _status(loss, low, high, tolerance)}
     return out
+
+
+def certainly_fails(before: PSProfile, after: PSProfile, split: str, metric: str, tolerance: float,
+                    tolerances: Tolerances) -> bool:
+    """Whether one criterion fails over its whole loss interval (on the means where either profile has no items)."""
+    b, a = before[split][metric], after[split][metric]
+    items_before, items_after = item_values(before, split, metric), item_values(after, split, metric)
+    if items_before is None or items_after is None or len(items_before) != len(items_after):
+        return not _holds(b, a, tolerance)
+    low, _ = loss_interval(items_before, items_after, tolerances)
+    return low > tolerance + _BOUNDARY_SLACK
+
+
+def setting_status(checks: Mapping[str, Mapping[str, Any]]) -> str:
+    """A setting's verdict from its :func:`criteria`: ``fail`` when a criterion fails over its whole interval,
+    ``pass`` when every criterion holds over its whole interval, ``uncertain`` otherwise."""
+    statuses = [c["status"] for c in checks.values()]
+    if FAIL in statuses:
+        return FAIL
+    return PASS if all(s == PASS for s in statuses) else UNCERTAIN
 
 
 def retain_holds(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]],
@@ -112,21 +198,40 @@ def passes(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mappin
 
 
 class RetainFirst:
-    """A :class:`~unlearnkit.metrics.ps.PSEvaluator` that computes PS-similar on forget only for models that
-    keep held-out retain within the tolerance (:func:`retain_holds`), and NaN otherwise: such a setting fails
-    whatever its forget PS-similar, and that search (generation) is most of the cost of a profile."""
+    """A :class:`~unlearnkit.metrics.ps.PSEvaluator` that computes what can still change a setting's verdict, held-out
+    retain PS-exact first:
 
-    def __init__(self, evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances):
+    - where held-out retain PS-exact already fails over its whole interval (:func:`certainly_fails`), the setting
+      fails whatever else it scores: held-out PS-perturb and forget PS-similar are left NaN (forget PS-exact and
+      PS-perturb, cheap and drawn in every figure, are still computed);
+    - otherwise forget PS-similar is searched only where held-out retain holds on its means (:func:`retain_holds`),
+      NaN elsewhere: that search (generation) is most of the cost of a profile.
+
+    ``settle_early=False`` skips the first step (a trace drawn in full, such as section 1's, keeps held-out
+    PS-perturb at every setting)."""
+
+    def __init__(self, evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances, settle_early: bool = True):
         self.evaluate, self.before, self.tolerances = evaluate, before, tolerances
+        self.settle_early = settle_early  # False: held-out PS-perturb at every setting (traces drawn in full)
 
     def __call__(self, model, metrics: Mapping[str, Sequence[str]] | None = None) -> PSProfile:
         metrics = self.evaluate.metrics if metrics is None else metrics
         if "ps_similar" not in metrics.get(FORGET, ()):
             return self.evaluate(model, metrics)
-        first = {split: tuple(m for m in wanted if (split, m) != (FORGET, "ps_similar"))
-                 for split, wanted in metrics.items()}
-        profile = self.evaluate.ps(model, first)
-        if retain_holds(self.before, profile, self.tolerances):
+        profile: PSProfile = {}
+        if self.settle_early and "ps_exact" in metrics.get(HELDOUT, ()):
+            profile = self.evaluate.ps(model, {HELDOUT: ("ps_exact",)})
+        fails = bool(profile) and certainly_fails(self.before, profile, HELDOUT, "ps_exact", self.tolerances.retain,
+                                                  self.tolerances)
+        # what is left to compute now: forget PS-exact and PS-perturb always, held-out PS-perturb unless it fails
+        rest = {split: tuple(m for m in wanted if m not in profile.get(split, {}) and (split, m) != (FORGET, "ps_similar")
+                             and not (fails and split == HELDOUT))
+                for split, wanted in metrics.items()}
+        profile = merge_profiles(profile, self.evaluate.ps(model, {k: v for k, v in rest.items() if v}))
+        if fails:
+            profile = merge_profiles(profile, {split: {m: math.nan for m in wanted if m not in profile.get(split, {})}
+                                               for split, wanted in metrics.items()})
+        elif retain_holds(self.before, profile, self.tolerances):
             profile = merge_profiles(profile, self.evaluate.ps(model, {FORGET: ("ps_similar",)}))
         else:
             profile[FORGET]["ps_similar"] = math.nan
@@ -207,20 +312,22 @@ class CappedRun(NamedTuple):
 
 
 def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRun:
-    """The parameters with one more entry in ``method_settings``, ``<method>_cap<δ>`` -> ``{method,
-    cap_delta: δ}``, and that run's name: :func:`pipeline.unlearned_model` caches it under its own folder
-    (``models/unlearned-gd_cap2``) and key, so each δ is trained once."""
-    if method not in CAPPABLE_METHODS:
-        raise ValueError(f"objective capping applies to {', '.join(CAPPABLE_METHODS)}, not {method!r}")
+    """The parameters with one more entry in ``method_settings``, ``<run>_cap<δ>`` -> the settings of ``method``
+    (a method or a named run of the GA family) with ``cap_delta: δ``, and that run's name:
+    :func:`pipeline.unlearned_model` caches it under its own folder (``models/unlearned-gd_cap2``) and key, so each
+    δ is trained once."""
+    params = config.as_params(params)
+    kind = pipeline.unlearning_settings(params, method)["method"]
+    if kind not in CAPPABLE_METHODS:
+        raise ValueError(f"objective capping applies to {', '.join(CAPPABLE_METHODS)}, not {method!r} ({kind})")
     if not (math.isfinite(delta) and delta > 0):
         raise ValueError(f"the cap δ must be a positive number, got {delta}")
-    params = config.as_params(params)
     run = f"{method}_cap{float(delta):g}"
     settings = dict(params.method_settings)
-    # The method's loss settings, not its training keys: weights kept at every step serve early stopping of the
-    # uncontrolled run, and a capped run has no use for them.
-    base = {k: v for k, v in settings.get(method, {}).items() if k not in pipeline.UNLEARN_TRAIN_KEYS}
-    settings[run] = {**base, "method": method, "cap_delta": float(delta)}
+    # Everything the run trains with (its schedule, its forget split) but where it keeps weights: those kept at
+    # every step serve early stopping of the uncontrolled run, and a capped run has no use for them.
+    base = {k: v for k, v in settings.get(method, {}).items() if k != "unlearn_save_every"}
+    settings[run] = {**base, "method": kind, "cap_delta": float(delta)}
     return CappedRun(params.replace(method_settings=settings), run)
 
 
@@ -252,8 +359,10 @@ def _row(control: str, value: float, profile: PSProfile, before: PSProfile, tole
         row["stage"] = stage
     row.update(flatten(profile))
     checks = criteria(before, profile, tolerances)
-    row.update({f"{name}_loss": c["loss"] for name, c in checks.items()})
+    for name, c in checks.items():
+        row.update({f"{name}_loss": c["loss"], f"{name}_loss_low": c["low"], f"{name}_loss_high": c["high"]})
     row["passes"] = all(c["ok"] for c in checks.values())
+    row["status"] = setting_status(checks)
     return row
 
 
@@ -265,18 +374,51 @@ def sweep(values: Iterable[float], evaluate: Callable[[float], PSProfile], contr
     return pd.DataFrame([_row(control, v, evaluate(v), before, tolerances) for v in values])
 
 
-def early_stopping_sweep(profile: str, run: str, evaluate: PSEvaluator, original, before: PSProfile,
-                         tolerances: Tolerances) -> pd.DataFrame:
-    """Profiles and risks (Fig. 1) at t = 0 (``original``, the model before, whose profile is ``before``) and at
-    every step notebook 02 kept along ``run``, with the epoch of each step."""
-    with_risks = evaluate.plus_risks()
-    before = merge_profiles(before, with_risks.risks(original))
-    control = early_stopping_evaluator(profile, run, with_risks, before)
-    table = sweep(control.allowed, control, "t", before, tolerances)
+#: Where an early-stopping sweep searches forget PS-similar (the costly, generating part of a profile).
+FORGET_SIMILAR = ("always", "where_retain_holds", "never")
+
+
+def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerances: Tolerances, risks: bool = True,
+                   forget_similar: str = "where_retain_holds") -> tuple[Callable[[Any], PSProfile], PSProfile]:
+    """How the steps of a run are judged, and the profile before unlearning to judge them against: with the risks
+    of each set (Fig. 1; ``risks=False`` leaves them out, also from ``before``), and forget PS-similar searched at
+    every step (``always``), only where held-out retain holds on its means (``where_retain_holds``,
+    :class:`RetainFirst`: elsewhere the step fails anyway), or ``never`` (NaN: a trace that follows the held-out
+    memory only, whose steps are then never called passing)."""
+    if forget_similar not in FORGET_SIMILAR:
+        raise ValueError(f"forget_similar is one of {', '.join(FORGET_SIMILAR)}, got {forget_similar!r}")
+    judge: Callable[[Any], PSProfile] = evaluate.plus_risks() if risks else evaluate
+    if risks:
+        before = merge_profiles(before, judge.risks(original))
+    if forget_similar == "where_retain_holds":
+        judge = RetainFirst(judge, before, tolerances, settle_early=False)
+    elif forget_similar == "never":
+        lean = {split: tuple(m for m in wanted if (split, m) != (FORGET, "ps_similar"))
+                for split, wanted in evaluate.metrics.items()}
+        full = judge
+
+        def judge(model):
+            return merge_profiles(full(model, lean), {FORGET: {"ps_similar": math.nan}})
+    return judge, before
+
+
+def _with_epochs(table: pd.DataFrame, profile: str, run: str) -> pd.DataFrame:
     epochs = {0: 0.0, **{step: runs.saved_recipe(folder).get("epoch")
                          for step, folder in runs.trajectory_steps(profile, run)}}
     table.insert(1, "epoch", [epochs.get(int(t)) for t in table["t"]])
     return table
+
+
+def early_stopping_sweep(profile: str, run: str, evaluate: PSEvaluator, original, before: PSProfile,
+                         tolerances: Tolerances, risks: bool = True, forget_similar: str = "where_retain_holds",
+                         every: int | None = None) -> pd.DataFrame:
+    """Profiles (and risks) at t = 0 (``original``, the model before, whose profile is ``before``) and at every
+    step notebook 02 kept along ``run`` (or, with ``every``, at :func:`runs.sparse_steps`), with the epoch of each
+    step; :func:`stopping_judge` says how each step is judged."""
+    judge, before = stopping_judge(evaluate, original, before, tolerances, risks, forget_similar)
+    control = early_stopping_evaluator(profile, run, judge, before)
+    steps = [0] + [step for step, _ in runs.sparse_steps(profile, run, every)]
+    return _with_epochs(sweep(steps, control, "t", before, tolerances), profile, run)
 
 
 def capping_sweep(params: Mapping[str, Any], profile: str, deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
@@ -293,10 +435,19 @@ def mixing_grid(n: int) -> list[float]:
     return [0.0] + [round(i / n, 10) for i in range(1, n + 1)]
 
 
+def passing_rows(table: pd.DataFrame) -> pd.Series:
+    """Which rows of a sweep pass: by their ``status`` (the whole loss interval within every tolerance; an
+    uncertain setting does not pass), or by the means where a table has no status."""
+    if "status" in table:
+        return table["status"] == PASS
+    return table["passes"].astype(bool)
+
+
 def best_passing(table: pd.DataFrame, control: str) -> pd.Series | None:
-    """The row of ``table`` (from :func:`sweep`) with the lowest PS-exact on forget among passing settings,
-    ties broken by the higher PS-exact on held-out retain, then the weaker setting; None when nothing passes."""
-    passing = table[table["passes"]]
+    """The row of ``table`` (from :func:`sweep`) with the lowest PS-exact on forget among passing settings
+    (:func:`passing_rows`), ties broken by the higher PS-exact on held-out retain, then the weaker setting; None
+    when nothing passes."""
+    passing = table[passing_rows(table)]
     if passing.empty:
         return None
     ranked = passing.sort_values([f"{FORGET}_ps_exact", f"{HELDOUT}_ps_exact", control],
@@ -413,21 +564,28 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
 
 
 def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: int, fine_points: int,
-                     tolerances: Tolerances) -> Calibration:
+                     tolerances: Tolerances, complete: bool = True) -> Calibration:
     """Calibrate model mixing of one unlearned model (the paper's recommended control): :func:`calibrate` over
     :func:`mixing_grid`, then the full profile (:data:`TABLE_METRICS`) at the calibrated a and at a = 1, the
-    uncontrolled run. Settings ``mixing`` already evaluated (in a sweep) are not evaluated again."""
+    uncontrolled run (``complete=False`` keeps the profiles the calibration computed: the other forget splits
+    report forget PS-exact alone, and held-out PS-similar is a search over every held-out answer). Settings
+    ``mixing`` already evaluated (in a sweep) are not evaluated again."""
     result = calibrate(mixing_grid(coarse_points), mixing, fine_points, before, tolerances, control="a")
-    result.uncontrolled = mixing.evaluate.complete(mixing.unlearned, mixing(1.0))
+    result.uncontrolled = mixing(1.0)
+    if complete:
+        result.uncontrolled = mixing.evaluate.complete(mixing.unlearned, result.uncontrolled)
     if result.found:
-        result.reported = mixing.evaluate.complete(mix_models(mixing.original, mixing.unlearned, result.best),
-                                                   result.profile)
+        result.reported = result.profile
+        if complete:
+            result.reported = mixing.evaluate.complete(mix_models(mixing.original, mixing.unlearned, result.best),
+                                                       result.profile)
     return result
 
 
 def calibrate_methods(params: Mapping[str, Any], profile: str, methods: Sequence[str], original,
                       evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances, coarse_points: int,
-                      fine_points: int, swept: Mapping[str, MixingControl] | None = None) -> dict[str, Calibration]:
+                      fine_points: int, swept: Mapping[str, MixingControl] | None = None,
+                      complete: bool = True) -> dict[str, Calibration]:
     """Each unlearning run of ``methods`` calibrated by model mixing of ``original`` (the target) with its
     unlearned model (notebook 02's run, :func:`pipeline.unlearned_model`), see :func:`calibrate_mixing`.
 
@@ -439,7 +597,7 @@ def calibrate_methods(params: Mapping[str, Any], profile: str, methods: Sequence
     for method in methods:
         mixing = swept.get(method) or mixing_evaluator(
             original, pipeline.unlearned_model(params, profile, method).model, retain_first, before)
-        calibrations[method] = calibrate_mixing(mixing, before, coarse_points, fine_points, tolerances)
+        calibrations[method] = calibrate_mixing(mixing, before, coarse_points, fine_points, tolerances, complete)
     return calibrations
 
 
@@ -486,7 +644,7 @@ def verdicts(calibrations: Mapping[str, Calibration], before: PSProfile, toleran
 
 def table3_results(before: PSProfile, calibrations: Mapping[str, Calibration]) -> dict[str, PSProfile]:
     """The model before unlearning and each method at its calibrated a (those with a passing setting)."""
-    return {"before": before, **{m: c.reported for m, c in calibrations.items() if c.reported is not None}}
+    return {"before": means(before), **{m: means(c.reported) for m, c in calibrations.items() if c.reported is not None}}
 
 
 def table3(before: PSProfile, calibrations: Mapping[str, Calibration]) -> pd.DataFrame:
@@ -498,14 +656,22 @@ def table3(before: PSProfile, calibrations: Mapping[str, Calibration]) -> pd.Dat
 
 
 def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps: Mapping[str, pd.DataFrame],
-             evaluate: PSEvaluator, elapsed_s: float) -> dict[str, Any]:
+             evaluate: PSEvaluator, elapsed_s: float, tolerances: Tolerances | None = None,
+             tables: Mapping[str, pd.DataFrame] | None = None, verdict: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What metrics.json keeps beside the Table 3 results: each method's calibration, GD's best passing setting
-    under each control, the PS item counts and the time taken."""
-    return {
+    under each control, the PS item counts and the time taken; with ``tables`` (Table 2, Table 3, the controls
+    summary, the forget splits) their rows, and the controls ``verdict``."""
+    extra: dict[str, Any] = {"tables": {name: records(table) for name, table in (tables or {}).items()}}
+    if verdict is not None:
+        extra["controls_verdict"] = dict(verdict)
+    if tolerances is not None:
+        extra["intervals"] = {"confidence": tolerances.confidence, "resamples": tolerances.resamples,
+                              "seed": tolerances.seed}
+    return {**extra, 
         "calibrated_a": {m: c.best for m, c in calibrations.items()},
         "coarse_a": {m: c.coarse_best for m, c in calibrations.items()},
         "found_passing": {m: found_unlearning(c) for m, c in calibrations.items()},
-        "uncontrolled": {m: c.uncontrolled for m, c in calibrations.items()},
+        "uncontrolled": {m: means(c.uncontrolled) for m, c in calibrations.items()},
         "uncontrolled_heldout_ps_exact_loss": {m: uncontrolled_loss(c, before) for m, c in calibrations.items()},
         "gd_best_passing": {k: None if row is None else float(row[k]) for k, row in best_settings(sweeps).items()},
         "ps_items": {HELDOUT: len(evaluate.heldout_rows), FORGET: len(evaluate.forget_rows)},
@@ -514,13 +680,395 @@ def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps:
 
 
 def per_item_tables(sweeps: Mapping[str, pd.DataFrame], calibrations: Mapping[str, Calibration],
-                    interference: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
-    """Every sweep of GD, every calibration table and the interference runs, as records for per_item.json."""
+                    interference: Mapping[str, pd.DataFrame] | None = None,
+                    method_controls: Mapping[str, Any] | None = None,
+                    split_calibrations: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every sweep of GD, every calibration table, the interference runs, every control of every method and the
+    mixing calibrations of the other forget splits, as records for per_item.json."""
     out = {"gd_early_stopping": records(sweeps["t"]), "gd_capping": records(sweeps["delta"]),
            "gd_mixing": records(sweeps["a"]), "calibration": {m: records(c.table) for m, c in calibrations.items()}}
     if interference is not None:
         out["interference"] = {run: records(table) for run, table in interference.items()}
+    if method_controls is not None:
+        out["controls"] = {run: {CONTROL_NAMES[c]: records(cal.table) for c, cal in mc.controls.items()}
+                           for run, mc in method_controls.items()}
+    if split_calibrations is not None:
+        out["splits"] = {split: {run: records(c.table) for run, c in sc.calibrations.items()}
+                         for split, sc in split_calibrations.items()}
     return out
+
+
+# --------------------------------------------------------------------------- every control of every method
+
+
+#: Why objective capping does not apply to a method (docs/metrics.md §5.2): the paper defines it on the
+#: unbounded forget NLL that the GA family ascends.
+NOT_CAPPED = {
+    "npo": "NPO is not capped: its forget gradient is GA's weighted by a factor that vanishes as the model's "
+           "likelihood falls below the reference's, so it already stops pushing an example smoothly",
+    "idk": "IDK is not capped: it descends on 'I don't know' answers, there is no ascent on the forget NLL to cap",
+    "dpo": "DPO is not capped: its forget term is a bounded preference loss, not the forget NLL",
+    "rmu": "RMU is not capped: its forget term is a distance to a steering vector, not the forget NLL",
+}
+#: The controls in the order of Wang et al.'s Fig. 2, with their names.
+CONTROL_NAMES = {"delta": "objective capping", "t": "early stopping", "a": "model mixing"}
+#: A control *works* for a method when its best passing setting takes forget PS-exact at least this share of the
+#: way from the model before unlearning to the uncontrolled run (issue #13's criterion).
+WORKING_SHARE = 1 / 3
+
+
+def calibration_from_sweep(table: pd.DataFrame, control: str) -> Calibration:
+    """A full sweep (every setting of a grid, as in section 2) read as a calibration: its best passing setting."""
+    best = best_passing(table, control)
+    return Calibration(control=control, best=None if best is None else float(best[control]), profile=None,
+                       table=table)
+
+
+def _as_calibration(found: pd.DataFrame | Calibration, control: str) -> Calibration:
+    return found if isinstance(found, Calibration) else calibration_from_sweep(found, control)
+
+
+def stopping_grid(kept_steps: Sequence[float], every: int) -> list[float]:
+    """The coarse grid of early stopping: t = 0 (the model before), every ``every``-th kept step and the last."""
+    if every < 1:
+        raise ValueError(f"the early-stopping grid takes every n-th step with n >= 1, got {every}")
+    kept = sorted(float(t) for t in kept_steps)
+    grid = {0.0, kept[-1]} | {t for t in kept if t > 0 and int(t) % every == 0}
+    return sorted(t for t in grid if t == 0 or t in kept)
+
+
+def calibrate_early_stopping(profile: str, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
+                             tolerances: Tolerances, every: int, fine_points: int) -> Calibration:
+    """Early stopping of one run calibrated coarse to fine over its kept steps: every ``every``-th step, then the
+    kept steps between the best passing one and the next (:func:`calibrate` with the kept steps as allowed); its
+    table carries each step's epoch. ``evaluate`` may be a judge of :func:`stopping_judge` (section 1: with risks)."""
+    control = early_stopping_evaluator(profile, run, evaluate, before)
+    result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t")
+    result.table = _with_epochs(result.table, profile, run)
+    return result
+
+
+def calibrate_capping(params: Mapping[str, Any], profile: str, run: str, evaluate: Callable[[Any], PSProfile],
+                      before: PSProfile, tolerances: Tolerances, deltas: Sequence[float]) -> Calibration:
+    """Objective capping of one run coarse to fine over the grid ``deltas`` (each δ is a training run): every other
+    δ and the largest first, then the δ of the grid between the best passing one and the next."""
+    grid = sorted(float(d) for d in deltas)
+    coarse = sorted(set(grid[::2]) | {grid[-1]})
+    return calibrate(coarse, capping_evaluator(params, profile, evaluate, run), len(grid), before, tolerances,
+                     control="delta", allowed=grid)
+
+
+@dataclass
+class MethodControls:
+    """The three controls of one unlearning run (``controls`` keyed ``delta``, ``t``, ``a``; no ``delta`` where
+    capping does not apply, with the reason in ``not_capped``) and the run's uncontrolled profile (a = 1)."""
+
+    run: str
+    method: str
+    controls: dict[str, Calibration]
+    uncontrolled: PSProfile
+    not_capped: str | None = None
+
+
+def control_methods(params: Mapping[str, Any], profile: str, run_names: Sequence[str], evaluate: PSEvaluator,
+                    before: PSProfile, tolerances: Tolerances, mixing: Mapping[str, Calibration],
+                    cap_deltas: Sequence[float], stopping_every: int, fine_points: int,
+                    known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None) -> dict[str, MethodControls]:
+    """Every run of ``run_names`` under the three controls: capping over ``cap_deltas`` (GA family only),
+    early stopping coarse to fine over its kept steps, and its model-mixing calibration from ``mixing``
+    (:func:`calibrate_methods`). ``known`` holds sweeps or calibrations already made (GD's of sections 1-2);
+    elsewhere forget PS-similar is only computed where held-out retain holds (:class:`RetainFirst`)."""
+    retain_first = RetainFirst(evaluate, before, tolerances)
+    out = {}
+    for run in run_names:
+        method = pipeline.unlearning_settings(params, run)["method"]
+        done = dict((known or {}).get(run, {}))
+        controls: dict[str, Calibration] = {}
+        if method in CAPPABLE_METHODS:
+            controls["delta"] = (_as_calibration(done["delta"], "delta") if "delta" in done else
+                                 calibrate_capping(params, profile, run, retain_first, before, tolerances, cap_deltas))
+        controls["t"] = (_as_calibration(done["t"], "t") if "t" in done else
+                         calibrate_early_stopping(profile, run, retain_first, before, tolerances, stopping_every,
+                                                  fine_points))
+        controls["a"] = mixing[run]
+        out[run] = MethodControls(run, method, controls, mixing[run].uncontrolled,
+                                  None if "delta" in controls else NOT_CAPPED.get(method, f"{method} is not capped"))
+    return out
+
+
+def best_row(calibration: Calibration) -> pd.Series | None:
+    return best_passing(calibration.table, calibration.control)
+
+
+def working_share(calibration: Calibration, before: PSProfile, uncontrolled: PSProfile) -> float:
+    """How far the control's best passing setting takes forget PS-exact from the model before unlearning (0) to
+    the uncontrolled run (1); NaN when nothing passes or the uncontrolled run does not lower it."""
+    best = best_row(calibration)
+    start, end = before[FORGET]["ps_exact"], uncontrolled[FORGET]["ps_exact"]
+    if best is None or not start > end:
+        return math.nan
+    return float((start - best[f"{FORGET}_ps_exact"]) / (start - end))
+
+
+def largest_step(calibration: Calibration, before: PSProfile) -> float:
+    """How coarsely a control moves the held-out memory: the largest change of held-out retain PS-exact between
+    neighbouring evaluated settings, as a share of its value before unlearning (small is smooth)."""
+    table = calibration.table.sort_values(calibration.control)
+    values = table[f"{HELDOUT}_ps_exact"].to_numpy(dtype=float)
+    if len(values) < 2 or before[HELDOUT]["ps_exact"] <= 0:
+        return math.nan
+    return float(np.max(np.abs(np.diff(values))) / before[HELDOUT]["ps_exact"])
+
+
+def controls_summary(method_controls: Mapping[str, MethodControls], before: PSProfile) -> pd.DataFrame:
+    """One row per run and control: the best passing setting, how many settings pass, are uncertain or fail, its
+    forget PS-exact, the share of the way to the uncontrolled run, whether the control works (share ≥ 1/3), and the
+    largest step of held-out retain PS-exact between neighbouring settings."""
+    rows = []
+    for run, mc in method_controls.items():
+        for control, calibration in mc.controls.items():
+            best = best_row(calibration)
+            statuses = calibration.table["status"] if "status" in calibration.table else pd.Series(dtype=str)
+            share = working_share(calibration, before, mc.uncontrolled)
+            rows.append({"run": run, "control": CONTROL_NAMES[control], "best setting": None if best is None else
+                         float(best[control]), "settings": len(calibration.table),
+                         "pass": int((statuses == PASS).sum()), "uncertain": int((statuses == UNCERTAIN).sum()),
+                         "fail": int((statuses == FAIL).sum()),
+                         "forget PS-exact at best": math.nan if best is None else float(best[f"{FORGET}_ps_exact"]),
+                         "uncontrolled forget PS-exact": mc.uncontrolled[FORGET]["ps_exact"],
+                         "share of the way": share, "works": bool(share >= WORKING_SHARE) if share == share else False,
+                         "largest held-out step": largest_step(calibration, before)})
+    return pd.DataFrame(rows)
+
+
+def control_model(params: Mapping[str, Any], profile: str, run: str, control: str, value: float, original):
+    """The model of one setting: the mix at a, the weights kept at step t, or the run capped at δ."""
+    if control == "a":
+        return mix_models(original, pipeline.unlearned_model(params, profile, run).model, value)
+    if control == "t":
+        if value == 0:
+            return original
+        return models.load_model(dict(runs.trajectory_steps(profile, run))[int(value)]).model
+    if control == "delta":
+        capped = capped_run(params, run, value)
+        return pipeline.unlearned_model(capped.params, profile, capped.run).model
+    raise ValueError(f"unknown control {control!r}; use {', '.join(CONTROL_NAMES)}")
+
+
+def best_control(mc: MethodControls) -> str | None:
+    """The control whose best passing setting unlearns most (lowest forget PS-exact), model mixing on a tie; None
+    when no control passes anywhere but at the model before."""
+    found = {}
+    for control, calibration in mc.controls.items():
+        best = best_row(calibration)
+        if best is not None and best[control] > 0:
+            found[control] = (float(best[f"{FORGET}_ps_exact"]), control != "a")
+    return min(found, key=found.get) if found else None
+
+
+def calibrated_comparison(params: Mapping[str, Any], profile: str, method_controls: Mapping[str, MethodControls],
+                          evaluate: PSEvaluator, before: PSProfile, original) -> pd.DataFrame:
+    """Wang et al.'s Table 3 twice over: each run calibrated by model mixing alone, and by its best control
+    (:func:`best_control`), with the full PS profile of both sets; the model before unlearning first."""
+    rows = [{"run": "before", "calibrated by": "", "control": "", "setting": math.nan, **flatten(means(before))}]
+    for run, mc in method_controls.items():
+        mixing = mc.controls["a"]
+        if mixing.reported is not None:
+            rows.append({"run": run, "calibrated by": "model mixing", "control": "a", "setting": mixing.best,
+                         **flatten(means(mixing.reported))})
+        chosen = best_control(mc)
+        if chosen is None:
+            continue
+        value = float(best_row(mc.controls[chosen])[chosen])
+        if chosen == "a" and mixing.reported is not None:
+            reported = mixing.reported
+        else:
+            reported = evaluate(control_model(params, profile, run, chosen, value, original), TABLE_METRICS)
+        rows.append({"run": run, "calibrated by": f"best control ({CONTROL_NAMES[chosen]})", "control": chosen,
+                     "setting": value, **flatten(means(reported))})
+    return pd.DataFrame(rows)
+
+
+def comparison_profiles(comparison: pd.DataFrame) -> dict[str, PSProfile]:
+    """The rows of :func:`calibrated_comparison` as PS profiles named ``before``, ``gd (model mixing)``,
+    ``gd (early stopping)``, ...: what metrics.json and the bar grid take."""
+    out: dict[str, PSProfile] = {}
+    for _, row in comparison.iterrows():
+        by = row["calibrated by"]
+        name = row["run"] if not by else f"{row['run']} ({CONTROL_NAMES[row['control']]})"
+        if by.startswith("best control") and name in out:
+            continue  # model mixing was the best control: the same model
+        profile: PSProfile = {}
+        for split in (HELDOUT, FORGET):
+            profile[split] = {m: float(row[f"{split}_{m}"]) for m in ("ps_exact", "ps_perturb", "ps_similar")
+                              if f"{split}_{m}" in row and row[f"{split}_{m}"] == row[f"{split}_{m}"]}
+        out[name] = profile
+    return out
+
+
+def uncontrolled_table(method_controls: Mapping[str, MethodControls], before: PSProfile) -> pd.DataFrame:
+    """Wang et al.'s Table 2: every run uncontrolled (the full run, a = 1) beside the model before unlearning."""
+    results = {"before": means(before), **{run: means(mc.uncontrolled) for run, mc in method_controls.items()}}
+    return pd.DataFrame({run: flatten(p) for run, p in results.items()}).T
+
+
+#: What ../shared/METRICS.md §5 gives of Wang et al.'s tables (Phi-1.5, forget10): the model before unlearning
+#: and GD calibrated by model mixing.
+PAPER_VALUES = {("before", "heldout_retain_ps_exact"): 0.668, ("before", "forget_ps_exact"): 0.649,
+                ("before", "heldout_retain_ps_perturb"): 0.325, ("before", "forget_ps_perturb"): 0.298,
+                ("before", "heldout_retain_ps_similar"): 0.918, ("before", "forget_ps_similar"): 0.949,
+                ("gd · model mixing", "forget_ps_exact"): 0.413}
+
+
+def paper_beside_ours(comparison: pd.DataFrame) -> pd.DataFrame:
+    """The paper's reported values (:data:`PAPER_VALUES`) beside this run's, one row per value."""
+    rows = []
+    for (model, column), paper in PAPER_VALUES.items():
+        run, _, by = model.partition(" · ")
+        match = comparison[(comparison["run"] == run) & ((comparison["calibrated by"] == by) if by else True)]
+        ours = float(match[column].iloc[0]) if len(match) and column in match else math.nan
+        rows.append({"model": model, "metric": column, "paper (Phi-1.5)": paper, "this run": ours})
+    return pd.DataFrame(rows)
+
+
+def controls_verdict(summary: pd.DataFrame) -> dict[str, Any]:
+    """Wang et al.'s finding, that every control calibrates excessive unlearning and model mixing most smoothly,
+    judged from :func:`controls_summary`: per run, the controls that work; model mixing counts as smoothest for a
+    run when its largest held-out step is no larger than any other control's. ``reproduced`` when every control
+    works for every run, ``partly`` when some control works for some run, ``not`` when none does."""
+    works = {run: {c: bool(w) for c, w in zip(part["control"], part["works"])} for run, part in summary.groupby("run", sort=False)}
+    smoothest = {}
+    for run, part in summary.groupby("run", sort=False):
+        steps = dict(zip(part["control"], part["largest held-out step"]))
+        mixing, others = steps.get(CONTROL_NAMES["a"]), [v for c, v in steps.items() if c != CONTROL_NAMES["a"]]
+        smoothest[run] = bool(mixing is not None and mixing == mixing and all(mixing <= v for v in others if v == v))
+    all_work = all(all(c.values()) for c in works.values())
+    any_work = any(any(c.values()) for c in works.values())
+    return {"finding": "every control calibrates excessive unlearning (its best passing setting takes forget PS-exact "
+                       "at least a third of the way to the uncontrolled run), model mixing most smoothly",
+            "works": works, "mixing_smoothest": smoothest,
+            "verdict": "reproduced" if all_work and all(smoothest.values()) else "partly" if any_work else "not"}
+
+
+def controls_text(verdict: Mapping[str, Any]) -> str:
+    """The finding, what this run shows per run, and the verdict, in sentences."""
+    lines = [f"Wang et al.: {verdict['finding']}."]
+    for run, works in verdict["works"].items():
+        working = [c for c, ok in works.items() if ok]
+        failing = [c for c, ok in works.items() if not ok]
+        smooth = "model mixing moves the held-out memory in the smallest steps" if verdict["mixing_smoothest"][run] \
+            else "another control moves the held-out memory in smaller steps than mixing"
+        lines.append(f"{run}: works: {', '.join(working) or 'none'}; does not: {', '.join(failing) or 'none'}; {smooth}.")
+    lines.append(f"Verdict: {verdict['verdict']}.")
+    return "\n".join(lines)
+
+
+def uncertain_text(tables: Mapping[str, pd.DataFrame]) -> str:
+    """How many of the evaluated settings the bootstrap intervals leave uncertain, per sweep."""
+    parts = []
+    for name, table in tables.items():
+        if "status" in table:
+            counts = table["status"].value_counts()
+            parts.append(f"{name}: {int(counts.get(PASS, 0))} pass, {int(counts.get(UNCERTAIN, 0))} uncertain, "
+                         f"{int(counts.get(FAIL, 0))} fail")
+    return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- the 1 % and 5 % forget splits
+
+
+def split_run(params: Mapping[str, Any], run: str, split: str) -> tuple[config.Params, str]:
+    """``run`` unlearning ``split`` instead of the profile's forget split: a named run ``<run>_<split>`` with the
+    run's settings and schedule (but where it keeps weights: only model mixing is calibrated on other splits), and
+    the parameters that know it."""
+    params = config.as_params(params)
+    name = f"{run}_{split}"
+    own = {k: v for k, v in params.method_settings.get(run, {}).items() if k != "unlearn_save_every"}
+    settings = {**own, "method": pipeline.unlearning_settings(params, run)["method"], "forget_split": split}
+    return pipeline.with_run(params, name, **settings), name
+
+
+@dataclass
+class SplitCalibration:
+    """Model mixing calibrated for each run on one forget split: the target's profile on it (``before``), the
+    evaluator of that split, and each run's calibration keyed by the profile's run name."""
+
+    split: str
+    before: PSProfile
+    evaluate: PSEvaluator
+    calibrations: dict[str, Calibration]
+
+
+def calibrate_splits(params: Mapping[str, Any], profile: str, splits: Sequence[str], run_names: Sequence[str],
+                     target: models.LoadedModel, forget_rows_of: Callable[[str], Sequence[Mapping[str, Any]]],
+                     evaluate: PSEvaluator, tolerances: Tolerances, coarse_points: int, fine_points: int,
+                     known: Mapping[str, SplitCalibration] | None = None) -> dict[str, SplitCalibration]:
+    """Model mixing (alone) calibrated for each run on each forget split of ``splits`` (Wang et al.'s forget01 and
+    forget05): each run is retrained on the split (:func:`split_run`), PS is computed on that split's forget rows
+    (``forget_rows_of(split)``) and the same held-out retain rows as ``evaluate``. ``known`` holds splits done
+    already (the profile's own forget split, from section 3)."""
+    out = dict(known or {})
+    for split in splits:
+        if split in out:
+            continue
+        split_evaluate = replace(evaluate, forget_rows=list(forget_rows_of(split)))
+        before = split_evaluate(target.model, split_evaluate.metrics)
+        split_params, names = config.as_params(params), {}
+        for run in run_names:
+            split_params, names[run] = split_run(split_params, run, split)
+        found = calibrate_methods(split_params, profile, list(names.values()), target.model, split_evaluate, before,
+                                  tolerances, coarse_points, fine_points, complete=False)
+        out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[run]] for run in run_names})
+    return {split: out[split] for split in splits if split in out}
+
+
+def splits_verdict(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Per forget split, the runs for which model mixing works (its calibrated a takes forget PS-exact at least
+    :data:`WORKING_SHARE` of the way to the uncontrolled run), from :func:`splits_table`."""
+    return {split: [run for run, share in zip(part["run"], part["share of the way"]) if share >= WORKING_SHARE]
+            for split, part in table.groupby("split", sort=False)}
+
+
+def splits_text(table: pd.DataFrame) -> str:
+    """Per forget split: how many items, for which runs model mixing works and how far it gets."""
+    lines = []
+    working = splits_verdict(table)
+    for split, part in table.groupby("split", sort=False):
+        shares = ", ".join(f"{run} {share:.0%}" for run, share in zip(part["run"], part["share of the way"]))
+        runs_ = working[split]
+        lines.append(f"{split} ({int(part['forget items'].iloc[0])} forget items): model mixing works for "
+                     f"{', '.join(runs_) if runs_ else 'no method'} (share of the way: {shares}).")
+    return "\n".join(lines)
+
+
+def mean_interval(values: Sequence[float], tolerances: Tolerances) -> tuple[float, float]:
+    """A percentile-bootstrap interval of a mean over items at ``tolerances.confidence``."""
+    values = np.asarray(values, float)
+    if len(values) < 2 or np.all(values == values[0]):
+        return (float(values.mean()),) * 2 if len(values) else (math.nan, math.nan)
+    result = stats.bootstrap((values,), np.mean, vectorized=True, method="percentile",
+                             confidence_level=tolerances.confidence, n_resamples=tolerances.resamples,
+                             random_state=np.random.default_rng(tolerances.seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances: Tolerances) -> pd.DataFrame:
+    """One row per split and run: the forget items, the calibrated a, forget PS-exact before, at the calibrated a
+    (with its bootstrap interval over items) and uncontrolled, and the share of the way (model mixing only)."""
+    rows = []
+    for split, sc in split_calibrations.items():
+        for run, calibration in sc.calibrations.items():
+            profile = calibration.reported
+            values = None if profile is None else item_values(profile, FORGET, "ps_exact")
+            low, high = mean_interval(values, tolerances) if values is not None else (math.nan, math.nan)
+            rows.append({"split": split, "run": run, "forget items": len(sc.evaluate.forget_rows),
+                         "calibrated a": calibration.best,
+                         "forget PS-exact before": sc.before[FORGET]["ps_exact"],
+                         "forget PS-exact calibrated": math.nan if profile is None else profile[FORGET]["ps_exact"],
+                         "interval low": low, "interval high": high,
+                         "forget PS-exact uncontrolled": calibration.uncontrolled[FORGET]["ps_exact"],
+                         "share of the way": working_share(calibration, sc.before, calibration.uncontrolled)})
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- what erodes the held-out memory
@@ -530,13 +1078,18 @@ def interference_sweeps(params: Mapping[str, Any], profile: str, run_names: Sequ
                         original, before: PSProfile, tolerances: Tolerances,
                         known: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """:func:`early_stopping_sweep` along each run of ``run_names`` (``interference_runs``: GD, GD with its forget
-    weight at 0 so that only the retain term acts, GD at lower learning rates), each trained first if it is not
-    saved; ``known`` holds sweeps already made (GD's of section 1)."""
+    weight at 0 so that only the retain term acts, GD at lower learning rates) at the profile's
+    ``unlearn_save_every`` steps and epoch ends, each trained first if it is not saved; ``known`` holds sweeps
+    already made (GD's of section 1). Forget PS-similar is searched where held-out retain holds, so each trace also
+    says where early stopping of its run passes (:func:`stopping_by_run`)."""
     tables = dict(known or {})
     for run in run_names:
         if run not in tables:
             pipeline.unlearned_model(params, profile, run)
-            tables[run] = early_stopping_sweep(profile, run, evaluate, original, before, tolerances)
+            # the held-out memory is what these traces show, in full; forget PS-similar only where a step can pass,
+            # so that each trace is also an early-stopping sweep of its run (stopping_by_run)
+            tables[run] = early_stopping_sweep(profile, run, evaluate, original, before, tolerances, risks=False,
+                                               every=config.as_params(params).unlearn_save_every)
     return {run: tables[run] for run in run_names}
 
 
@@ -553,6 +1106,56 @@ def interference_summary(tables: Mapping[str, pd.DataFrame], params: Mapping[str
                      "held-out PS-perturb lost": float(last[f"{HELDOUT}_ps_perturb_loss"]),
                      "forget PS-exact": float(last[f"{FORGET}_ps_exact"])}
     return pd.DataFrame(rows).T
+
+
+#: A run *unlearns* when its end has lost at least this share of forget PS-exact: below it, "a control works" is
+#: vacuous (every setting of a run that barely moves passes, and is all the way there).
+UNLEARNS_SHARE = 0.5
+
+
+def unlearns(before: PSProfile, end: PSProfile) -> bool:
+    """Whether a run's end lost at least :data:`UNLEARNS_SHARE` of forget PS-exact."""
+    return bool(relative_loss(before[FORGET]["ps_exact"], end[FORGET]["ps_exact"]) >= UNLEARNS_SHARE)
+
+
+def stopping_by_run(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any], before: PSProfile) -> pd.DataFrame:
+    """Early stopping read off each interference trace: per run, its learning rate, the best passing step (the whole
+    interval within every tolerance), forget PS-exact there and at the run's end, the share of the way and whether
+    early stopping works for it; a run that barely unlearns "works" by this rule, so ``run unlearns`` says whether
+    its end lost at least half of forget PS-exact (:func:`unlearns`)."""
+    params = config.as_params(params)
+    rows = {}
+    for run, table in tables.items():
+        table = table.sort_values("t")
+        last = table.iloc[-1]
+        end = {FORGET: {"ps_exact": float(last[f"{FORGET}_ps_exact"])}}
+        stopping = calibration_from_sweep(table, "t")
+        best = best_row(stopping)
+        share = working_share(stopping, before, end)
+        rows[run] = {"forget weight": pipeline.unlearning_settings(params, run).get("forget_weight", 1.0),
+                     "lr": pipeline.run_params(params, run).unlearn_lr,
+                     "best passing t": None if best is None else int(best["t"]),
+                     "forget PS-exact at best": math.nan if best is None else float(best[f"{FORGET}_ps_exact"]),
+                     "forget PS-exact at the end": end[FORGET]["ps_exact"], "share of the way": share,
+                     "works": bool(share >= WORKING_SHARE) if share == share else False,
+                     "run unlearns": unlearns(before, end)}
+    return pd.DataFrame(rows).T
+
+
+def stopping_by_run_text(table: pd.DataFrame) -> str:
+    """Where early stopping works along the interference runs, with the numbers."""
+    lines = []
+    for run, row in table.iterrows():
+        if row["best passing t"] is None:
+            lines.append(f"{run} (lr {row['lr']:g}): early stopping finds no passing step.")
+            continue
+        vacuous = row["works"] and not row["run unlearns"]
+        lines.append(f"{run} (lr {row['lr']:g}, forget weight {row['forget weight']:g}): early stopping at t = "
+                     f"{row['best passing t']} takes forget PS-exact to {row['forget PS-exact at best']:.2f} "
+                     f"against {row['forget PS-exact at the end']:.2f} at the run's end, {row['share of the way']:.0%} "
+                     f"of the way: {'works' if row['works'] else 'does not work'}"
+                     + (", but only because the run itself barely unlearns." if vacuous else "."))
+    return "\n".join(lines)
 
 
 def interference_text(summary: pd.DataFrame, full: str = "gd") -> str:

@@ -95,7 +95,8 @@ def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _training_keys(params: Params, run: str) -> dict[str, Any]:
     trained = pipeline.run_params(params, run)
-    return {k: trained[k] for k in pipeline.UNLEARN_TRAIN_KEYS}
+    # Where weights are kept along the way does not change them: a run kept densely for early stopping still serves.
+    return {k: trained[k] for k in pipeline.RUN_PARAM_KEYS if k != "unlearn_save_every"}
 
 
 def sweep_run(params: Mapping[str, Any], method: str, lambda_f: float, lambda_r: float,
@@ -111,7 +112,7 @@ def sweep_run(params: Mapping[str, Any], method: str, lambda_f: float, lambda_r:
         raise ValueError(f"entropy optimisation takes lambda_f >= 0 and lambda_r <= 0 (docs/metrics.md §3); "
                          f"got lambda_f={lambda_f}, lambda_r={lambda_r}")
     base = {k: v for k, v in params.method_settings.get(method, {"method": method}).items()
-            if k not in ("lambda_f", "lambda_r", "unlearn_lr")}
+            if k not in ("lambda_f", "lambda_r", "unlearn_lr", "unlearn_save_every")}
     settings: dict[str, Any] = {**base, "lambda_f": float(lambda_f), "lambda_r": float(lambda_r)}
     if float(lr) != float(params.unlearn_lr):
         settings["unlearn_lr"] = float(lr)
