@@ -12,9 +12,13 @@ that runs from "no unlearning" to "the full run":
 Every setting is judged by its PS profile (:mod:`metrics.ps`) on the held-out retain set (never trained on
 during unlearning) and the forget set. A setting **passes** when PS-exact and PS-perturb on held-out retain
 lose at most ``Tolerances.retain`` (10 %) of their value before unlearning and PS-similar on forget at most
-``Tolerances.forget_similar`` (50 %); among passing settings the best has the lowest PS-exact on forget.
-:func:`calibrate` searches a coarse grid, then a fine grid next to the best coarse setting; each method is
-calibrated by model mixing (:func:`calibrate_methods`) and the calibrated methods are compared (Table 3).
+``Tolerances.forget_similar`` (50 %), each over the whole paired bootstrap interval of its loss (:func:`criteria`;
+a setting whose verdict flips inside an interval is *uncertain*); among passing settings the best has the lowest
+PS-exact on forget. :func:`calibrate` searches a coarse grid, then a fine grid next to the best coarse setting.
+Each method is calibrated by model mixing (:func:`calibrate_methods`), and under all three controls
+(:func:`control_methods`: which control *works*, :func:`controls_verdict`); the calibrated methods are compared
+(Table 3, :func:`calibrated_comparison`), uncontrolled (Table 2, :func:`uncontrolled_table`) and on the other
+forget splits (:func:`calibrate_splits`).
 """
 
 from __future__ import annotations
