@@ -254,7 +254,8 @@ def test_mixing_control_reuses_before_at_zero_and_calibrate_mixing_reports(monke
 
 
 def _calibration(best, uncontrolled_retain_exact, coarse_best=None):
-    table = pd.DataFrame([{"a": 0.0, "stage": "coarse", "passes": True}])
+    table = pd.DataFrame([{"a": a, "stage": "coarse", "passes": True, "forget_ps_exact": 1.0 - a,
+                           "heldout_retain_ps_exact": 0.8} for a in ([0.0] if best is None else sorted({0.0, best}))])
     return calibration.Calibration(control="a", best=best, profile=None, table=table, coarse_best=coarse_best,
                                    reported=None if best is None else fake_mixing(best),
                                    uncontrolled=_profile(retain_exact=uncontrolled_retain_exact))
@@ -271,13 +272,16 @@ def test_verdicts_summary_table3_and_meta_follow_the_numbers():
         "npo: mixing found no passing setting with a > 0; the calibrated model is the target itself."]
     summary = calibration.calibration_summary(calibrations, BEFORE)
     assert summary.loc["ga", "uncontrolled retain PS-exact loss"] == pytest.approx(0.5)
-    assert summary.loc["gd", "coarse a"] == 0.2 and summary.loc["gd", "settings evaluated"] == 1
+    assert summary.loc["gd", "coarse a"] == 0.2 and summary.loc["gd", "settings evaluated"] == 2  # a = 0 and 0.25
 
-    results = calibration.table3_results(BEFORE, calibrations)
-    assert list(results) == ["before", "ga", "gd"]  # npo found nothing to report
-    table = calibration.table3(BEFORE, calibrations)
-    assert list(table.index) == ["before", "ga", "gd"] and table.loc["gd", "a"] == 0.25
-    assert table.loc["gd", "forget_ps_exact"] == pytest.approx(0.75)
+    # Table 3 by mixing: mixing is each method's only control here, so no model is built or evaluated again
+    controls = {m: calibration.MethodControls(m, m, {"a": c}, c.uncontrolled) for m, c in calibrations.items()}
+    comparison = calibration.calibrated_comparison({}, "smoke", controls, evaluate=None, before=BEFORE, original=None)
+    assert list(comparison["run"]) == ["before", "ga", "gd", "gd"]  # npo found nothing to report; ga only a = 0
+    assert list(calibration.comparison_profiles(comparison)) == ["before", "ga (model mixing)", "gd (model mixing)"]
+    gd = comparison.iloc[2]
+    assert gd["setting"] == 0.25 and gd["forget_ps_exact"] == pytest.approx(0.75)
+    assert comparison.iloc[3]["calibrated by"] == "best control (model mixing)"
 
     sweeps = {"delta": pd.DataFrame([{"delta": 2.0, "heldout_retain_ps_exact": 0.8, "forget_ps_exact": 0.5,
                                       "passes": True}]),

@@ -492,8 +492,8 @@ class Calibration:
     table: pd.DataFrame = field(repr=False)
     region: tuple[float, float] | None = None
     coarse_best: float | None = None
-    #: Set by :func:`calibrate_mixing`: the full PS profile at ``best`` (all metrics on both sets) and the
-    #: profile of the uncontrolled run (a = 1).
+    #: Set by :func:`calibrate_mixing`: the PS profile at ``best`` and that of the uncontrolled run (a = 1), with
+    #: every metric on both sets unless it was asked not to complete them (the other forget splits).
     reported: PSProfile | None = None
     uncontrolled: PSProfile | None = None
 
@@ -644,19 +644,6 @@ def verdicts(calibrations: Mapping[str, Calibration], before: PSProfile, toleran
 
 
 # --------------------------------------------------------------------------- the comparison and its records
-
-
-def table3_results(before: PSProfile, calibrations: Mapping[str, Calibration]) -> dict[str, PSProfile]:
-    """The model before unlearning and each method at its calibrated a (those with a passing setting)."""
-    return {"before": means(before), **{m: means(c.reported) for m, c in calibrations.items() if c.reported is not None}}
-
-
-def table3(before: PSProfile, calibrations: Mapping[str, Calibration]) -> pd.DataFrame:
-    """Wang et al.'s Table 3: one row per model of :func:`table3_results`, its a and its PS metrics."""
-    results = table3_results(before, calibrations)
-    table = pd.DataFrame({m: flatten(p) for m, p in results.items()}).T
-    table.insert(0, "a", [None] + [calibrations[m].best for m in list(results)[1:]])
-    return table
 
 
 def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps: Mapping[str, pd.DataFrame],
