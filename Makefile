@@ -8,13 +8,14 @@ STAMP   := $(VENV)/.unlearnkit-installed
 CONDA   := $(shell command -v mamba 2>/dev/null || command -v conda 2>/dev/null)
 PROFILE ?= default
 NB      ?= 01
+LAB_ARGS ?=
 # Tests never reach the model or data hub; offline runs fail fast instead of hanging.
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup all notebooks notebook smoke test test-fast lint clean benchmarks strip-notebooks sync-params
+.PHONY: help setup all notebooks notebook smoke lab test test-fast lint clean benchmarks strip-notebooks sync-params
 
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
@@ -45,6 +46,9 @@ notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke
+
+lab: setup ## open JupyterLab on notebooks/ with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
+	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 test: setup ## set up, then run the test suite
 	$(PY) -m pytest -q
