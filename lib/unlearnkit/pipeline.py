@@ -304,6 +304,14 @@ def with_run(params: Mapping[str, Any], run: str, **settings: Any) -> Params:
     return params.replace(method_settings={**params.method_settings, run: dict(settings)})
 
 
+def derived_run(params: Mapping[str, Any], run: str, name: str, **changes: Any) -> Params:
+    """The parameters with one more run, ``name``: ``run``'s own settings and schedule with ``changes`` (a cap, a
+    forget split), but not where ``run`` keeps its weights, which serves early stopping of ``run`` alone."""
+    params = config.as_params(params)
+    own = {k: v for k, v in params.method_settings.get(run, {}).items() if k != "unlearn_save_every"}
+    return with_run(params, name, **{**own, "method": unlearning_settings(params, run)["method"], **changes})
+
+
 def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     """The loss settings of one unlearning run: the profile's shared keys, then ``method_settings[run]``.
     ``run`` is a method name (``npo``) or a named variant (``npo_eo``: NPO plus entropy optimisation)."""

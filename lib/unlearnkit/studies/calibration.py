@@ -102,6 +102,14 @@ def _holds(before: float, after: float, tolerance: float) -> bool:
     return after >= (1.0 - tolerance) * before - _BOUNDARY_SLACK
 
 
+def _percentile_interval(samples: tuple[np.ndarray, ...], statistic: Callable, tolerances: Tolerances,
+                         paired: bool = False) -> tuple[float, float]:
+    result = stats.bootstrap(samples, statistic, paired=paired, vectorized=True, method="percentile",
+                             confidence_level=tolerances.confidence, n_resamples=tolerances.resamples,
+                             random_state=np.random.default_rng(tolerances.seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
 def loss_interval(before_items: Sequence[float], after_items: Sequence[float], tolerances: Tolerances) -> tuple[float, float]:
     """A paired percentile-bootstrap interval (scipy.stats.bootstrap) of the relative loss (mean before − mean
     after) / mean before over the same items, at ``tolerances.confidence``: the items are resampled together, so
@@ -118,10 +126,7 @@ def loss_interval(before_items: Sequence[float], after_items: Sequence[float], t
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(mean_before > 0, (mean_before - a.mean(axis=axis)) / mean_before, 0.0)
 
-    result = stats.bootstrap((before_items, after_items), loss, paired=True, vectorized=True, method="percentile",
-                             confidence_level=tolerances.confidence, n_resamples=tolerances.resamples,
-                             random_state=np.random.default_rng(tolerances.seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return _percentile_interval((before_items, after_items), loss, tolerances, paired=True)
 
 
 #: What a criterion or a setting is called once its loss interval is known: it holds (or the setting passes) over
@@ -156,26 +161,26 @@ def criteria(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapp
         if b is None or a is None:
             side = "before" if b is None else "after"
             raise KeyError(f"{split} {metric} is missing from the profile {side} unlearning")
-        tolerance = getattr(tolerances, kind)
-        loss = relative_loss(b, a)
-        items_before, items_after = item_values(before, split, metric), item_values(after, split, metric)
-        low = high = math.nan
-        if items_before is not None and items_after is not None and len(items_before) == len(items_after):
-            low, high = loss_interval(items_before, items_after, tolerances)
-        out[f"{split}_{metric}"] = {"loss": loss, "tolerance": tolerance, "ok": _holds(b, a, tolerance),
-                                    "low": low, "high": high, "status": _status(loss, low, high, tolerance)}
+        out[f"{split}_{metric}"] = _criterion(before, after, split, metric, getattr(tolerances, kind), tolerances)
     return out
+
+
+def _criterion(before: PSProfile, after: PSProfile, split: str, metric: str, tolerance: float,
+               tolerances: Tolerances) -> dict[str, Any]:
+    b, a = before[split][metric], after[split][metric]
+    loss = relative_loss(b, a)
+    items_before, items_after = item_values(before, split, metric), item_values(after, split, metric)
+    low = high = math.nan
+    if items_before is not None and items_after is not None and len(items_before) == len(items_after):
+        low, high = loss_interval(items_before, items_after, tolerances)
+    return {"loss": loss, "tolerance": tolerance, "ok": _holds(b, a, tolerance), "low": low, "high": high,
+            "status": _status(loss, low, high, tolerance)}
 
 
 def certainly_fails(before: PSProfile, after: PSProfile, split: str, metric: str, tolerance: float,
                     tolerances: Tolerances) -> bool:
     """Whether one criterion fails over its whole loss interval (on the means where either profile has no items)."""
-    b, a = before[split][metric], after[split][metric]
-    items_before, items_after = item_values(before, split, metric), item_values(after, split, metric)
-    if items_before is None or items_after is None or len(items_before) != len(items_after):
-        return not _holds(b, a, tolerance)
-    low, _ = loss_interval(items_before, items_after, tolerances)
-    return low > tolerance + _BOUNDARY_SLACK
+    return _criterion(before, after, split, metric, tolerance, tolerances)["status"] == FAIL
 
 
 def setting_status(checks: Mapping[str, Mapping[str, Any]]) -> str:
@@ -327,12 +332,7 @@ def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRu
     if not (math.isfinite(delta) and delta > 0):
         raise ValueError(f"the cap δ must be a positive number, got {delta}")
     run = f"{method}_cap{float(delta):g}"
-    settings = dict(params.method_settings)
-    # Everything the run trains with (its schedule, its forget split) but where it keeps weights: those kept at
-    # every step serve early stopping of the uncontrolled run, and a capped run has no use for them.
-    base = {k: v for k, v in settings.get(method, {}).items() if k != "unlearn_save_every"}
-    settings[run] = {**base, "method": kind, "cap_delta": float(delta)}
-    return CappedRun(params.replace(method_settings=settings), run)
+    return CappedRun(pipeline.derived_run(params, method, run, cap_delta=float(delta)), run)
 
 
 def capping_evaluator(params: Mapping[str, Any], profile: str, evaluate: Callable[[Any], PSProfile],
@@ -378,32 +378,16 @@ def sweep(values: Iterable[float], evaluate: Callable[[float], PSProfile], contr
     return pd.DataFrame([_row(control, v, evaluate(v), before, tolerances) for v in values])
 
 
-#: Where an early-stopping sweep searches forget PS-similar (the costly, generating part of a profile).
-FORGET_SIMILAR = ("always", "where_retain_holds", "never")
-
-
-def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerances: Tolerances, risks: bool = True,
-                   forget_similar: str = "where_retain_holds") -> tuple[Callable[[Any], PSProfile], PSProfile]:
+def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerances: Tolerances,
+                   risks: bool = True) -> tuple[RetainFirst, PSProfile]:
     """How the steps of a run are judged, and the profile before unlearning to judge them against: with the risks
-    of each set (Fig. 1; ``risks=False`` leaves them out, also from ``before``), and forget PS-similar searched at
-    every step (``always``), only where held-out retain holds on its means (``where_retain_holds``,
-    :class:`RetainFirst`: elsewhere the step fails anyway), or ``never`` (NaN: a trace that follows the held-out
-    memory only, whose steps are then never called passing)."""
-    if forget_similar not in FORGET_SIMILAR:
-        raise ValueError(f"forget_similar is one of {', '.join(FORGET_SIMILAR)}, got {forget_similar!r}")
-    judge: Callable[[Any], PSProfile] = evaluate.plus_risks() if risks else evaluate
+    of each set (Fig. 1; ``risks=False`` leaves them out, also from ``before``), every held-out metric at every step
+    (a trace is drawn in full), and forget PS-similar searched only where held-out retain holds on its means
+    (:class:`RetainFirst`: elsewhere the step fails anyway)."""
+    judge = evaluate.plus_risks() if risks else evaluate
     if risks:
         before = merge_profiles(before, judge.risks(original))
-    if forget_similar == "where_retain_holds":
-        judge = RetainFirst(judge, before, tolerances, settle_early=False)
-    elif forget_similar == "never":
-        lean = {split: tuple(m for m in wanted if (split, m) != (FORGET, "ps_similar"))
-                for split, wanted in evaluate.metrics.items()}
-        full = judge
-
-        def judge(model):
-            return merge_profiles(full(model, lean), {FORGET: {"ps_similar": math.nan}})
-    return judge, before
+    return RetainFirst(judge, before, tolerances, settle_early=False), before
 
 
 def _with_epochs(table: pd.DataFrame, profile: str, run: str) -> pd.DataFrame:
@@ -414,12 +398,11 @@ def _with_epochs(table: pd.DataFrame, profile: str, run: str) -> pd.DataFrame:
 
 
 def early_stopping_sweep(profile: str, run: str, evaluate: PSEvaluator, original, before: PSProfile,
-                         tolerances: Tolerances, risks: bool = True, forget_similar: str = "where_retain_holds",
-                         every: int | None = None) -> pd.DataFrame:
+                         tolerances: Tolerances, risks: bool = True, every: int | None = None) -> pd.DataFrame:
     """Profiles (and risks) at t = 0 (``original``, the model before, whose profile is ``before``) and at every
     step notebook 02 kept along ``run`` (or, with ``every``, at :func:`runs.sparse_steps`), with the epoch of each
     step; :func:`stopping_judge` says how each step is judged."""
-    judge, before = stopping_judge(evaluate, original, before, tolerances, risks, forget_similar)
+    judge, before = stopping_judge(evaluate, original, before, tolerances, risks)
     control = early_stopping_evaluator(profile, run, judge, before)
     steps = [0] + [step for step, _ in runs.sparse_steps(profile, run, every)]
     return _with_epochs(sweep(steps, control, "t", before, tolerances), profile, run)
@@ -658,7 +641,7 @@ def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps:
     if tolerances is not None:
         extra["intervals"] = {"confidence": tolerances.confidence, "resamples": tolerances.resamples,
                               "seed": tolerances.seed}
-    return {**extra, 
+    return {**extra,
         "calibrated_a": {m: c.best for m, c in calibrations.items()},
         "coarse_a": {m: c.coarse_best for m, c in calibrations.items()},
         "found_passing": {m: found_unlearning(c) for m, c in calibrations.items()},
@@ -827,7 +810,7 @@ def controls_summary(method_controls: Mapping[str, MethodControls], before: PSPr
                          "fail": int((statuses == FAIL).sum()),
                          "forget PS-exact at best": math.nan if best is None else float(best[f"{FORGET}_ps_exact"]),
                          "uncontrolled forget PS-exact": mc.uncontrolled[FORGET]["ps_exact"],
-                         "share of the way": share, "works": bool(share >= WORKING_SHARE) if share == share else False,
+                         "share of the way": share, "works": bool(share >= WORKING_SHARE),
                          "largest held-out step": largest_step(calibration, before)})
     return pd.DataFrame(rows)
 
@@ -972,11 +955,8 @@ def split_run(params: Mapping[str, Any], run: str, split: str) -> tuple[config.P
     """``run`` unlearning ``split`` instead of the profile's forget split: a named run ``<run>_<split>`` with the
     run's settings and schedule (but where it keeps weights: only model mixing is calibrated on other splits), and
     the parameters that know it."""
-    params = config.as_params(params)
     name = f"{run}_{split}"
-    own = {k: v for k, v in params.method_settings.get(run, {}).items() if k != "unlearn_save_every"}
-    settings = {**own, "method": pipeline.unlearning_settings(params, run)["method"], "forget_split": split}
-    return pipeline.with_run(params, name, **settings), name
+    return pipeline.derived_run(params, run, name, forget_split=split), name
 
 
 @dataclass
@@ -1037,10 +1017,7 @@ def mean_interval(values: Sequence[float], tolerances: Tolerances) -> tuple[floa
     values = np.asarray(values, float)
     if len(values) < 2 or np.all(values == values[0]):
         return (float(values.mean()),) * 2 if len(values) else (math.nan, math.nan)
-    result = stats.bootstrap((values,), np.mean, vectorized=True, method="percentile",
-                             confidence_level=tolerances.confidence, n_resamples=tolerances.resamples,
-                             random_state=np.random.default_rng(tolerances.seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return _percentile_interval((values,), np.mean, tolerances)
 
 
 def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances: Tolerances) -> pd.DataFrame:
@@ -1128,7 +1105,7 @@ def stopping_by_run(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any
                      "best passing t": None if best is None else int(best["t"]),
                      "forget PS-exact at best": math.nan if best is None else float(best[f"{FORGET}_ps_exact"]),
                      "forget PS-exact at the end": end[FORGET]["ps_exact"], "share of the way": share,
-                     "works": bool(share >= WORKING_SHARE) if share == share else False,
+                     "works": bool(share >= WORKING_SHARE),
                      "run unlearns": unlearns(before, end)}
     return pd.DataFrame(rows).T
 
