@@ -15,12 +15,13 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup all notebooks notebook smoke lab test test-fast lint clean benchmarks strip-notebooks sync-params
+.PHONY: help setup all notebooks notebook smoke report figures readme lab test test-fast lint clean benchmarks \
+        strip-notebooks sync-params
 
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper (default: default), NB=00..07 (make notebook)"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper (default: default), NB=00..08 (make notebook)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
 
@@ -36,7 +37,7 @@ endif
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (unlearnkit)" > /dev/null
 	@touch $@
 
-all: setup notebooks ## set up, then run every notebook on the default profile and regenerate the figures
+all: setup notebooks readme report ## set up, run every notebook on the default profile (figures, findings), build the report
 
 notebooks: setup ## run every notebook in order on PROFILE
 	$(PY) -m unlearnkit.runner all --profile $(PROFILE)
@@ -46,6 +47,15 @@ notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke
+
+report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 08 is the front page)
+	$(PY) -m unlearnkit.report build --profile $(PROFILE)
+
+figures: setup ## redraw every figure of PROFILE from its stored results, without training or sampling
+	$(PY) -m unlearnkit.runner figures --profile $(PROFILE)
+
+readme: setup ## rewrite README's results section from docs/findings.json (notebook 08 writes it on default)
+	$(PY) -m unlearnkit.report readme
 
 lab: setup ## open JupyterLab on notebooks/ with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
 	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
@@ -69,6 +79,6 @@ strip-notebooks: setup ## remove outputs from the source notebooks
 sync-params: setup ## rewrite every notebook's parameters cell from notebooks/params/default.yaml
 	$(PY) -m unlearnkit.runner sync-params
 
-clean: ## remove run outputs and generated data (keeps the environment)
-	rm -rf runs data/synthetic-* .pytest_cache .ruff_cache
+clean: ## remove run outputs, reports and generated data (keeps the environment)
+	rm -rf runs report data/synthetic-* .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -80,3 +80,86 @@ def test_every_notebook_ran(smoke_runs):
     executed = {p.stem for p in smoke_runs.glob("*.ipynb")}
     for source in runner.source_notebooks():
         assert any(name.startswith(source.stem) for name in executed), source.name
+
+
+def test_08_findings_collects_every_notebooks_verdicts(smoke_runs):
+    metrics = json.loads((smoke_runs / "08_findings" / "metrics.json").read_text())
+    rows = metrics["findings"]
+    assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-7]*/metrics.json")}
+    assert all(r["verdict"] in ("reproduced", "partly", "not reproduced", "fact", "no test") for r in rows)
+    assert sum(metrics["counts"].values()) == len(rows)
+    # every notebook's last cell prints its verdicts, the same that notebook 08 collected
+    for executed in smoke_runs.glob("0[0-7]_*.ipynb"):
+        last = json.loads(executed.read_text())["cells"][-1]
+        printed = "".join("".join(o.get("text", "")) for o in last["outputs"])
+        mine = [r for r in rows if r["notebook"] == executed.stem]
+        assert mine and all(f"verdict:  {r['verdict'].upper()}" in printed for r in mine), executed.name
+    assert (smoke_runs / "figures" / "08_findings_overview.png").exists()
+
+
+def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):
+    figures = {p.name: p.read_bytes() for p in (smoke_runs / "figures").glob("*.png")}
+    kept = {p.stem for p in (smoke_runs / "figure-data").glob("*.pkl")}
+    assert kept == {name.removesuffix(".png") for name in figures}, "a figure was saved without its data"
+    for path in (smoke_runs / "figures").glob("*.png"):
+        path.unlink()
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(smoke_runs.parent)}
+    done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "figures", "--profile", "smoke"], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=paths.ROOT)
+    assert done.returncode == 0, done.stderr
+    assert {p.name: p.read_bytes() for p in (smoke_runs / "figures").glob("*.png")} == figures
+
+
+@pytest.fixture(scope="module")
+def smoke_report(smoke_runs, tmp_path_factory):
+    from unlearnkit import report
+
+    out = tmp_path_factory.mktemp("report")
+    saved, paths.RUNS = paths.RUNS, smoke_runs.parent
+    try:
+        return report.build("smoke", out)
+    finally:
+        paths.RUNS = saved
+
+
+def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, smoke_report):
+    import base64
+    import re
+
+    from unlearnkit import report
+
+    out = smoke_report.parent
+    expected = {"index.html"} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb") if p.stem != "08_findings"}
+    assert {p.name for p in out.glob("*.html")} == expected
+    assert (out / "mathjax" / "MathJax.js").exists()
+    pages = {p.name: p.read_text() for p in out.glob("*.html")}
+    for name, page in pages.items():
+        assert report.external_resources(page) == [], name
+        assert all(src.startswith("data:") for src in re.findall(r'<img[^>]*\bsrc="([^"]+)"', page)), name
+        assert 'href="index.html"' in page  # the navigation reaches the front page from everywhere
+        for target in re.findall(r'<a href="([^"#:]+\.html)"', page):
+            assert (out / target).exists(), f"{name} links to missing {target}"
+    every_page = "".join(pages.values())
+    for figure in (smoke_runs / "figures").glob("*.png"):
+        assert base64.b64encode(figure.read_bytes()).decode() in every_page, f"{figure.name} is not in the report"
+    assert "Findings across the papers" in pages["index.html"] and "verdict" in pages["index.html"]
+
+
+def test_the_report_renders_offline_in_a_headless_browser(smoke_report):
+    import re
+    import shutil
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no headless browser: Debian's chromium package is not installed here (apt install chromium)")
+    isolate = ["unshare", "-n"] if shutil.which("unshare") and subprocess.run(
+        ["unshare", "-n", "true"], capture_output=True).returncode == 0 else []
+    # without a network namespace, a proxy that does not exist stands in for the missing network
+    flags = [] if isolate else ["--proxy-server=127.0.0.1:9"]
+    done = subprocess.run([*isolate, browser, "--headless", "--no-sandbox", "--disable-gpu", *flags,
+                           "--virtual-time-budget=10000", "--dump-dom", smoke_report.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    assert "Findings across the papers" in dom, done.stderr[-2000:]
+    assert len(re.findall(r'<img[^>]*src="data:image/png', dom)) >= 2  # the overview and the key figures
+    assert re.search(r"<table[^>]*>.*?verdict.*?</table>", dom, re.S)  # the findings table

@@ -187,6 +187,22 @@ def sync_parameters(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
+def redraw_figures(profile: str) -> int:
+    """Every figure of ``profile`` drawn again from what its notebooks kept (``plots.draw``): no training, no
+    sampling, the plotting code as it is now."""
+    from . import plots
+
+    started = time.time()
+    try:
+        drawn = plots.redraw(profile)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    folder = drawn[0].parent
+    print(f"[{profile}] {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}")
+    return 0
+
+
 def _override(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -197,6 +213,7 @@ def _override(text: str) -> tuple[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m unlearnkit.runner", description=__doc__)
     parser.add_argument("target", help="a notebook number (01), 'all', 'params' (print the merged profile), "
+                                       "'figures' (redraw the profile's figures from stored results), "
                                        "'check-clean', 'strip' or 'sync-params'")
     parser.add_argument("--profile", default=config.BASE_PROFILE)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -213,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(str(exc)) from None
         print(yaml.safe_dump(merged, sort_keys=False), end="")
         return 0
+    if args.target == "figures":
+        return redraw_figures(args.profile)
     if args.target == "check-clean":
         dirty = [p.name for p in source_notebooks() if notebook_outputs(p)]
         stale = [p.name for p in source_notebooks() if not parameters_in_sync(p)]

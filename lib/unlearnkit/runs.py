@@ -36,6 +36,7 @@ FORMATS = "04_format_eval"
 LEAKAGE = "05_probabilistic_bounds"
 ENTROPY = "06_entropy_optimisation"
 ALIGNMENT = "07_alignment_toxicity"
+FINDINGS = "08_findings"
 #: Which notebook makes a saved model, by the model's name: unlearned-* come from notebook 02, the rest from 01.
 UNLEARNED_PREFIX = "unlearned-"
 

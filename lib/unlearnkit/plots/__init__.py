@@ -1,10 +1,14 @@
-"""Figures: one style and one ``save_fig`` for the whole workbook and the recurring figures (this module), then
-one module per study (calibration, formats, leakage). The top floor: only notebooks import it."""
+"""Figures: one style, one ``draw`` (which saves every figure and keeps what it was drawn from, so ``make
+figures`` redraws them all without training or sampling) and the recurring figures (this module), then one
+module per study (calibration, formats, leakage). The top floor: only notebooks and the runner import it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import pickle
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 
@@ -34,6 +38,73 @@ def save_fig(fig, name: str, profile: str) -> Path:
     path = figure_path(name, profile)
     fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
     return path
+
+
+#: Under runs/<profile>/: what each figure of the profile was drawn from (one pickle per figure).
+FIGURE_DATA = "figure-data"
+
+
+def figure_data_path(name: str, profile: str) -> Path:
+    return paths.RUNS / profile / FIGURE_DATA / f"{name}.pkl"
+
+
+def _render(name: str, profile: str, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> Path:
+    """``plot(*args, **kwargs)`` saved under ``name`` in the workbook's style alone: matplotlib's defaults plus
+    :func:`set_style`, whatever the caller's backend (a notebook's inline backend sets its own) set, so a
+    notebook and ``make figures`` write the same bytes."""
+    with plt.rc_context():
+        plt.rcdefaults()
+        set_style()
+        fig = plot(*args, **kwargs)
+        try:
+            return save_fig(fig, name, profile)
+        finally:
+            plt.close(fig)
+
+
+def draw(name: str, profile: str, plot: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Draw ``plot(*args, **kwargs)`` (a function of the library returning a figure), save it as
+    ``<name>.png`` and keep the function and its arguments under ``runs/<profile>/figure-data/``, so that
+    :func:`redraw` makes the figure again from them alone, with the plotting code as it is then. In a notebook the
+    saved PNG itself is shown: the report embeds the very bytes of the figure file (:func:`figure_path` gives
+    where it is)."""
+    if not callable(plot) or "<" in getattr(plot, "__qualname__", "<"):
+        raise TypeError(f"draw needs a module-level plotting function of the library, got {plot!r}")
+    path = _render(name, profile, plot, args, kwargs)
+    kept = figure_data_path(name, profile)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    partial = kept.with_suffix(".tmp")
+    with partial.open("wb") as f:
+        pickle.dump({"plot": plot, "args": args, "kwargs": dict(kwargs)}, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(partial, kept)
+    _show(path)
+
+
+def _show(path: Path) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:  # pragma: no cover - IPython comes with the notebooks
+        return
+    if get_ipython() is not None:
+        display(Image(filename=str(path)))
+
+
+def redraw(profile: str, names: Sequence[str] | None = None) -> list[Path]:
+    """Every figure of ``profile`` (or those named) drawn again from what :func:`draw` kept, without training or
+    sampling. Raises FileNotFoundError when the profile has kept nothing (its notebooks have not run)."""
+    folder = paths.RUNS / profile / FIGURE_DATA
+    kept = sorted(folder.glob("*.pkl")) if names is None else [figure_data_path(n, profile) for n in names]
+    missing = [p.stem for p in kept if not p.exists()]
+    if not kept or missing:
+        raise FileNotFoundError(f"no figure data for {', '.join(missing) or 'any figure'} of profile {profile!r} "
+                                f"under {folder}: run its notebooks first (make notebooks PROFILE={profile})")
+    out = []
+    for path in kept:
+        with path.open("rb") as f:
+            recipe = pickle.load(f)  # written by draw() in this project's own runs/ folder
+        out.append(_render(path.stem, profile, recipe["plot"], recipe["args"], recipe["kwargs"]))
+    return out
 
 
 def loss_curves(histories: Mapping[str, Sequence[Mapping[str, float]]], title: str = "Training loss",
@@ -115,3 +186,87 @@ def step_curves(curves, key: str, title: str, ax=None, xlabel: str = "step", ref
     ax.set(xlabel=xlabel, ylabel=key.replace("_", " "), title=title)
     ax.legend(fontsize="small")
     return ax.figure
+
+
+def corpus_overview(sizes, lengths):
+    """Notebook 00: items per split (bars) and words per question and answer (histograms)."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    sizes.sort_values("items").plot.barh(ax=axes[0], legend=False, title="Items per split")
+    lengths.plot.hist(ax=axes[1], bins=30, alpha=0.7, title="Words per question and answer (full)")
+    fig.tight_layout()
+    return fig
+
+
+def unlearning_terms(history: Sequence[Mapping[str, float]], method: str):
+    """Notebook 02: the forget term and (where the method has one) the retain term of the loss per step."""
+    import pandas as pd
+
+    curves = pd.DataFrame(history).set_index("step")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    curves[["forget_loss"]].plot(ax=axes[0], title=f"{method}: forget term per step", legend=False)
+    if "retain_loss" in curves:
+        curves[["retain_loss"]].plot(ax=axes[1], title=f"{method}: retain term per step", legend=False)
+    else:
+        axes[1].set_axis_off()
+    fig.tight_layout()
+    return fig
+
+
+def rouge_trajectory(trajectory: Sequence[Mapping[str, float]], method: str, target_forget_rouge: float):
+    """Notebook 02: greedy ROUGE-L recall on forget and retain along one unlearning run."""
+    import pandas as pd
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    pd.DataFrame(trajectory).set_index("step")[["forget_rouge", "retain_rouge"]].plot(
+        ax=ax, marker="o", title=f"{method}: greedy ROUGE-L recall")
+    ax.axhline(target_forget_rouge, color="grey", ls="--", lw=1, label="target, forget")
+    ax.legend()
+    return fig
+
+
+def unlearning_comparison(comparison, trajectories: Mapping[str, Sequence[Mapping[str, float]]],
+                          target_forget_rouge: float):
+    """Notebook 02: every run so far, forget quality against model utility and forget ROUGE along each run."""
+    colors = run_colors(comparison.index)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    tradeoff(comparison, ax=axes[0], colors=colors)
+    step_curves(trajectories, "forget_rouge", "Forget ROUGE-L recall along unlearning", ax=axes[1],
+                reference=target_forget_rouge, colors=colors)
+    fig.tight_layout()
+    return fig
+
+
+#: Verdict colours of the findings figure (notebook 08): green, amber, red, greys.
+VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
+                  "fact": "#8c8c8c"}
+
+
+def findings_overview(table):
+    """Notebook 08: one tile per finding, grouped by paper, coloured by its verdict and labelled with the
+    notebook it comes from; a reader sees at a glance which findings came back at this profile's scale."""
+    import textwrap
+
+    papers = list(dict.fromkeys(table["paper"]))
+    rows = [table[table["paper"] == paper] for paper in papers]
+    width = max(len(r) for r in rows)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.45 * width + 3.2), 0.95 * len(papers) + 1.2))
+    for y, part in enumerate(rows):
+        for x, (_, row) in enumerate(part.iterrows()):
+            color = VERDICT_COLORS.get(row["verdict"], "#ffffff")
+            ax.add_patch(plt.Rectangle((x + 0.04, y + 0.06), 0.92, 0.88, color=color))
+            name = "\n".join(textwrap.wrap(row.get("short") or "", 12) + [row["notebook"][:2]])
+            ax.text(x + 0.5, y + 0.5, name, ha="center", va="center", fontsize="small",
+                    color="white" if row["verdict"] in ("reproduced", "not reproduced") else "black")
+    ax.set_xlim(0, width)
+    ax.set_ylim(len(papers), 0)
+    ax.set_yticks([y + 0.5 for y in range(len(papers))], ["\n".join(textwrap.wrap(p, 28)) for p in papers])
+    ax.set_xticks([])
+    ax.grid(False)
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for v, c in VERDICT_COLORS.items() if v in set(table["verdict"])]
+    labels = [v for v in VERDICT_COLORS if v in set(table["verdict"])]
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(labels), frameon=False)
+    ax.set_title("Each finding of each paper, by its verdict on this profile (tile: the finding, its notebook)")
+    fig.tight_layout()
+    return fig
