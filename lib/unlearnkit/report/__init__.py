@@ -1,0 +1,184 @@
+"""The HTML report of a profile's executed notebooks, and the README's results section.
+
+``build(profile)`` turns ``runs/<profile>/*.ipynb`` into ``report/<profile>/``: ``index.html`` is notebook 08 (the
+findings across the papers), then one page per executed notebook, with a navigation bar between them. The pages
+are nbconvert's (JupyterLab template) with every figure embedded and nothing fetched from the network: MathJax is
+the copy packaged by ``jupyter_server_mathjax``, placed beside the pages, and the template drops require.js and
+mermaid, which nbconvert otherwise loads from a CDN.
+
+``readme_section`` writes the README's results section from the committed summary ``docs/findings.json`` (which
+notebook 08 writes on the default profile), so that README and results cannot drift; ``python -m
+unlearnkit.report readme --check`` fails when they have.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import config, paths, runs
+from ..studies import verdicts
+
+REPORT = paths.ROOT / "report"
+TEMPLATE_DIR = Path(__file__).parent
+TEMPLATE = "workbook_html"
+MATHJAX_DIR = "mathjax"
+#: MathJax 2.7's configuration that ships with jupyter_server_mathjax: TeX in, HTML-CSS (or native MathML) out.
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
+INDEX = "index.html"
+
+
+def report_dir(profile: str) -> Path:
+    return REPORT / profile
+
+
+def _title(stem: str) -> str:
+    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '08_findings' -> '08 findings'."""
+    key, _, rest = stem.partition("_")
+    if stem.startswith(runs.UNLEARNING + "_"):
+        return f"{key} unlearning · {stem[len(runs.UNLEARNING) + 1:]}"
+    return f"{key} {rest.replace('_', ' ')}"
+
+
+def pages(profile: str) -> list[tuple[str, Path]]:
+    """(page file, executed notebook) for every executed notebook of ``profile``: notebook 08 is the index."""
+    executed = sorted((paths.RUNS / profile).glob("[0-9][0-9]_*.ipynb"))
+    if not executed:
+        raise FileNotFoundError(f"no executed notebooks under {paths.RUNS / profile}: run them first "
+                                f"(make notebooks PROFILE={profile})")
+    front = [p for p in executed if p.stem == runs.FINDINGS]
+    if not front:
+        raise FileNotFoundError(f"notebook 08 has not run on profile {profile!r}: it is the report's front page "
+                                f"(make notebook NB=08 PROFILE={profile})")
+    return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS]
+
+
+def _nav(entries: Sequence[tuple[str, Path]], here: str, profile: str) -> str:
+    links = [f'<a href="{file}"{" class=here" if file == here else ""}>{html.escape(_title(nb.stem))}</a>'
+             for file, nb in entries]
+    return "".join(links) + f'<span class="profile">profile: {html.escape(profile)}</span>'
+
+
+def _footer(entries: Sequence[tuple[str, Path]], i: int) -> str:
+    parts = []
+    if i > 0:
+        parts.append(f'<a href="{entries[i - 1][0]}">← {html.escape(_title(entries[i - 1][1].stem))}</a>')
+    parts.append(f'<a href="{INDEX}">findings</a>')
+    if i + 1 < len(entries):
+        parts.append(f'<a href="{entries[i + 1][0]}">{html.escape(_title(entries[i + 1][1].stem))} →</a>')
+    return "".join(parts)
+
+
+def _mathjax(out: Path) -> None:
+    import importlib.resources
+
+    source = importlib.resources.files("jupyter_server_mathjax") / "static"
+    target = out / MATHJAX_DIR
+    if not (target / "MathJax.js").exists():
+        # Localisations are fetched only for other languages than English; they are half of the package.
+        shutil.copytree(str(source), target, ignore=shutil.ignore_patterns("localization"), dirs_exist_ok=True)
+
+
+def build(profile: str, out: Path | None = None) -> Path:
+    """Write the report of ``profile`` and return its index page."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    out = out or report_dir(profile)
+    out.mkdir(parents=True, exist_ok=True)
+    _mathjax(out)
+    exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)])
+    exporter.mathjax_url = f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
+    entries = pages(profile)
+    for i, (file, notebook) in enumerate(entries):
+        nb = nbformat.read(notebook, as_version=4)
+        nb.metadata["title"] = f"{_title(notebook.stem)} ({profile})"
+        body, _ = exporter.from_notebook_node(nb, resources={
+            "workbook_nav": _nav(entries, file, profile), "workbook_footer": _footer(entries, i),
+            "metadata": {"name": notebook.stem}})
+        config.atomic_write_text(out / file, body)
+    return out / INDEX
+
+
+#: Attributes through which a page would load something: none of them may point off the machine.
+_LOADED = re.compile(r"""(?:\bsrc\s*=\s*["']?|<link\b[^>]*\bhref\s*=\s*["']?|url\(\s*["']?|@import\s+["'])"""
+                     r"""\s*((?:https?:)?//[^"')\s>]+)""", re.I)
+
+
+def external_resources(page: str) -> list[str]:
+    """Every URL a page would load from the network (scripts, images, stylesheets, fonts); links a reader may
+    follow (``<a href>``) are not loads."""
+    return _LOADED.findall(page)
+
+
+# --------------------------------------------------------------------------- the README's results section
+
+README = paths.ROOT / "README.md"
+SUMMARY = paths.ROOT / "docs" / "findings.json"
+START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
+#: Notebook 08's figure of every verdict, above the table; the figures the README shows under it, when the summary
+#: names them.
+OVERVIEW = f"{runs.FINDINGS}_overview"
+README_FIGURES = (f"{runs.CONTROLS}_controls_per_method", f"{runs.FORMATS}_kept",
+                  f"{runs.LEAKAGE}_greedy_vs_samples", f"{runs.ALIGNMENT}_binary_bounds")
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def readme_section(summary: Mapping[str, Any]) -> str:
+    """The results section, from a findings summary (notebook 08's ``docs/findings.json``)."""
+    rows = summary["findings"]
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
+    lines = [START, "", f"## Results on the `{summary['profile']}` profile", "",
+             "Computed by the notebooks, collected by notebook 08 (`docs/findings.json`), written here by "
+             "`make readme`; a test fails if this section and the summary differ. The verdicts judge the papers' "
+             "findings at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
+             f"2 CPU cores. In all: {counts}.", "",
+             "| paper | finding | this run | verdict | figure |", "|---|---|---|---|---|"]
+    for row in rows:
+        figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
+        lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(row['this_run'])} | "
+                     f"**{row['verdict']}** | {figure} |")
+    named = {row.get("figure") for row in rows}
+    shown = [name for name in README_FIGURES if name in named]
+    lines[6:6] = [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", ""]
+    if shown:
+        lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
+    return "\n".join(lines + ["", END])
+
+
+def _split(readme: str) -> tuple[str, str, str]:
+    if START not in readme or END not in readme:
+        raise ValueError(f"README.md lacks the results markers {START!r} ... {END!r}")
+    head, rest = readme.split(START, 1)
+    body, tail = rest.split(END, 1)
+    return head, START + body + END, tail
+
+
+def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False) -> bool:
+    """Rewrite README's results section from the summary; with ``check``, only say whether it is up to date.
+    Returns True when the README is (or now is) up to date."""
+    summary = json.loads(summary_path.read_text())
+    head, current, tail = _split(readme.read_text())
+    wanted = readme_section(summary)
+    if check:
+        return current == wanted
+    readme.write_text(head + wanted + tail)
+    return True
+
+
+def write_summary(profile: str, found: Sequence[verdicts.Finding], path: Path = SUMMARY) -> Path | None:
+    """Notebook 08 on the default profile writes the committed summary beside the committed figures; other
+    profiles keep theirs in their metrics.json only."""
+    if profile != config.BASE_PROFILE:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config.atomic_write_text(path, json.dumps(verdicts.summary(profile, found), indent=1, ensure_ascii=False) + "\n")
+    return path
