@@ -10,7 +10,6 @@ typed: the studies judge their findings when they run (``controls_verdict``, ``u
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -267,10 +266,6 @@ def summary(profile: str, found: Sequence[Finding]) -> dict[str, Any]:
     """What notebook 08 stores and the README's results section is written from."""
     return {"profile": profile, "counts": counts(found), "findings": [f.as_dict() for f in found]}
 
-
-def read_summary(path) -> list[Finding]:
-    data = json.loads(paths.resolve(path).read_text())
-    return [Finding(**row) for row in data["findings"]]
 
 
 def key_figures(found: Sequence[Finding]) -> list[str]:
