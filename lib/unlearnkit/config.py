@@ -331,11 +331,16 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def notebook_params(namespace: Mapping[str, Any]) -> Params:

@@ -4,7 +4,6 @@ module per study (calibration, formats, leakage). The top floor: only notebooks 
 
 from __future__ import annotations
 
-import os
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .. import paths
+from .. import config, paths
 
 #: Figures of the default profile land in figures/ (committed); other profiles keep theirs under runs/.
 FIGURE_PROFILE = "default"
@@ -71,12 +70,8 @@ def draw(name: str, profile: str, plot: Callable[..., Any], *args: Any, **kwargs
     if not callable(plot) or "<" in getattr(plot, "__qualname__", "<"):
         raise TypeError(f"draw needs a module-level plotting function of the library, got {plot!r}")
     path = _render(name, profile, plot, args, kwargs)
-    kept = figure_data_path(name, profile)
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    partial = kept.with_suffix(".tmp")
-    with partial.open("wb") as f:
-        pickle.dump({"plot": plot, "args": args, "kwargs": dict(kwargs)}, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(partial, kept)
+    recipe = {"plot": plot, "args": args, "kwargs": dict(kwargs)}
+    config.atomic_write_bytes(figure_data_path(name, profile), pickle.dumps(recipe, pickle.HIGHEST_PROTOCOL))
     _show(path)
 
 
@@ -90,15 +85,14 @@ def _show(path: Path) -> None:
         display(Image(filename=str(path)))
 
 
-def redraw(profile: str, names: Sequence[str] | None = None) -> list[Path]:
-    """Every figure of ``profile`` (or those named) drawn again from what :func:`draw` kept, without training or
-    sampling. Raises FileNotFoundError when the profile has kept nothing (its notebooks have not run)."""
+def redraw(profile: str) -> list[Path]:
+    """Every figure of ``profile`` drawn again from what :func:`draw` kept, without training or sampling. Raises
+    FileNotFoundError when the profile has kept nothing (its notebooks have not run)."""
     folder = paths.RUNS / profile / FIGURE_DATA
-    kept = sorted(folder.glob("*.pkl")) if names is None else [figure_data_path(n, profile) for n in names]
-    missing = [p.stem for p in kept if not p.exists()]
-    if not kept or missing:
-        raise FileNotFoundError(f"no figure data for {', '.join(missing) or 'any figure'} of profile {profile!r} "
-                                f"under {folder}: run its notebooks first (make notebooks PROFILE={profile})")
+    kept = sorted(folder.glob("*.pkl"))
+    if not kept:
+        raise FileNotFoundError(f"no figure data of profile {profile!r} under {folder}: run its notebooks first "
+                                f"(make notebooks PROFILE={profile})")
     out = []
     for path in kept:
         with path.open("rb") as f:
