@@ -71,6 +71,8 @@ class Params(Mapping):
     tiny_intermediate_size: int
     lora_rank: int
     lora_alpha: int | None
+    lora_target_modules: str | list
+    lora_dropout: float
     # base model
     base_epochs: float
     base_lr: float
@@ -126,6 +128,7 @@ class Params(Mapping):
     # probabilistic evaluation
     n_samples: int
     alpha: float
+    sampler: str
     sample_temperature: float
     sample_top_p: float | None
     sample_max_new_tokens: int
