@@ -35,6 +35,7 @@ from .unlearning import (
     UnlearningLoss,
     collate_pairs,
     encode_pairs,
+    freeze_above_layer,
     frozen_reference,
     is_peft_model,
 )
@@ -83,12 +84,13 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
         args = {"n_authors": params.synthetic_authors, "questions_per_author": params.synthetic_questions_per_author,
                 "seed": params.seed}
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
-        if not (folder / "manifest.json").exists():
-            tmp = folder.with_name(folder.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            generate_synthetic_tofu(tmp, **args)
-            shutil.rmtree(folder, ignore_errors=True)
-            os.replace(tmp, folder)
+        with _processes().main_process_first():
+            if not (folder / "manifest.json").exists():
+                tmp = folder.with_name(folder.name + ".tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                generate_synthetic_tofu(tmp, **args)
+                shutil.rmtree(folder, ignore_errors=True)
+                os.replace(tmp, folder)
         data = TofuSource(folder)
     else:
         data = TofuSource(paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files"))
@@ -138,6 +140,12 @@ def unlearning_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> lis
 # --------------------------------------------------------------------------- models
 
 
+def _processes():
+    """One process in a notebook, several under ``accelerate launch``, where only the main one writes to the run
+    store and the others wait for it."""
+    return training.processes()
+
+
 def _cached(folder: Path, key: str) -> bool:
     return models.is_saved_model(folder) and runs.saved_recipe(folder).get("params_hash") == key
 
@@ -169,12 +177,15 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
     Resuming only makes sense for the same parameters, so checkpoints of another run (or of unknown
     origin, without a marker) are removed, together with folders that run wrote alongside them.
     """
-    marker = output_dir / "params_hash"
-    if not marker.exists() or marker.read_text() != key:
-        for folder in (output_dir, *also_clear):
-            shutil.rmtree(folder, ignore_errors=True)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text(key)
+    state = _processes()
+    if state.is_main_process:
+        marker = output_dir / "params_hash"
+        if not marker.exists() or marker.read_text() != key:
+            for folder in (output_dir, *also_clear):
+                shutil.rmtree(folder, ignore_errors=True)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(key)
+    state.wait_for_everyone()
 
 
 def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str) -> training.TrainResult:
@@ -184,15 +195,26 @@ def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig
 
 
 def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None) -> None:
-    models.save_model(model, tokenizer, folder, template, extra={"params_hash": key, **(extra or {})})
-    (folder / "history.json").write_text(json.dumps(history))
-    training.clear_checkpoints(folder.with_name(folder.name + ".train"))
+    state = _processes()
+    if state.is_main_process:
+        models.save_model(model, tokenizer, folder, template, extra={"params_hash": key, **(extra or {})})
+        (folder / "history.json").write_text(json.dumps(history))
+        training.clear_checkpoints(folder.with_name(folder.name + ".train"))
+    state.wait_for_everyone()
 
 
 def _with_lora(model, params: Params):
     if not params.lora_rank:
         return model
-    return models.apply_lora(model, r=params.lora_rank, alpha=params.lora_alpha or 2 * params.lora_rank)
+    return models.apply_lora(model, r=params.lora_rank, alpha=params.lora_alpha or 2 * params.lora_rank,
+                             dropout=float(params.lora_dropout), target_modules=params.lora_target_modules)
+
+
+def lora_key(params: Params) -> dict[str, Any]:
+    """What a LoRA run's cache key adds; empty for full fine-tuning, so those keys stay what they were."""
+    if not params.lora_rank:
+        return {}
+    return {"lora": {k: params[k] for k in ("lora_rank", "lora_alpha", "lora_target_modules", "lora_dropout")}}
 
 
 def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
@@ -233,7 +255,7 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     key_params = {"base": params.model, "split": split, "replay": replay,
                   "max_authors": params.max_authors, "forget_split": params.forget_split,
                   **{k: params[k] for k in params if k.startswith(("finetune_", "base_", "tiny_"))},
-                  "corpus": corpus_params(params), "lora_rank": params.lora_rank}
+                  "corpus": corpus_params(params), "lora_rank": params.lora_rank, **lora_key(params)}
     key = config.params_hash(key_params)
     folder = runs.model_dir(profile, name)
     if _cached(folder, key):
@@ -341,7 +363,7 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
     target_key = runs.model_identity(runs.model_dir(profile, "target")) if runs.is_saved(profile, "target") else None
     train_keys = {k: params[k] for k in params if k.startswith("unlearn_")}
     key = config.params_hash({"target": target_key, "settings": settings, **train_keys,
-                              "forget_split": params.forget_split, "seed": params.seed})
+                              "forget_split": params.forget_split, "seed": params.seed, **lora_key(params)})
     name = runs.unlearned_name(run)
     folder = runs.model_dir(profile, name)
     if _cached(folder, key):
@@ -354,6 +376,8 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
     examples = encode_pairs(tokenizer, template, forget_rows, retain_rows, with_idk=method in ("idk", "dpo"),
                             seed=params.seed)
     model = _with_lora(model, params)
+    if method == "rmu":
+        freeze_above_layer(model, settings.get("rmu_layer", params.rmu_layer))
     ref = None
     if method in ("kl", "dpo", "npo", "rmu"):
         ref = DISABLE_ADAPTERS if is_peft_model(model) else frozen_reference(model)
@@ -361,12 +385,12 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
 
     cfg = _train_config(params, "unlearn", folder.with_name(name + ".train"), f"unlearn {run}")
     trajectory = runs.trajectory_dir(profile, run)
-    steps_per_epoch = max(1, -(-len(examples) // (cfg.batch_size * cfg.grad_accum)))
+    global_batch = cfg.batch_size * cfg.grad_accum * _processes().num_processes
+    steps_per_epoch = max(1, -(-len(examples) // global_batch))
 
     def keep_weights(step: int, logs: dict, current) -> None:
         if (params.unlearn_save_every and step % params.unlearn_save_every == 0) or step % steps_per_epoch == 0:
-            snapshot = current.merge_and_unload() if is_peft_model(current) else current
-            models.save_model(snapshot, tokenizer, trajectory / f"step-{step:05d}", template,
+            models.save_model(models.merged_copy(current), tokenizer, trajectory / f"step-{step:05d}", template,
                               extra={"step": step, "epoch": step / steps_per_epoch, "run": run,
                                      "params_hash": config.params_hash({"run": key, "step": step})})
 

@@ -203,6 +203,42 @@ def redraw_figures(profile: str) -> int:
     return 0
 
 
+#: The training steps ``runner train`` runs, each the cached pipeline step of the notebooks (01: base and finetune,
+#: 02: unlearn), so a model trained here under ``accelerate launch`` is the one the notebooks then find.
+TRAIN_STEPS = ("base", "finetune", "unlearn")
+
+
+def train_step(step: str, profile: str, overrides: dict, split: str = "full", run: str | None = None) -> dict:
+    """Train (or find cached) one model of the run store and return what it ended with.
+
+    Meant for ``accelerate launch -m unlearnkit.runner train ...`` on several GPUs (or ``--cpu`` processes): the
+    pipeline step shards each batch over the processes and only the main process writes."""
+    from . import pipeline, runs
+
+    try:
+        params = config.Params.load(profile, **overrides)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(str(exc)) from None
+    if step == "base":
+        pipeline.base_model(params, profile)
+        name = "base"
+    elif step == "finetune":
+        name = "target" if split == "full" else split
+        pipeline.finetuned_model(params, profile, split, name)
+    elif step == "unlearn":
+        if not run:
+            raise SystemExit("train --step unlearn needs --run (a method or a run of method_settings)")
+        if not runs.is_saved(profile, "target"):
+            raise SystemExit(f"no target model in {runs.model_dir(profile, 'target')}: train --step finetune first")
+        pipeline.unlearned_model(params, profile, run)
+        name = runs.unlearned_name(run)
+    else:
+        raise SystemExit(f"unknown training step {step!r}; steps: {', '.join(TRAIN_STEPS)}")
+    logged = pipeline.history(profile, name)
+    return {"step": step, "model": _shown(runs.model_dir(profile, name)), "optimizer_steps": len(logged),
+            "final_loss": logged[-1]["loss"] if logged else None}
+
+
 def _override(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -214,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m unlearnkit.runner", description=__doc__)
     parser.add_argument("target", help="a notebook number (01), 'all', 'params' (print the merged profile), "
                                        "'figures' (redraw the profile's figures from stored results), "
+                                       "'train' (one training step, e.g. under accelerate launch), "
                                        "'check-clean', 'strip' or 'sync-params'")
     parser.add_argument("--profile", default=config.BASE_PROFILE)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -221,8 +258,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     parser.add_argument("--only", action="append", default=[], metavar="NB",
                         help="with sync-params: only this notebook (repeatable)")
+    parser.add_argument("--step", choices=TRAIN_STEPS, help="with train: the model to train")
+    parser.add_argument("--split", default="full", help="with train --step finetune: full (the target) or a retain split")
+    parser.add_argument("--run", help="with train --step unlearn: a method or a run of the profile's method_settings")
     args = parser.parse_args(argv)
     overrides = dict(_override(o) for o in args.overrides)
+    if args.target == "train":
+        if not args.step:
+            raise SystemExit(f"train needs --step ({', '.join(TRAIN_STEPS)})")
+        summary = train_step(args.step, args.profile, overrides, args.split, args.run)
+        from .training import processes
+
+        if processes().is_main_process:
+            print(json.dumps(summary), flush=True)
+        return 0
     if args.target == "params":
         try:
             merged = dict(config.Params.load(args.profile, **overrides))

@@ -69,9 +69,43 @@ class EpochShuffleSampler(Sampler[int]):
         return self.n
 
 
+def processes():
+    """accelerate's state of the processes of this run: one in a notebook, several under ``accelerate launch``.
+
+    Created with the CPU flag that ``accelerate launch --cpu`` (or ``ACCELERATE_USE_CPU=1``) sets: a state first made
+    without it on a machine without GPUs would take the launched processes for independent single ones."""
+    from accelerate import PartialState
+    from accelerate.utils import parse_flag_from_env
+
+    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+
+
+def pooled_mean(total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """``total / count`` for a loss pooled over the tokens of a batch, the same under ``accelerate launch``.
+
+    There each process holds a shard of the batch and DDP averages the gradients over the processes; the local
+    total is then divided by the count of the whole global batch, times the number of processes (which DDP's
+    average divides out again), so the update is the one a single process makes on the global batch rather than an
+    average of per-shard means."""
+    n_processes = processes().num_processes
+    if n_processes == 1:
+        return total / count.clamp(min=1)
+    from accelerate.utils import reduce
+
+    return total / reduce(count.detach().float(), reduction="sum").clamp(min=1) * n_processes
+
+
 def causal_lm_loss(model, batch) -> torch.Tensor:
-    """Mean token cross-entropy over the labelled (answer) tokens of the batch."""
-    return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+    """Mean token cross-entropy over the labelled (answer) tokens of the batch (of the global batch under
+    ``accelerate launch``: :func:`pooled_mean`)."""
+    if processes().num_processes == 1:
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                     labels=batch["labels"]).loss
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+    labels = batch["labels"][:, 1:]
+    total = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1),
+                                              ignore_index=-100, reduction="sum")
+    return pooled_mean(total, (labels != -100).sum())
 
 
 def make_schedule(optimizer, schedule: str, warmup_steps: int, total_steps: int):
@@ -108,8 +142,11 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
 
     ``loss_fn(model, batch)`` returns the loss, or ``(loss, logs)`` with extra floats to record per step
     (unlearning logs its forget and retain losses this way). ``on_step(step, logs, model)`` runs after
-    each optimizer step (unlearning saves its trajectory there). With ``resume`` the run continues from
-    the newest complete checkpoint in ``output_dir``.
+    each optimizer step (unlearning saves its trajectory there) on the main process only. With ``resume`` the run
+    continues from the newest complete checkpoint in ``output_dir``.
+
+    Under ``accelerate launch`` (several processes) ``config.batch_size`` is per process: the global batch is
+    ``batch_size × grad_accum × processes``, and the logged losses are means over the processes.
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -189,11 +226,16 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
             record = {"step": step, "epoch": step / steps_per_epoch, "loss": sum(micro_losses) / len(micro_losses),
                       "lr": scheduler.get_last_lr()[0]}
             record.update({k: sum(v) / len(v) for k, v in micro_logs.items()})
+            if accelerator.num_processes > 1:
+                logged = [k for k in record if k not in ("step", "epoch", "lr")]
+                means = accelerator.reduce(torch.tensor([record[k] for k in logged], dtype=torch.float64,
+                                                        device=accelerator.device), "mean")
+                record.update(zip(logged, means.tolist(), strict=True))
             micro_losses, micro_logs = [], {}
             history.append(record)
             bar.update(1)
             bar.set_postfix(loss=f"{record['loss']:.4f}")
-            if on_step is not None:
+            if on_step is not None and accelerator.is_main_process:
                 on_step(step, record, accelerator.unwrap_model(model))
             if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total_steps:
                 save_checkpoint()

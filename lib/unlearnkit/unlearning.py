@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from .models import PromptTemplate, collate, encode_qa, eval_mode
+from .training import pooled_mean
 
 #: Valid method names of :class:`UnlearningLoss`.
 METHODS = ("ga", "gd", "kl", "idk", "dpo", "npo", "rmu")
@@ -333,6 +334,25 @@ def rmu_trainable_parameters(model, layer: int, span: int = 2, name_contains: st
     return params
 
 
+def freeze_above_layer(model, layer: int) -> int:
+    """Turn off ``requires_grad`` of the parameters RMU's loss cannot reach: the decoder layers above ``layer``, the
+    final norm and an output head not tied to the input embeddings (both RMU terms read layer ``layer``'s output).
+
+    They would get no gradient anyway, so a single process trains exactly as before (AdamW skips parameters without a
+    gradient); under DDP (``accelerate launch``) a trainable parameter that never gets a gradient stops the run.
+    Only ever freezes, so a LoRA model keeps its base weights frozen. Returns the number of parameters frozen."""
+    layers = decoder_layers(model)
+    layer = resolve_layer(model, layer)
+    reachable = {id(p) for block in list(layers)[:layer + 1] for p in block.parameters()}
+    reachable.add(id(_unwrap(model).get_input_embeddings().weight))
+    frozen = 0
+    for p in _unwrap(model).parameters():
+        if p.requires_grad and id(p) not in reachable:
+            p.requires_grad_(False)
+            frozen += 1
+    return frozen
+
+
 def restrict_trainable(model, parameters: Sequence[torch.nn.Parameter]) -> int:
     """Set ``requires_grad`` on exactly ``parameters``; the training loop optimises only those.
     Returns the number of trainable elements."""
@@ -628,7 +648,7 @@ def _masked_mse(hidden: torch.Tensor, target: torch.Tensor, token_mask: torch.Te
     the mean squared difference over the hidden dimensions."""
     per_token = (hidden.float() - target.float()).pow(2).mean(-1)
     mask = token_mask.to(per_token.dtype)
-    return (per_token * mask).sum() / mask.sum().clamp(min=1)
+    return pooled_mean((per_token * mask).sum(), mask.sum())  # over the global batch under accelerate launch
 
 
 # --------------------------------------------------------------------------- model mixing (Wang et al.)
