@@ -40,6 +40,8 @@ __all__ = [
     "sample_and_score",
     "SAMPLERS",
     "check_sampler",
+    "with_sampler",
+    "split_sampler",
     "sample_and_score_with",
     "model_for",
     "leak_keys",
@@ -188,6 +190,18 @@ def check_sampler(sampler: str) -> str:
         raise ValueError(f"unknown sampler {sampler!r}: the sampler (profile key 'sampler') is one of "
                          f"{', '.join(repr(s) for s in SAMPLERS)}")
     return sampler
+
+
+def with_sampler(settings: Mapping[str, Any], sampler: str) -> dict[str, Any]:
+    """A study's sampling settings naming the engine, but only when it is not hf: the settings are part of the
+    studies' cache keys and metrics.json, which stay byte for byte what they were before the seam for hf."""
+    return dict(settings) if check_sampler(sampler) == "hf" else {**settings, "sampler": sampler}
+
+
+def split_sampler(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The engine named in sampling settings (hf when they name none) and the other settings."""
+    rest = dict(settings)
+    return check_sampler(rest.pop("sampler", "hf")), rest
 
 
 def sample_and_score_with(sampler: str, model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]],
