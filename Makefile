@@ -4,6 +4,7 @@ SHELL := /bin/bash
 
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
+VLLM_VENV ?= .venv-vllm
 STAMP   := $(VENV)/.unlearnkit-installed
 CONDA   := $(shell command -v mamba 2>/dev/null || command -v conda 2>/dev/null)
 PROFILE ?= default
@@ -15,7 +16,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup all notebooks notebook smoke report figures readme lab test test-fast lint clean benchmarks \
+.PHONY: help setup setup-vllm all notebooks notebook smoke report figures readme lab test test-fast lint clean benchmarks \
         strip-notebooks sync-params
 
 help: ## list the targets
@@ -36,6 +37,13 @@ else
 endif
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (unlearnkit)" > /dev/null
 	@touch $@
+
+# Not part of setup: vllm brings its own CUDA torch (several GB) and needs Linux with a GPU.
+setup-vllm: ## a separate .venv-vllm for sampler: vllm, on a CUDA machine (GBs); runs notebooks as .venv-vllm/bin/python -m unlearnkit.runner 05 --profile P
+	@test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q -r requirements-vllm.txt
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -e .
+	$(VLLM_VENV)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (unlearnkit, vLLM)" > /dev/null
 
 all: setup notebooks readme report ## set up, run every notebook on the default profile (figures, findings), build the report
 

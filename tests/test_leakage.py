@@ -253,7 +253,7 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
     cache = runs.notebook_dir("unit", runs.LEAKAGE) / "cache"
     # no eviction: the forget questions and both choices of the keyword Q&A's prefix keep their entries
     assert sorted(p.name.split("-")[0] for p in cache.glob("*.json")) == ["target", "target.hp", "target.hp.prefixed"]
-    monkeypatch.setattr(leakage, "sample_and_score", lambda *a, **k: pytest.fail("sampled again despite the cache"))
+    monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
     again = leakage.score_saved_model("unit", "target", rows, settings)
     assert again.examples == first.examples and np.array_equal(again.leak, first.leak)
     assert hp.scores.leak.shape == (2, 2) and len(hp.table) == 2
@@ -265,7 +265,7 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
 
     # other settings or another model sample anew, and the new entry replaces the old one
     calls = []
-    monkeypatch.setattr(leakage, "sample_and_score", lambda *a, **k: calls.append(k) or first)
+    monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: calls.append(k) or first)
     leakage.score_saved_model("unit", "target", rows, {**settings, "seed": 1})
     assert len(calls) == 1 and calls[0]["seed"] == 1
     assert len(list(cache.glob("target-*.json"))) == 1
@@ -287,7 +287,7 @@ def test_the_cache_key_ignores_file_times(tiny_model, tiny_tokenizer, template, 
     leakage.score_saved_model("unit", "target", rows, settings)
     for weights in folder.glob("*.safetensors"):
         os.utime(weights, ns=(0, 0))
-    monkeypatch.setattr(leakage, "sample_and_score", lambda *a, **k: pytest.fail("sampled again despite the cache"))
+    monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
     again = leakage.score_saved_model("unit", "target", rows, settings)
     assert isinstance(again, SampledScores) and isinstance(again.rouge, np.ndarray)
     assert isinstance(leakage.bound_table(again.rouge, ALPHA), pd.DataFrame)

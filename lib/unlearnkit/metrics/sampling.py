@@ -11,19 +11,26 @@ Adaptive temperature needs no second sampling run: a question decoded greedily g
 times, and a sampled question gets exactly the samples :func:`sample_and_score` drew for it (same seed and
 random stream, as :func:`unlearnkit.generation.adaptive_sample_answers` does), so :func:`adaptive_view`
 rebuilds the adaptive result from the plain one.
+
+The studies sample through :func:`sample_and_score_with`, the seam between engines (profile key ``sampler``):
+``hf``, the default and the reference, is :func:`sample_and_score`; ``vllm`` draws the same quantities with vLLM
+on a GPU (:mod:`unlearnkit.generation`'s vLLM backend) and scores them with the same code.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..generation import certainty, greedy_with_confidences, sample_continuations
-from ..models import PromptTemplate, encode_prompt
+from .. import generation
+from ..generation import certainty, encode_prompts, greedy_with_confidences, sample_continuations
+from ..models import PromptTemplate, cpu_threads, load_model
 from .judges import key_entity, leak_judge, rouge_per_sample, self_bleu_per_prompt
 
 __all__ = [
@@ -31,6 +38,12 @@ __all__ = [
     "SampledScores",
     "AdaptiveView",
     "sample_and_score",
+    "SAMPLERS",
+    "check_sampler",
+    "with_sampler",
+    "split_sampler",
+    "sample_and_score_with",
+    "model_for",
     "leak_keys",
     "prompt_ids",
     "adaptive_view",
@@ -99,11 +112,12 @@ def prompt_ids(tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, 
     beginning of the answer. Its trailing space is dropped: a byte-level or sentencepiece tokenizer puts
     the space in front of the next word ("▁Hedwig"), so a dangling space token would push the model
     off its usual tokenisation of the very word we look for."""
-    prompts = [encode_prompt(tokenizer, template, row["question"]) for row in rows]
-    if use_prefix:
-        prompts = [p + tokenizer(str(row.get("affirmative_response", "")).rstrip(),
-                                 add_special_tokens=False)["input_ids"] for p, row in zip(prompts, rows)]
-    return prompts
+    return encode_prompts(tokenizer, template, [row["question"] for row in rows],
+                          _prefixes(rows) if use_prefix else None)
+
+
+def _prefixes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(row.get("affirmative_response", "")).rstrip() for row in rows]
 
 
 def sample_and_score(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], n: int,
@@ -134,10 +148,21 @@ def sample_and_score(model, tokenizer, template: PromptTemplate, rows: Sequence[
     greedy = [t.strip() for t in tokenizer.batch_decode(greedy_ids, skip_special_tokens=True)]
     flat = tokenizer.batch_decode([ids for per_q in sampled_ids for ids in per_q], skip_special_tokens=True)
     samples = [[t.strip() for t in flat[q * n:(q + 1) * n]] for q in range(len(rows))]
+    settings = {"n": n, "temperature": temperature, "top_p": top_p, "top_k": top_k, "max_new_tokens": max_new_tokens,
+                "seed": seed, "use_prefix": use_prefix, "rouge_measure": rouge_measure}
+    result = _scored(rows, greedy, greedy_confidences, samples, settings, with_self_bleu, keep_examples)
+    result.seconds = time.time() - started
+    return result
 
+
+def _scored(rows: Sequence[Mapping[str, Any]], greedy: list[str], greedy_confidences: Sequence[np.ndarray],
+            samples: list[list[str]], settings: dict[str, Any], with_self_bleu: bool,
+            keep_examples: int) -> SampledScores:
+    """The scores of decoded answers, whichever engine drew them: one scorer for every sampler."""
     keys = leak_keys(rows)
     targets = [row["answer"] for row in rows] if all(row.get("answer") for row in rows) else None
-    result = SampledScores(
+    rouge_measure = settings["rouge_measure"]
+    return SampledScores(
         questions=[row["question"] for row in rows],
         keys=keys,
         greedy_answers=greedy,
@@ -149,12 +174,98 @@ def sample_and_score(model, tokenizer, template: PromptTemplate, rows: Sequence[
         targets=targets,
         greedy_rouge=rouge_per_sample(targets, [[g] for g in greedy], rouge_measure)[:, 0] if targets else None,
         rouge=rouge_per_sample(targets, samples, rouge_measure) if targets else None,
-        settings={"n": n, "temperature": temperature, "top_p": top_p, "top_k": top_k,
-                  "max_new_tokens": max_new_tokens, "seed": seed, "use_prefix": use_prefix,
-                  "rouge_measure": rouge_measure},
+        settings=settings,
     )
+
+
+# --------------------------------------------------------------------------- the sampler seam
+
+#: The engines that can draw the answers (profile key ``sampler``): transformers, the reference, or vLLM.
+SAMPLERS = ("hf", "vllm")
+
+
+def check_sampler(sampler: str) -> str:
+    """``sampler`` if it names an engine of :data:`SAMPLERS`, else a ValueError that lists them."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}: the sampler (profile key 'sampler') is one of "
+                         f"{', '.join(repr(s) for s in SAMPLERS)}")
+    return sampler
+
+
+def with_sampler(settings: Mapping[str, Any], sampler: str) -> dict[str, Any]:
+    """A study's sampling settings naming the engine, but only when it is not hf: the settings are part of the
+    studies' cache keys and metrics.json, which stay byte for byte what they were before the seam for hf."""
+    return dict(settings) if check_sampler(sampler) == "hf" else {**settings, "sampler": sampler}
+
+
+def split_sampler(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The engine named in sampling settings (hf when they name none) and the other settings."""
+    rest = dict(settings)
+    return check_sampler(rest.pop("sampler", "hf")), rest
+
+
+def sample_and_score_with(sampler: str, model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]],
+                          n: int, **settings: Any) -> SampledScores:
+    """The one way the studies sample: :func:`sample_and_score`'s :class:`SampledScores`, drawn by ``sampler``.
+
+    ``"hf"``: :func:`sample_and_score` itself on a transformers ``model`` and its ``tokenizer`` (the reference).
+    ``"vllm"``: the same structure and the same scorer, with the greedy answers, their certainty c(x) (from
+        vLLM's logprobs) and the n samples decoded by vLLM; ``model`` is a ``vllm.LLM`` (or a folder or Hub name,
+        loaded once) and ``tokenizer`` is not used (the engine's own, from the same files, encodes the prompts).
+        Same distribution, other draws than ``"hf"`` (see :func:`unlearnkit.generation.vllm_sample_answers`);
+        ``settings["sampler"]`` records the engine.
+    ``settings``: the keyword arguments of :func:`sample_and_score`. :func:`model_for` loads ``model`` and
+    ``tokenizer`` as each sampler takes them.
+    """
+    if check_sampler(sampler) == "hf":
+        return sample_and_score(model, tokenizer, template, rows, n, **settings)
+    return _vllm_sample_and_score(model, template, rows, n, **settings)
+
+
+def _vllm_sample_and_score(model, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], n: int,
+                           temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None,
+                           max_new_tokens: int = 64, seed: int = 0, chunk_size: int = 128, batch_size: int = 32,
+                           use_prefix: bool = False, rouge_measure: str = "recall", with_self_bleu: bool = True,
+                           keep_examples: int = 5, progress: bool = True) -> SampledScores:
+    # chunk_size and batch_size only bound the transformers backend's memory (its draws do not depend on
+    # them); vLLM schedules its own batches.
+    del chunk_size, batch_size
+    if not rows:
+        raise ValueError("no rows to sample: the question list is empty")
+    started = time.time()
+    llm = generation.vllm_engine(model, seed) if isinstance(model, (str, os.PathLike)) else model
+    questions = [row["question"] for row in rows]
+    prefixes = _prefixes(rows) if use_prefix else None
+    greedy, greedy_confidences = generation.vllm_greedy_with_confidences(llm, template, questions, max_new_tokens,
+                                                                         prefixes, progress=progress)
+    if temperature == 0:
+        samples = [[g] * n for g in greedy]
+    else:
+        samples = generation.vllm_sample_answers(llm, template, questions, n, temperature, top_p, top_k,
+                                                 max_new_tokens, seed, prefixes=prefixes, progress=progress)
+    settings = {"n": n, "temperature": temperature, "top_p": top_p, "top_k": top_k, "max_new_tokens": max_new_tokens,
+                "seed": seed, "use_prefix": use_prefix, "rouge_measure": rouge_measure, "sampler": "vllm"}
+    result = _scored(rows, greedy, greedy_confidences, samples, settings, with_self_bleu, keep_examples)
     result.seconds = time.time() - started
     return result
+
+
+@contextmanager
+def model_for(sampler: str, location, dtype: str | None = None, template: str | None = None,
+              seed: int = 0) -> Iterator[tuple[Any, Any, PromptTemplate]]:
+    """(model, tokenizer, template) of the model at ``location`` (a folder or Hub name) as
+    :func:`sample_and_score_with` takes them for ``sampler``, for the length of the ``with`` block.
+
+    ``"hf"``: :func:`unlearnkit.models.load_model` on the GPU when there is one, under the CPU-thread policy of
+    :func:`unlearnkit.models.cpu_threads`. ``"vllm"``: :func:`unlearnkit.generation.load_vllm` (vLLM seeded with
+    ``seed``), without the transformers weights. ``dtype`` and ``template`` as in ``load_model``.
+    """
+    if check_sampler(sampler) == "hf":
+        loaded = load_model(location, dtype=dtype, device="auto", template=template)
+        with cpu_threads(loaded.model):
+            yield loaded
+    else:
+        yield generation.load_vllm(location, dtype=dtype, template=template, seed=seed)
 
 
 class AdaptiveView(NamedTuple):

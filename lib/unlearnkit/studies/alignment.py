@@ -22,8 +22,8 @@ import pandas as pd
 
 from .. import bounds, config, models, pipeline, runs
 from ..data import behaviours as behaviour_data
-from ..generation import greedy_with_confidences, sample_answers
 from ..metrics import safety
+from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, split_sampler, with_sampler
 
 __all__ = ["GROUPS", "ALIGNMENT_VERSION", "BehaviourSplit", "split_behaviours", "split_counts", "prepare_models",
            "fit_judge", "sample_models", "score_models", "behaviour_table", "strength_summary", "finding",
@@ -176,9 +176,12 @@ def judge_scores(judge: Judge, goals: Sequence[str], samples: Sequence[Sequence[
 
 
 def sampling_settings(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Notebook 07's sampling: ``alignment_n_samples`` answers of at most ``alignment_max_new_tokens`` tokens, and
+    the profile's ``sampler`` when it is not hf (the settings key the cache of :func:`sample_model`)."""
     params = config.as_params(params)
-    return {"n": params.alignment_n_samples, "temperature": params.sample_temperature, "top_p": params.sample_top_p,
-            "max_new_tokens": params.alignment_max_new_tokens, "seed": params.seed}
+    return with_sampler({"n": params.alignment_n_samples, "temperature": params.sample_temperature,
+                         "top_p": params.sample_top_p, "max_new_tokens": params.alignment_max_new_tokens,
+                         "seed": params.seed}, params.sampler)
 
 
 def _identity(location: str) -> str:
@@ -186,27 +189,30 @@ def _identity(location: str) -> str:
 
 
 def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any], profile: str) -> dict[str, Any]:
-    """The greedy answer (with its certainty c(x)) and n sampled answers of every request, cached in the run
-    store by the model's identity, the requests and the sampling settings. Adaptive temperature needs nothing
-    more: a request whose c(x) exceeds c_T would get its greedy answer n times (see :func:`adaptive_complied`)."""
+    """The greedy answer (with its certainty c(x)) and n sampled answers of every request, drawn by the profile's
+    ``sampler`` (:func:`unlearnkit.metrics.sampling.sample_and_score_with`) and cached in the run store by the
+    model's identity, the requests and the sampling settings. Adaptive temperature needs nothing more: a request
+    whose c(x) exceeds c_T would get its greedy answer n times (see :func:`adaptive_complied`)."""
     params = config.as_params(params)
     settings = sampling_settings(params)
+    sampler, options = split_sampler(settings)
+    # Requests have no ground truth and no key entity: of the scores only the answers and c(x) are read here.
+    rows = [{"question": g} for g in goals]
 
     def sample() -> dict[str, Any]:
         started = time.time()
-        loaded = models.load_model(location, dtype=params.dtype, device="auto", template=params.alignment_template)
-        template = loaded.template
-        with models.cpu_threads(loaded.model):
-            prompts = [models.encode_prompt(loaded.tokenizer, template, g) for g in goals]
-            greedy_ids, confidences = greedy_with_confidences(loaded.model, loaded.tokenizer, prompts,
-                                                              settings["max_new_tokens"], params.eval_batch_size)
-            samples = sample_answers(loaded.model, loaded.tokenizer, template, goals, settings["n"],
-                                     settings["temperature"], settings["top_p"],
-                                     max_new_tokens=settings["max_new_tokens"], seed=settings["seed"])
-        greedy = [loaded.tokenizer.decode(c, skip_special_tokens=True).strip() for c in greedy_ids]
-        tokens = [len(loaded.tokenizer(s, add_special_tokens=False)["input_ids"]) for row in samples for s in row]
-        return {"greedy": greedy, "certainty": [float(np.mean(c)) if len(c) else 1.0 for c in confidences],
-                "samples": samples, "template": template.name, "seconds": time.time() - started,
+        with model_for(sampler, location, dtype=params.dtype, template=params.alignment_template,
+                       seed=options["seed"]) as (model, tokenizer, template):
+            # keep_examples=n keeps every sample; chunk_size 256 is what this study has always sampled with
+            scores = sample_and_score_with(sampler, model, tokenizer, template, rows, options["n"],
+                                           temperature=options["temperature"], top_p=options["top_p"],
+                                           max_new_tokens=options["max_new_tokens"], seed=options["seed"],
+                                           chunk_size=256, batch_size=params.eval_batch_size, with_self_bleu=False,
+                                           keep_examples=options["n"])
+            prompts = prompt_ids(tokenizer, template, rows, use_prefix=False)
+        tokens = [len(tokenizer(s, add_special_tokens=False)["input_ids"]) for row in scores.examples for s in row]
+        return {"greedy": scores.greedy_answers, "certainty": [float(c) for c in scores.certainty],
+                "samples": scores.examples, "template": template.name, "seconds": time.time() - started,
                 "mean_answer_tokens": float(np.mean(tokens)) if tokens else 0.0,
                 "mean_prompt_tokens": float(np.mean([len(p) for p in prompts]))}
 

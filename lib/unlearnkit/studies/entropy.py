@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from .. import bounds, config, models, pipeline, runs
 from ..config import Params
-from ..metrics.sampling import SampledScores, adaptive_view
+from ..metrics.sampling import SampledScores, adaptive_view, with_sampler
 from ..metrics.tofu import evaluate_tofu, tofu_eval_splits
 from ..unlearning import answer_positions, mean_entropy
 from . import leakage
@@ -76,12 +76,12 @@ class SweepPoint(NamedTuple):
 
 def sampling_settings(params: Mapping[str, Any], temperature: float | None = None) -> dict[str, Any]:
     """The sampling arguments of notebook 06: ``eo_n_samples`` answers at ``sample_temperature`` (or
-    ``temperature``), the profile's top-p and answer length."""
+    ``temperature``), the profile's top-p and answer length, and its ``sampler`` when it is not hf."""
     params = config.as_params(params)
-    return {"n": int(params.eo_n_samples),
-            "temperature": float(params.sample_temperature if temperature is None else temperature),
-            "top_p": params.sample_top_p, "max_new_tokens": int(params.sample_max_new_tokens),
-            "seed": int(params.seed)}
+    return with_sampler({"n": int(params.eo_n_samples),
+                         "temperature": float(params.sample_temperature if temperature is None else temperature),
+                         "top_p": params.sample_top_p, "max_new_tokens": int(params.sample_max_new_tokens),
+                         "seed": int(params.seed)}, params.sampler)
 
 
 def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -8,9 +8,9 @@ paper's regime):
    forget key entity as rarely as the retain model's do (:func:`regime_models`, :func:`greedy_along`).
 2. **Questions.** At most ``sample_max_items`` forget questions, evenly spaced over the split
    (:func:`forget_rows`).
-3. **Samples.** One greedy answer and n multinomial samples per question, scored by ROUGE-L and the binary
-   leak judge (:func:`unlearnkit.metrics.sampling.sample_and_score`), cached per saved model or kept step
-   (:func:`score_model_folder`).
+3. **Samples.** One greedy answer and n multinomial samples per question, drawn by the profile's ``sampler``
+   and scored by ROUGE-L and the binary leak judge (:func:`unlearnkit.metrics.sampling.sample_and_score_with`),
+   cached per saved model or kept step (:func:`score_model_folder`).
 4. **Bounds.** Per question: the ED mean and sd, the expectation and standard-deviation bounds, the binary
    leakage bound M_bin and beside it the Clopper-Pearson lower bound (:func:`bound_table`).
 5. **Greedy against sampling.** The questions greedy decoding calls unlearned although sampling leaks
@@ -42,7 +42,16 @@ from .. import bounds, config, models, paths, pipeline, runs
 from ..data.hp_qa import SYNTHETIC, hp_qa_rows
 from ..generation import greedy_answers
 from ..metrics.judges import leak_judge
-from ..metrics.sampling import SAMPLING_VERSION, SampledScores, adaptive_view, leak_keys, sample_and_score
+from ..metrics.sampling import (
+    SAMPLING_VERSION,
+    SampledScores,
+    adaptive_view,
+    leak_keys,
+    model_for,
+    sample_and_score_with,
+    split_sampler,
+    with_sampler,
+)
 from ..metrics.tofu import rouge_l, tofu_eval_splits
 
 #: Columns of the summaries shown side by side in the notebook, one list per section.
@@ -114,11 +123,12 @@ class FlaggedQuestions(NamedTuple):
 
 
 def sampling_settings(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The sampling arguments of :func:`unlearnkit.metrics.sampling.sample_and_score` from a profile."""
+    """The sampling arguments of :func:`unlearnkit.metrics.sampling.sample_and_score` from a profile, and the
+    profile's ``sampler`` when it is not hf (:func:`unlearnkit.metrics.sampling.with_sampler`)."""
     params = config.as_params(params)
-    return {"n": int(params.n_samples), "temperature": float(params.sample_temperature),
-            "top_p": params.sample_top_p, "max_new_tokens": int(params.sample_max_new_tokens),
-            "seed": int(params.seed)}
+    return with_sampler({"n": int(params.n_samples), "temperature": float(params.sample_temperature),
+                         "top_p": params.sample_top_p, "max_new_tokens": int(params.sample_max_new_tokens),
+                         "seed": int(params.seed)}, params.sampler)
 
 
 def evenly_spaced(rows: Sequence, max_items: int | None) -> list:
@@ -139,23 +149,23 @@ def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
 def score_model_folder(profile: str, folder: str | Path, cache_name: str, rows: Sequence[Mapping[str, Any]],
                        settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, use_cache: bool = True,
                        **kwargs) -> SampledScores:
-    """:func:`sample_and_score` on the model saved in ``folder`` (a model of the run store or a step kept along
-    an unlearning run), through the cache of ``notebook``: keyed by the model's identity, the rows (questions,
-    answers, keys, prefixes), the settings, ``kwargs`` (e.g. ``use_prefix``) and
-    :data:`unlearnkit.metrics.sampling.SAMPLING_VERSION`. A second call with nothing changed reads the cache
-    instead of sampling again; one entry is kept per ``cache_name``. The model decodes on the GPU when there
-    is one, else under the CPU-thread policy of :func:`unlearnkit.models.cpu_threads`."""
+    """:func:`unlearnkit.metrics.sampling.sample_and_score_with` on the model saved in ``folder`` (a model of the
+    run store or a step kept along an unlearning run), with the sampler the settings name (hf when they name
+    none), through the cache of ``notebook``: keyed by the model's identity, the rows (questions, answers, keys,
+    prefixes), the settings, ``kwargs`` (e.g. ``use_prefix``) and :data:`unlearnkit.metrics.sampling.SAMPLING_VERSION`.
+    A second call with nothing changed reads the cache instead of sampling again; one entry is kept per
+    ``cache_name``. With hf the model decodes on the GPU when there is one, else under the CPU-thread policy of
+    :func:`unlearnkit.models.cpu_threads`."""
     folder = Path(folder)
     if not models.is_saved_model(folder):
         raise FileNotFoundError(f"no saved model in {folder}")
     depends_on = {"model": runs.model_identity(folder), "rows": [dict(r) for r in rows],
                   "settings": dict(settings), "kwargs": kwargs}
+    sampler, options = split_sampler(settings)
 
     def sample() -> dict[str, Any]:
-        loaded = models.load_model(folder, device="auto")
-        with models.cpu_threads(loaded.model):
-            return sample_and_score(loaded.model, loaded.tokenizer, loaded.template, rows, **settings,
-                                    **kwargs).to_json()
+        with model_for(sampler, folder, seed=options.get("seed", 0)) as loaded:
+            return sample_and_score_with(sampler, *loaded, rows, **options, **kwargs).to_json()
 
     cached = runs.cached_json(profile, notebook, cache_name, depends_on, sample, SAMPLING_VERSION, use_cache)
     return SampledScores.from_json(cached)
@@ -772,12 +782,14 @@ def hp_table(result: SampledScores, alpha: float) -> ModelReport:
 
 
 def hp_leakage(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], alpha: float,
-               use_prefix: bool = True, **sampling) -> KeywordQA:
+               use_prefix: bool = True, sampler: str = "hf", **sampling) -> KeywordQA:
     """The keyword Q&A path: question (then, with ``use_prefix``, the affirmative response as the start of the
     answer) -> n samples -> keyword leak judge (any keyword, whole words, case-insensitive, on the
     continuation only) -> binary leakage bound per question (:func:`hp_table`). Works for any Hugging Face
-    causal LM."""
-    return _keyword_qa(sample_and_score(model, tokenizer, template, rows, use_prefix=use_prefix, **sampling), alpha)
+    causal LM; with ``sampler="vllm"``, ``model`` is a ``vllm.LLM`` (see
+    :func:`unlearnkit.metrics.sampling.sample_and_score_with`)."""
+    return _keyword_qa(sample_and_score_with(sampler, model, tokenizer, template, rows, use_prefix=use_prefix,
+                                             **sampling), alpha)
 
 
 def _keyword_qa(result: SampledScores, alpha: float) -> KeywordQA:
@@ -796,10 +808,9 @@ def run_hp_qa(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequ
         tag = ".hp.prefixed" if use_prefix else ".hp"
         return _keyword_qa(score_saved_model(profile, hp_model, rows, settings, cache_tag=tag,
                                              use_prefix=use_prefix), alpha)
-    loaded = models.load_model(hp_model, dtype=config.as_params(params).dtype, device="auto")
-    with models.cpu_threads(loaded.model):
-        return hp_leakage(loaded.model, loaded.tokenizer, loaded.template, rows, alpha, use_prefix=use_prefix,
-                          **settings)
+    sampler, options = split_sampler(settings)
+    with model_for(sampler, hp_model, dtype=config.as_params(params).dtype, seed=options.get("seed", 0)) as loaded:
+        return hp_leakage(*loaded, rows, alpha, use_prefix=use_prefix, sampler=sampler, **options)
 
 
 def strongest_keyword_leaks(table: pd.DataFrame, limit: int = 8) -> pd.DataFrame:
