@@ -16,13 +16,13 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup setup-vllm all notebooks notebook smoke report figures readme lab test test-fast lint clean benchmarks \
+.PHONY: help setup setup-vllm all notebooks notebook smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks \
         strip-notebooks sync-params
 
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper (default: default), NB=00..08 (make notebook)"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..08 (make notebook)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
 
@@ -56,6 +56,10 @@ notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke
 
+paper-dry: setup ## the paper profile's code path on CPU: stand-in models, every notebook, then 01, 02, 05 with LoRA
+	$(PY) -m unlearnkit.runner all --profile paper-dry
+	for nb in 01 02 05; do $(PY) -m unlearnkit.runner $$nb --profile paper-dry-lora || exit 1; done
+
 report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 08 is the front page)
 	$(PY) -m unlearnkit.report build --profile $(PROFILE)
 
@@ -68,11 +72,14 @@ readme: setup ## rewrite README's results section from docs/findings.json (noteb
 lab: setup ## open JupyterLab on notebooks/ with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
 	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
-test: setup ## set up, then run the test suite
-	$(PY) -m pytest -q
+test: setup ## set up, then run the test suite (the whole paper dry run is left out: make test-paper-dry)
+	$(PY) -m pytest -q -m "not paper_dry"
+
+test-paper-dry: setup ## the paper_dry test: every notebook on paper-dry and 01, 02, 05 with LoRA, into a temporary folder
+	$(PY) -m pytest -q -m paper_dry
 
 test-fast: setup ## unit tests only, no training or notebook runs
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not paper_dry"
 
 lint: setup ## ruff on library, tests, benchmarks and notebooks; notebooks committed clean, parameters in sync
 	$(PY) -m ruff check lib tests benchmarks notebooks

@@ -742,7 +742,7 @@ def notebook_07(params: config.Params, lengths: Lengths, trained: set[str] | Non
     goal = statistics.fmean(r["goal_chars"] for r in evaluated)
     n, longest = params.alignment_n_samples, params.alignment_max_new_tokens
     names = list(params.alignment_models or [])
-    cost = Cost("07", f"{n} samples x {len(evaluated)} held-out JBB requests x {len(names)} aligned models"
+    cost = Cost("07", f"{n} samples x {len(evaluated)} evaluated JBB requests x {len(names)} aligned models"
                       + (f", each answer judged by {params.safety_judge}" if params.safety_judge != "classifier" else ""))
     if not names:
         cost.simplified.append("alignment_models null: tiny complying and aligned models, not counted")

@@ -97,7 +97,8 @@ def test_calibrated_settings_counts_the_coarse_grid_and_one_fine_region():
 
 def test_notebook_07_samples_the_held_out_requests_and_judges_every_answer():
     cost = pc.notebook_07(PAPER, LENGTHS)
-    requests = 30  # JailbreakBench: 10 categories of 10, the first alignment_eval_per_group (3) of each held out
+    # JailbreakBench: 10 categories of 10, the first alignment_eval_per_group of each evaluated (paper: all 10)
+    requests = 10 * min(10, PAPER.alignment_eval_per_group)
     n, longest = PAPER.alignment_n_samples, PAPER.alignment_max_new_tokens
     assert cost.tokens(pc.GENERATED, "aligned models, sampled answers") == pytest.approx(
         len(PAPER.alignment_models) * requests * n * longest)

@@ -80,7 +80,9 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     fallback). ``max_authors`` keeps that many authors in every author split (the forget set and the first others).
     """
     params = config.as_params(params)
-    if params.data_source == "synthetic":
+    # env:VAR|synthetic (paper-dry): the folder of the variable where it is set, else the synthetic corpus
+    source_spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
+    if source_spec == "synthetic":
         args = {"n_authors": params.synthetic_authors, "questions_per_author": params.synthetic_questions_per_author,
                 "seed": params.seed}
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
@@ -93,7 +95,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
                 os.replace(tmp, folder)
         data = TofuSource(folder)
     else:
-        data = TofuSource(paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files"))
+        data = TofuSource(source_spec)
     if params.max_authors:
         data = data.restricted_to_authors(params.max_authors, params.forget_split)
     return data
@@ -222,6 +224,7 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
     tiny Llama trained from scratch on the corpus' world knowledge (real authors, world facts)."""
     params = config.as_params(params)
     if params.model != TINY:
+        build_stand_ins(params)  # paper-dry: the stand-in of the paper's model, once
         return models.load_model(params.model, dtype=params.dtype, template=params.template)
     source = corpus(params)
     key_params = {"corpus": corpus_params(params), "tiny": tiny_model_config(params),
@@ -252,7 +255,8 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     name = name or ("target" if split == "full" else split)
     source = corpus(params)
     replay = params.world_replay if params.model == TINY else 0
-    key_params = {"base": params.model, "split": split, "replay": replay,
+    build_stand_ins(params)  # its recipe is part of the key
+    key_params = {"base": base_identity(params), "split": split, "replay": replay,
                   "max_authors": params.max_authors, "forget_split": params.forget_split,
                   **{k: params[k] for k in params if k.startswith(("finetune_", "base_", "tiny_"))},
                   "corpus": corpus_params(params), "lora_rank": params.lora_rank, **lora_key(params)}
@@ -275,6 +279,114 @@ def history(profile: str, name: str) -> list[dict]:
     """The per-step training log saved beside a model (empty for a Hub model used as is)."""
     path = runs.model_dir(profile, name) / "history.json"
     return json.loads(path.read_text()) if path.exists() else []
+
+
+# --------------------------------------------------------------------------- stand-ins of the paper's models
+
+#: Where the ``paper-dry`` profile's stand-ins are built: beside the generated corpora, never committed.
+STAND_INS = "data/stand-ins"
+#: Phi's tokenizer has one special token for beginning, end and unknown, and no padding token.
+PHI_SPECIAL_TOKENS = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>"}
+#: One user turn in Mistral-Instruct's format, so the chat-template path (alignment_template: chat) is exercised.
+MISTRAL_CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
+                         "[INST] {{ message['content'] }} [/INST]{% else %}{{ message['content'] }}{{ eos_token }}"
+                         "{% endif %}{% endfor %}")
+
+
+#: Bump when the stand-ins are built differently for the same recipe: they are then rebuilt.
+STAND_IN_VERSION = 3
+
+
+class StandIn(NamedTuple):
+    """A small randomly initialised model of one paper model's architecture and interface (tokenizer kind, chat
+    template). Its folder is named like the paper model, so everything that reads a model's family from its name
+    (prompt templates) treats it as it treats the real one."""
+
+    architecture: str  # phi | llama | mistral
+    phi_tokenizer: bool
+    chat_template: str | None
+    stands_for: str
+
+
+STAND_IN_MODELS: dict[str, StandIn] = {
+    "phi-1_5": StandIn("phi", True, None, "microsoft/phi-1_5, the model of TOFU and of the probabilistic paper"),
+    "Llama2-7b-WhoIsHarryPotter": StandIn("llama", False, None, "microsoft/Llama2-7b-WhoIsHarryPotter (notebook 05)"),
+    "vicuna-7b-v1.5": StandIn("llama", False, None, "lmsys/vicuna-7b-v1.5 (notebook 07, Vicuna's own template)"),
+    "Mistral-7B-Instruct-v0.3": StandIn("mistral", False, MISTRAL_CHAT_TEMPLATE,
+                                        "mistralai/Mistral-7B-Instruct-v0.3 (notebook 07, its chat template)"),
+    "HarmBench-Llama-2-13b-cls": StandIn("llama", False, None, "cais/HarmBench-Llama-2-13b-cls (notebook 07's judge)"),
+}
+
+
+def stand_ins_named(params: Mapping[str, Any]) -> list[str]:
+    """The stand-ins a profile names in ``model``, ``hp_model``, ``alignment_models`` and ``safety_judge``."""
+    params = config.as_params(params)
+    named = [params.model, params.hp_model, params.safety_judge, *(params.alignment_models or [])]
+    prefix = STAND_INS + "/"
+    found = [str(n)[len(prefix):] for n in named if n and str(n).startswith(prefix)]
+    unknown = sorted(set(found) - set(STAND_IN_MODELS))
+    if unknown:
+        raise ValueError(f"no stand-in named {', '.join(unknown)}; stand-ins: {', '.join(STAND_IN_MODELS)}")
+    return list(dict.fromkeys(found))
+
+
+def _stand_in_texts(source: TofuSource) -> list[str]:
+    from .data.behaviours import synthetic_behaviours
+    from .metrics.safety import HARMBENCH_PROMPT
+
+    requests = [text for row in synthetic_behaviours() for text in (row["goal"], row["target"])]
+    # The classifier reads " Yes" or " No" as one token each after its prompt's last line: frequent enough here to
+    # be merged before the vocabulary is full.
+    last_line = HARMBENCH_PROMPT.rsplit("\n", 1)[-1]
+    verdicts = [f"{last_line} {answer}" for answer in ("Yes", "No") for _ in range(500)]
+    return all_texts(source) + requests + [HARMBENCH_PROMPT] + verdicts
+
+
+def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
+    """Build (once per recipe) the stand-ins the profile names, under ``data/stand-ins/<paper model's name>``.
+
+    Each is randomly initialised with the profile's ``tiny_*`` sizes and a byte-level BPE tokenizer trained on the
+    profile's corpus and requests (Phi's or Meta's special tokens, Mistral's chat template): the paper's code path
+    (a model read from a folder, its family's template, a chat template, a judge reading P(Yes)) runs on them,
+    what they answer means nothing. Only the main process writes (``accelerate launch``)."""
+    params = config.as_params(params)
+    names = stand_ins_named(params)
+    if not names:
+        return {}
+    source = corpus(params)
+    recipe = {"corpus": corpus_params(params), "sizes": tiny_model_config(params), "vocab": params.tokenizer_vocab_size,
+              "seed": params.seed, "version": STAND_IN_VERSION}
+    folders = {name: paths.resolve(f"{STAND_INS}/{name}") for name in names}
+    state = _processes()
+    if state.is_main_process:
+        todo = [n for n in names if _stand_in_recipe(folders[n]) != config.params_hash({**recipe, "name": n})]
+        texts = _stand_in_texts(source) if todo else []
+        for name in tqdm(todo, desc="stand-ins", disable=not config.show_progress()):
+            spec = STAND_IN_MODELS[name]
+            tokenizer = models.train_bpe_tokenizer(
+                texts, vocab_size=params.tokenizer_vocab_size,
+                special_tokens=PHI_SPECIAL_TOKENS if spec.phi_tokenizer else None)
+            if spec.chat_template:
+                tokenizer.chat_template = spec.chat_template
+            model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.seed)
+            models.save_plain_model(model, tokenizer, folders[name])
+            (folders[name] / "stand-in.json").write_text(json.dumps(
+                {"stands_for": spec.stands_for, "params_hash": config.params_hash({**recipe, "name": name})}))
+    state.wait_for_everyone()
+    return folders
+
+
+def base_identity(params: Params) -> str:
+    """What names the model fine-tuning starts from in a cache key: the profile's model entry, and for a stand-in
+    also the recipe it was built with (a rebuilt stand-in is another model under the same name)."""
+    if str(params.model).startswith(STAND_INS + "/"):
+        return f"{params.model}@{_stand_in_recipe(paths.resolve(params.model))}"
+    return params.model
+
+
+def _stand_in_recipe(folder: Path) -> str | None:
+    marker = folder / "stand-in.json"
+    return json.loads(marker.read_text())["params_hash"] if marker.exists() else None
 
 
 # --------------------------------------------------------------------------- unlearning

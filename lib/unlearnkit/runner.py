@@ -208,6 +208,19 @@ def redraw_figures(profile: str) -> int:
 TRAIN_STEPS = ("base", "finetune", "unlearn")
 
 
+def prepare_stand_ins(profile: str, overrides: dict) -> None:
+    """Build the stand-in models a profile names (``paper-dry``) before its notebooks look for them."""
+    from . import pipeline
+
+    try:
+        params = config.Params.load(profile, **{k: v for k, v in overrides.items() if k in config.PARAMETER_NAMES})
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(str(exc)) from None
+    built = pipeline.build_stand_ins(params)
+    if built:
+        print(f"[{profile}] stand-ins: {', '.join(built)} in {_shown(next(iter(built.values())).parent)}", flush=True)
+
+
 def train_step(step: str, profile: str, overrides: dict, split: str = "full", run: str | None = None) -> dict:
     """Train (or find cached) one model of the run store and return what it ended with.
 
@@ -219,6 +232,7 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
         params = config.Params.load(profile, **overrides)
     except (ValueError, KeyError, TypeError) as exc:
         raise SystemExit(str(exc)) from None
+    pipeline.build_stand_ins(params)
     if step == "base":
         pipeline.base_model(params, profile)
         name = "base"
@@ -300,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     from papermill.exceptions import PapermillExecutionError
 
     keys = [p.stem[:2] for p in source_notebooks()] if args.target == "all" else [args.target]
+    prepare_stand_ins(args.profile, overrides)
     try:
         for key in keys:
             run(key, args.profile, args.timeout, overrides)

@@ -87,9 +87,9 @@ def synthetic_hp_qa(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def hp_qa_rows(hp_source: str, forget_rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The keyword Q&A a profile's ``hp_source`` names: ``synthetic`` (built from ``forget_rows``), a CSV path,
     or ``env:VAR|fallback`` (the variable's path, else the fallback)."""
-    if hp_source == SYNTHETIC:
+    resolved = paths.from_environment(hp_source, what=WHERE_TO_GET_IT)  # env:VAR|synthetic may mean synthetic
+    if resolved == SYNTHETIC:
         if forget_rows is None:
             raise ValueError("hp_source 'synthetic' builds the Q&A from the forget rows: pass forget_rows")
         return synthetic_hp_qa(forget_rows)
-    resolved = paths.from_environment(hp_source, what=WHERE_TO_GET_IT)
     return load_hp_qa(paths.resolve(resolved))
