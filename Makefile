@@ -95,5 +95,5 @@ sync-params: setup ## rewrite every notebook's parameters cell from notebooks/pa
 	$(PY) -m unlearnkit.runner sync-params
 
 clean: ## remove run outputs, reports and generated data (keeps the environment)
-	rm -rf runs report data/synthetic-* .pytest_cache .ruff_cache
+	rm -rf runs report data/synthetic-* data/stand-ins .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

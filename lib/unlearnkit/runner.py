@@ -218,7 +218,8 @@ def prepare_stand_ins(profile: str, overrides: dict) -> None:
         raise SystemExit(str(exc)) from None
     built = pipeline.build_stand_ins(params)
     if built:
-        print(f"[{profile}] stand-ins: {', '.join(built)} in {_shown(next(iter(built.values())).parent)}", flush=True)
+        print(f"[{profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
+              flush=True)
 
 
 def train_step(step: str, profile: str, overrides: dict, split: str = "full", run: str | None = None) -> dict:
