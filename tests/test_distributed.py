@@ -25,9 +25,12 @@ pytestmark = pytest.mark.slow
 PROFILE = "smoke"
 #: 200 fine-tuning rows (10 authors x 20, no world replay) and 20 forget rows: both divide by the global batches,
 #: so no process pads its last batch with repeated rows (accelerate's even_batches), which one process would not.
-DATA = ["--set", "world_replay=0", "--set", "unlearn_epochs=2"]
-GLOBAL_FINETUNE_BATCH, GLOBAL_UNLEARN_BATCH = 20, 4
-RUNS_TO_COMPARE = ("npo", "rmu")
+DATA = ["--set", "world_replay=0", "--set", "unlearn_epochs=2", "--set", "finetune_batch_size=20"]
+#: The same command for one and two processes: the profile's batch x accumulation is the global batch, shared out
+#: by the training loop (npo, rmu: 2 + 2 of a batch of 4; ga: a batch of 1 over 4 accumulation steps, 2 each).
+RUN_SETTINGS = {"npo": ["--set", "unlearn_batch_size=4"], "rmu": ["--set", "unlearn_batch_size=4"],
+                "ga": ["--set", "unlearn_batch_size=1", "--set", "unlearn_grad_accum=4"]}
+RUNS_TO_COMPARE = tuple(RUN_SETTINGS)
 
 
 def _train(runs: Path, step: str, *args: str, processes: int = 1) -> dict:
@@ -59,10 +62,9 @@ def one_and_two_processes(tmp_path_factory):
     _train(single, "base")  # the same starting point for both: the base model is not what is compared
     shutil.copytree(single / PROFILE, double / PROFILE)
     for runs, n in ((single, 1), (double, 2)):
-        _train(runs, "finetune", "--set", f"finetune_batch_size={GLOBAL_FINETUNE_BATCH // n}", processes=n)
-        for run in RUNS_TO_COMPARE:
-            _train(runs, "unlearn", "--run", run, "--set", f"unlearn_batch_size={GLOBAL_UNLEARN_BATCH // n}",
-                   processes=n)
+        _train(runs, "finetune", processes=n)
+        for run, settings in RUN_SETTINGS.items():
+            _train(runs, "unlearn", "--run", run, *settings, processes=n)
     return single, double
 
 
@@ -78,6 +80,16 @@ def test_two_processes_train_as_one_on_the_same_global_batch(one_and_two_process
     # Equal up to the order of floating-point sums (gloo's all-reduce adds the shards' gradients in another order)
     worst = max((weights_1[k] - weights_2[k]).abs().max().item() for k in weights_1)
     assert worst < 1e-4
+
+
+def test_the_global_batch_is_shared_out_by_batch_first_then_by_accumulation():
+    from unlearnkit.training import per_process_batches
+
+    assert per_process_batches(4, 8, 1) == (4, 8)
+    assert per_process_batches(4, 8, 2) == (2, 8)  # each round of the two processes is the single process's batch
+    assert per_process_batches(4, 8, 8) == (4, 1)
+    with pytest.raises(ValueError, match="multiple of 3"):
+        per_process_batches(4, 8, 3)
 
 
 def test_the_step_refuses_to_unlearn_without_a_target(tmp_path):

@@ -497,8 +497,7 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
 
     cfg = _train_config(params, "unlearn", folder.with_name(name + ".train"), f"unlearn {run}")
     trajectory = runs.trajectory_dir(profile, run)
-    global_batch = cfg.batch_size * cfg.grad_accum * _processes().num_processes
-    steps_per_epoch = max(1, -(-len(examples) // global_batch))
+    steps_per_epoch = max(1, -(-len(examples) // (cfg.batch_size * cfg.grad_accum)))
 
     def keep_weights(step: int, logs: dict, current) -> None:
         if (params.unlearn_save_every and step % params.unlearn_save_every == 0) or step % steps_per_epoch == 0:

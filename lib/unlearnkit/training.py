@@ -95,6 +95,24 @@ def pooled_mean(total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     return total / reduce(count.detach().float(), reduction="sum").clamp(min=1) * n_processes
 
 
+def per_process_batches(batch_size: int, grad_accum: int, n_processes: int) -> tuple[int, int]:
+    """(batch, accumulation) of each of ``n_processes`` so that one optimizer step still sees ``batch_size ×
+    grad_accum`` examples, the same ones as a single process (the data loader deals process i every n-th batch).
+
+    The batch is divided where it can be: each round of micro-batches of the processes is then exactly one
+    micro-batch of the single process, and token-pooled losses (:func:`pooled_mean`) give the same update. Else the
+    accumulation is divided, and a pooled loss is pooled over ``n_processes`` micro-batches where one process pools
+    each on its own (equal when they hold equal numbers of tokens)."""
+    if n_processes == 1:
+        return batch_size, grad_accum
+    if batch_size % n_processes == 0:
+        return batch_size // n_processes, grad_accum
+    if grad_accum % n_processes == 0:
+        return batch_size, grad_accum // n_processes
+    raise ValueError(f"a global batch of {batch_size} x {grad_accum} accumulation steps cannot be shared by "
+                     f"{n_processes} processes: make the batch size or the accumulation a multiple of {n_processes}")
+
+
 def causal_lm_loss(model, batch) -> torch.Tensor:
     """Mean token cross-entropy over the labelled (answer) tokens of the batch (of the global batch under
     ``accelerate launch``: :func:`pooled_mean`)."""
@@ -145,8 +163,9 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     each optimizer step (unlearning saves its trajectory there) on the main process only. With ``resume`` the run
     continues from the newest complete checkpoint in ``output_dir``.
 
-    Under ``accelerate launch`` (several processes) ``config.batch_size`` is per process: the global batch is
-    ``batch_size × grad_accum × processes``, and the logged losses are means over the processes.
+    ``config.batch_size × config.grad_accum`` is the global batch of an optimizer step however many processes
+    ``accelerate launch`` starts: :func:`per_process_batches` shares it out, so a model trained on several GPUs is
+    the one its profile (and its cache key) describes. The logged losses are means over the processes.
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -157,10 +176,11 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     set_seed(config.seed)
-    accelerator = Accelerator(gradient_accumulation_steps=config.grad_accum)
+    batch_size, grad_accum = per_process_batches(config.batch_size, config.grad_accum, processes().num_processes)
+    accelerator = Accelerator(gradient_accumulation_steps=grad_accum)
 
     sampler = EpochShuffleSampler(len(examples), config.seed)
-    loader = DataLoader(list(examples), batch_size=config.batch_size, sampler=sampler, collate_fn=collate_fn)
+    loader = DataLoader(list(examples), batch_size=batch_size, sampler=sampler, collate_fn=collate_fn)
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if p.requires_grad:
@@ -171,7 +191,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     )
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
 
-    steps_per_epoch = max(1, math.ceil(len(loader) / config.grad_accum))
+    steps_per_epoch = max(1, math.ceil(len(loader) / grad_accum))
     total_steps = config.max_steps or max(1, math.ceil(steps_per_epoch * config.epochs))
     warmup_steps = int(config.warmup if config.warmup >= 1 else round(config.warmup * total_steps))
     scheduler = make_schedule(optimizer, config.schedule, warmup_steps, total_steps)
@@ -206,7 +226,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     while step < total_steps:
         epoch, done_in_epoch = divmod(step, steps_per_epoch)
         sampler.epoch = epoch
-        batches = accelerator.skip_first_batches(loader, done_in_epoch * config.grad_accum) if done_in_epoch else loader
+        batches = accelerator.skip_first_batches(loader, done_in_epoch * grad_accum) if done_in_epoch else loader
         for batch in batches:
             with accelerator.accumulate(model):
                 result = loss_fn(model, batch)
