@@ -799,16 +799,9 @@ class TokenCounter:
 
 
 def build_small_phi(tokenizer, seed: int = 0, dims: Mapping[str, int] = SMALL_PHI):
-    """A randomly initialised ``PhiForCausalLM`` of the paper's architecture, ``dims`` small, float32."""
-    from transformers import PhiConfig, PhiForCausalLM
-
-    cfg = PhiConfig(vocab_size=len(tokenizer), max_position_embeddings=256, resid_pdrop=0.0, embd_pdrop=0.0,
-                    attention_dropout=0.0, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                    pad_token_id=tokenizer.pad_token_id, **dims)
-    torch.manual_seed(seed)
-    model = PhiForCausalLM(cfg)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model
+    """A randomly initialised ``PhiForCausalLM`` of the paper's architecture, ``dims`` small, float32: the builder of
+    paper-dry's Phi stand-in (:func:`unlearnkit.models.build_stand_in`)."""
+    return models.build_stand_in("phi", tokenizer, dims, seed=seed, max_positions=256)
 
 
 @dataclass
