@@ -11,6 +11,7 @@ it names), so no step has a default of its own that could disagree with ``defaul
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -294,7 +295,7 @@ MISTRAL_CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if mess
 
 
 #: Bump when the stand-ins are built differently for the same recipe: they are then rebuilt.
-STAND_IN_VERSION = 3
+STAND_IN_VERSION = 4
 
 
 class StandIn(NamedTuple):
@@ -361,11 +362,14 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
     if state.is_main_process:
         todo = [n for n in names if _stand_in_recipe(folders[n]) != config.params_hash({**recipe, "name": n})]
         texts = _stand_in_texts(source) if todo else []
+        trained: dict[bool, Any] = {}  # one tokenizer per kind of special tokens, copied per stand-in
         for name in tqdm(todo, desc="stand-ins", disable=not config.show_progress()):
             spec = STAND_IN_MODELS[name]
-            tokenizer = models.train_bpe_tokenizer(
-                texts, vocab_size=params.tokenizer_vocab_size,
-                special_tokens=PHI_SPECIAL_TOKENS if spec.phi_tokenizer else None)
+            if spec.phi_tokenizer not in trained:
+                trained[spec.phi_tokenizer] = models.train_bpe_tokenizer(
+                    texts, vocab_size=params.tokenizer_vocab_size,
+                    special_tokens=PHI_SPECIAL_TOKENS if spec.phi_tokenizer else None)
+            tokenizer = copy.deepcopy(trained[spec.phi_tokenizer])  # a chat template must not reach the others
             if spec.chat_template:
                 tokenizer.chat_template = spec.chat_template
             model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.seed)
