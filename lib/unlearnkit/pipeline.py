@@ -87,7 +87,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
         args = {"n_authors": params.synthetic_authors, "questions_per_author": params.synthetic_questions_per_author,
                 "seed": params.seed}
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
-        with _processes().main_process_first():
+        with training.processes().main_process_first():
             if not (folder / "manifest.json").exists():
                 tmp = folder.with_name(folder.name + ".tmp")
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -143,12 +143,6 @@ def unlearning_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> lis
 # --------------------------------------------------------------------------- models
 
 
-def _processes():
-    """One process in a notebook, several under ``accelerate launch``, where only the main one writes to the run
-    store and the others wait for it."""
-    return training.processes()
-
-
 def _cached(folder: Path, key: str) -> bool:
     return models.is_saved_model(folder) and runs.saved_recipe(folder).get("params_hash") == key
 
@@ -180,7 +174,7 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
     Resuming only makes sense for the same parameters, so checkpoints of another run (or of unknown
     origin, without a marker) are removed, together with folders that run wrote alongside them.
     """
-    state = _processes()
+    state = training.processes()
     if state.is_main_process:
         marker = output_dir / "params_hash"
         if not marker.exists() or marker.read_text() != key:
@@ -198,7 +192,7 @@ def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig
 
 
 def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None) -> None:
-    state = _processes()
+    state = training.processes()
     if state.is_main_process:
         models.save_model(model, tokenizer, folder, template, extra={"params_hash": key, **(extra or {})})
         (folder / "history.json").write_text(json.dumps(history))
@@ -256,7 +250,6 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     name = name or ("target" if split == "full" else split)
     source = corpus(params)
     replay = params.world_replay if params.model == TINY else 0
-    build_stand_ins(params)  # its recipe is part of the key
     key_params = {"base": base_identity(params), "split": split, "replay": replay,
                   "max_authors": params.max_authors, "forget_split": params.forget_split,
                   **{k: params[k] for k in params if k.startswith(("finetune_", "base_", "tiny_"))},
@@ -358,9 +351,10 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
     recipe = {"corpus": corpus_params(params), "sizes": tiny_model_config(params), "vocab": params.tokenizer_vocab_size,
               "seed": params.seed, "version": STAND_IN_VERSION}
     folders = {name: paths.resolve(f"{STAND_INS}/{name}") for name in names}
-    state = _processes()
+    hashes = {name: config.params_hash({**recipe, "name": name}) for name in names}
+    state = training.processes()
     if state.is_main_process:
-        todo = [n for n in names if _stand_in_recipe(folders[n]) != config.params_hash({**recipe, "name": n})]
+        todo = [n for n in names if _stand_in_recipe(folders[n]) != hashes[n]]
         texts = _stand_in_texts(source) if todo else []
         trained: dict[bool, Any] = {}  # one tokenizer per kind of special tokens, copied per stand-in
         for name in tqdm(todo, desc="stand-ins", disable=not config.show_progress()):
@@ -375,7 +369,7 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
             model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.seed)
             models.save_plain_model(model, tokenizer, folders[name])
             (folders[name] / "stand-in.json").write_text(json.dumps(
-                {"stands_for": spec.stands_for, "params_hash": config.params_hash({**recipe, "name": name})}))
+                {"stands_for": spec.stands_for, "params_hash": hashes[name]}))
     state.wait_for_everyone()
     return folders
 
@@ -384,6 +378,7 @@ def base_identity(params: Params) -> str:
     """What names the model fine-tuning starts from in a cache key: the profile's model entry, and for a stand-in
     also the recipe it was built with (a rebuilt stand-in is another model under the same name)."""
     if str(params.model).startswith(STAND_INS + "/"):
+        build_stand_ins(params)  # a stand-in not yet built has no recipe to name
         return f"{params.model}@{_stand_in_recipe(paths.resolve(params.model))}"
     return params.model
 

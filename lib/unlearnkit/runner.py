@@ -40,13 +40,23 @@ def find_notebook(key: str) -> Path:
     return matches[0]
 
 
+def profile_params(profile: str, overrides: dict | None = None) -> config.Params:
+    """The merged profile with ``overrides``; a bad profile, key or value ends the command with its message."""
+    try:
+        return config.Params.load(profile, **(overrides or {}))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def _parameters_among(overrides: dict | None) -> dict:
+    """The overrides that are profile parameters (the others are a notebook's own, such as ``method``)."""
+    return {k: v for k, v in (overrides or {}).items() if k in config.PARAMETER_NAMES}
+
+
 def injected_parameters(notebook: Path, profile: str, extra: dict | None = None) -> dict[str, Any]:
     """What papermill injects: the profile's name, the merged profile's values of the keys the notebook
     declares, and ``extra`` (overrides and the notebook's own parameters)."""
-    try:
-        merged = config.Params.load(profile, **{k: v for k, v in (extra or {}).items() if k in config.PARAMETER_NAMES})
-    except ValueError as exc:
-        raise SystemExit(str(exc)) from None
+    merged = profile_params(profile, _parameters_among(extra))
     declared = declared_keys(json.loads(notebook.read_text()))
     return {"profile": profile, **{k: merged[k] for k in declared}, **(extra or {})}
 
@@ -81,10 +91,7 @@ def run(key: str, profile: str, timeout: int = DEFAULT_TIMEOUT_S, overrides: dic
     notebook = find_notebook(key)
     overrides = dict(overrides or {})
     if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in overrides:
-        try:
-            methods = config.Params.load(profile, **{k: v for k, v in overrides.items() if k != "method"}).methods
-        except ValueError as exc:
-            raise SystemExit(str(exc)) from None
+        methods = profile_params(profile, overrides).methods
         if not methods:
             raise SystemExit(f"profile {profile!r} lists no 'methods' for {notebook.name}")
         return [run_notebook(notebook, profile, {**overrides, "method": m}, f"_{m}", timeout) for m in methods]
@@ -208,15 +215,13 @@ def redraw_figures(profile: str) -> int:
 TRAIN_STEPS = ("base", "finetune", "unlearn")
 
 
+
+
 def prepare_stand_ins(profile: str, overrides: dict) -> None:
     """Build the stand-in models a profile names (``paper-dry``) before its notebooks look for them."""
     from . import pipeline
 
-    try:
-        params = config.Params.load(profile, **{k: v for k, v in overrides.items() if k in config.PARAMETER_NAMES})
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(str(exc)) from None
-    built = pipeline.build_stand_ins(params)
+    built = pipeline.build_stand_ins(profile_params(profile, _parameters_among(overrides)))
     if built:
         print(f"[{profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
               flush=True)
@@ -229,11 +234,7 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
     pipeline step shards each batch over the processes and only the main process writes."""
     from . import pipeline, runs
 
-    try:
-        params = config.Params.load(profile, **overrides)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(str(exc)) from None
-    pipeline.build_stand_ins(params)
+    params = profile_params(profile, overrides)
     if step == "base":
         pipeline.base_model(params, profile)
         name = "base"
@@ -288,10 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(summary), flush=True)
         return 0
     if args.target == "params":
-        try:
-            merged = dict(config.Params.load(args.profile, **overrides))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SystemExit(str(exc)) from None
+        merged = dict(profile_params(args.profile, overrides))
         print(yaml.safe_dump(merged, sort_keys=False), end="")
         return 0
     if args.target == "figures":
