@@ -90,7 +90,7 @@ def check_03(smoke_runs_dir: Path) -> None:
 # --------------------------------------------------------------------------- 04 format-transformed evaluation
 
 LIKELIHOOD = tuple(f + LIKELIHOOD_SUFFIX for f in fmts.MCQA_STYLE_FORMATS)
-FORMAT_FIGURES = ("scores", "kept")
+FORMAT_FIGURES = ("scores", "transfer", "kept")
 
 
 def check_04(smoke_runs_dir: Path) -> None:
@@ -120,7 +120,23 @@ def check_04(smoke_runs_dir: Path) -> None:
         assert 0 < counts["retain"] <= parameters["format_max_items"], fmt
     for fmt in fmts.MCQA_STYLE_FORMATS:
         assert meta["chance"][fmt] == pytest.approx(1 / parameters["format_options"])
-    assert meta["chance"]["cloze"] is None and meta["chance"]["comprehension_qa"] is None
+    assert meta["chance"]["cloze"] is None and 0 < meta["chance"]["comprehension_qa"] < 1  # a random passage sentence
+
+    # transfer before unlearning: every right/wrong readout of base, target and the retain model on both sets
+    tested = {(t["readout"], t["set"], t["model"]) for t in meta["transfer"]}
+    for readout in [*fmts.MCQA_STYLE_FORMATS, "cloze_fill"]:
+        assert {(readout, s, m) for s in ("forget", "retain") for m in ("base", "target", retain_model)} <= tested
+    for t in meta["transfer"]:
+        assert t["above"] == (t["p_value"] < parameters["format_alpha"]) and t["k"] <= t["n"]
+    assert meta["scorers"] == "paper"
+    assert not set(meta["informative_formats"]) & set(meta["not_transferring"])
+    assert all(not f.endswith(LIKELIHOOD_SUFFIX) for f in meta["informative_formats"])  # the paper's scorers
+    assert set(meta["passage_reading"]) >= {"comprehension_qa", "comprehension_mcqa"}
+    for readout, found in meta["passage_reading"].items():
+        assert found["reads"] == (found["agree"] and found["above_chance"]), readout
+        assert (readout in meta["unread"]) == (not found["reads"] and not readout.endswith(LIKELIHOOD_SUFFIX))
+    if parameters["format_likelihood"]:
+        assert all(f.endswith(LIKELIHOOD_SUFFIX) for f in meta["likelihood"]["informative_formats"])
 
     findings = {f["model"]: f for f in meta["findings"]}
     assert set(findings) == set(unlearning_runs)

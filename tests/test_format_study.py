@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import REAL_TOFU, requires_real_tofu
+from scipy import stats as scipy_stats
 from unlearnkit import config, models, paths, runs
 from unlearnkit.data import facts
 from unlearnkit.data import formats as fmts
@@ -303,3 +304,101 @@ def test_small_cpu_models_are_scored_on_one_thread(tiny_model):
     with models.cpu_threads(tiny_model):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+# =============================================================================================
+# Transfer, reading of the passage, and the two families of scorers.
+# =============================================================================================
+
+
+def _rows(n_right: int, n: int) -> list[dict]:
+    return [{"correct": i < n_right, "score": float(i < n_right)} for i in range(n)]
+
+
+def _graded_rows(values) -> list[dict]:
+    return [{"correct": None, "score": float(v)} for v in values]
+
+
+def test_transfer_tests_are_exact_binomial_tests_against_chance_or_the_base_model():
+    per_item = {
+        "base": {"mcqa": {"forget": _rows(15, 60), "retain": _rows(16, 60)},
+                 "cloze": {"forget": _rows(0, 60), "retain": _rows(3, 60)}},
+        # 24/60 = 0.40 against chance 0.25: p = 0.0067; 23/60: p = 0.0146 (not below 0.01)
+        "target": {"mcqa": {"forget": _rows(24, 60), "retain": _rows(23, 60)},
+                   "cloze": {"forget": _rows(50, 60), "retain": _rows(52, 60)}},
+    }
+    chance = {"mcqa": 0.25, "cloze": None, "cloze_fill": None}
+    tests = study.transfer_tests(per_item, chance, ["base", "target"], alpha=0.01)
+    by_key = {(t["readout"], t["set"], t["model"]): t for t in tests}
+    assert {t["readout"] for t in tests} == {"mcqa", "cloze_fill"}  # the graded span probability is not tested
+    forget = by_key[("mcqa", "forget", "target")]
+    assert forget["k"] == 24 and forget["n"] == 60 and forget["against"] == "chance"
+    assert forget["p_value"] == pytest.approx(scipy_stats.binomtest(24, 60, 0.25, alternative="greater").pvalue)
+    assert forget["above"] and not by_key[("mcqa", "retain", "target")]["above"]
+    # the cloze fill has no chance level: the reference is the base model's rate (at least 0.01)
+    fill = by_key[("cloze_fill", "retain", "target")]
+    assert fill["against"] == "base" and fill["reference"] == pytest.approx(3 / 60) and fill["above"]
+    assert by_key[("cloze_fill", "forget", "base")]["reference"] == 0.01
+    assert study.transferring_readouts(tests) == ["cloze_fill"]  # mcqa transfers on forget only
+    table = study.transfer_table(tests)
+    assert table.loc[("mcqa", "forget", 60, 0.25), ("target", "score")] == pytest.approx(0.4)
+
+
+def test_score_intervals_are_exact_for_right_and_wrong_and_t_for_graded_scores():
+    found = study.score_interval({"mcqa": {"forget": _rows(30, 60)}}, "mcqa", "forget")
+    ci = scipy_stats.binomtest(30, 60).proportion_ci(0.95, method="exact")
+    assert (found["k"], found["n"], found["score"]) == (30, 60, 0.5)
+    assert (found["low"], found["high"]) == pytest.approx((ci.low, ci.high))
+    graded = study.score_interval({"comprehension_qa": {"forget": _graded_rows([0.2, 0.4, 0.6])}},
+                                  "comprehension_qa", "forget")
+    assert graded["score"] == pytest.approx(0.4)
+    assert graded["high"] - graded["score"] == pytest.approx(scipy_stats.t.ppf(0.975, 2) * 0.2 / np.sqrt(3))
+    assert study.score_interval({}, "mcqa", "forget")["n"] == 0
+
+
+def test_comprehension_counts_only_where_the_retain_model_reads_its_passage():
+    chance = {"comprehension_mcqa": 0.25, "comprehension_qa": None}
+    reads = {"comprehension_mcqa": {"forget": _rows(50, 60), "retain": _rows(52, 60)},
+             "comprehension_qa": {"forget": _graded_rows([0.6, 0.7, 0.8] * 20),
+                                  "retain": _graded_rows([0.62, 0.7, 0.8] * 20)}}
+    # the retain model of the default profile before this check: 0.24 on forget against 0.79 on retain, i.e. it
+    # answers from memory; and a model at chance on both sets agrees with itself but reads nothing
+    from_memory = {"comprehension_mcqa": {"forget": _rows(14, 60), "retain": _rows(47, 60)}}
+    at_chance = {"comprehension_mcqa": {"forget": _rows(15, 60), "retain": _rows(16, 60)}}
+    found = study.passage_reading(reads, chance, 0.01)
+    assert found["comprehension_mcqa"]["reads"] and found["comprehension_qa"]["reads"]
+    memory = study.passage_reading(from_memory, chance, 0.01)["comprehension_mcqa"]
+    assert not memory["reads"] and not memory["agree"]
+    chance_only = study.passage_reading(at_chance, chance, 0.01)["comprehension_mcqa"]
+    assert chance_only["agree"] and not chance_only["above_chance"] and not chance_only["reads"]
+
+
+def test_the_verdict_rests_on_transferring_readouts_of_one_family_and_read_passages(scores):
+    scores["target"]["forget"]["mcqa"] = 0.9  # the lettered MCQA now separates target and retain model
+    unlearned = ["suppressed", "gone", "untouched"]
+    scores["suppressed"]["forget"]["mcqa"] = 0.8
+    paper = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["mcqa"], read=[],
+                        scorers=study.PAPER_SCORERS)
+    assert paper.informative == ["mcqa"]  # cloze has no test here: not among the transferring readouts
+    assert paper.unread == ["comprehension_qa"]
+    suppressed = {f["model"]: f for f in paper.findings}["suppressed"]
+    assert [k["format"] for k in suppressed["kept"]] == ["mcqa"] and suppressed["paper_finding"]
+    assert suppressed["suppression"] == []  # comprehension_qa's gap is not counted: the retain model does not read
+    text = study.verdicts_text(paper)
+    assert "the retain model does not read the passage: comprehension_qa" in text
+    ours = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["mcqa_likelihood"],
+                       scorers=study.LIKELIHOOD_SCORERS)
+    assert ours.informative == ["mcqa_likelihood"]
+    assert all(s["format"].endswith("_likelihood") for f in ours.findings for s in f["separation"])
+    no_transfer = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=[],
+                              scorers=study.PAPER_SCORERS)
+    assert no_transfer.informative == [] and no_transfer.not_transferring == ["mcqa"]
+    assert "no transfer): mcqa" in study.verdicts_text(no_transfer)
+    with_fill = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["cloze_fill"],
+                            scorers=study.PAPER_SCORERS)
+    assert with_fill.informative == ["cloze"]  # the span probability counts where its greedy fill transfers
+    meta = study.results_meta({}, "retain90", CHANCE, {}, paper, QA, transfer=[], reading={},
+                              likelihood_verdicts=ours)
+    assert meta["scorers"] == "paper" and meta["likelihood"]["informative_formats"] == ["mcqa_likelihood"]
+    with pytest.raises(ValueError, match="scorers"):
+        study.informative_formats(scores, CHANCE, 0.1, scorers="letters")

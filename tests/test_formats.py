@@ -158,11 +158,31 @@ def test_real_tofu_items_are_well_formed(real_formats):
         assert item["option_sets"][item["answer_index"]] == "retain" and item["option_sets"].count("forget") == 3
 
 
-def test_max_items_per_set_keeps_the_same_first_facts_in_every_format(small_corpus):
-    capped = fmts.build_all_formats(small_corpus, max_items_per_set=5, max_context_facts=3)
+def test_max_items_per_set_spreads_the_same_facts_over_every_author_in_every_format(small_corpus):
+    corpus = facts.load_format_corpus(small_corpus)
+    cap = 7
+    capped = fmts.build_all_formats(small_corpus, max_items_per_set=cap, max_context_facts=3)
+    forget_rows = {i["source_row"] for i in capped["mcqa"]["forget"]}
     for fmt, sets in capped.items():
-        for items in sets.values():
-            assert items and all(i["source_row"] < 5 for i in items), fmt
+        for set_name, items in sets.items():
+            assert items and len(items) <= cap, fmt
+            if fmt != "analogy":  # analogies skip the name attribute, a subset of the same rows
+                assert {i["source_row"] for i in items} == {i["source_row"] for i in capped["mcqa"][set_name]}, fmt
+    everyone = corpus.corpus  # the small corpus's forget set is one author: spread the whole corpus instead
+    spread = facts.spread_over_authors(everyone, 25)
+    per_author = Counter(f.author_index for f in spread)
+    assert len(per_author) == 10 and sorted(per_author.values()) == [2] * 5 + [3] * 5  # as evenly as 25 allows
+    assert len({f.relation for f in spread}) > 5  # evenly spaced rows: not every author's first attributes
+    assert [f.source_row for f in spread] == sorted(f.source_row for f in spread)  # file order
+    uneven = [f for f in everyone if f.author_index != 0 or f.source_row % 20 < 1]  # author 0 has one fact
+    assert Counter(f.author_index for f in facts.spread_over_authors(uneven, 28))[0] == 1  # the rest to others
+    assert len(facts.spread_over_authors(uneven, 28)) == 28
+    # each fact keeps its row of the evaluation file, so the Q&A verdict of the same row can be joined to it
+    rows = small_corpus.load(f"{corpus.forget_split}_perturbed")
+    for item in capped["mcqa"]["forget"]:
+        assert rows[item["source_row"]]["question"] == item["question"]
+    assert len(forget_rows) == cap
+    assert facts.spread_over_authors(corpus.forget, None) == corpus.forget
     with pytest.raises(ValueError, match="n_options"):
         fmts.build_mcqa(small_corpus, n_options=1)
     with pytest.raises(TypeError, match="no builder"):

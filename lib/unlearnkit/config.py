@@ -160,6 +160,7 @@ class Params(Mapping):
     format_likelihood: bool
     format_margin: float
     format_min_items: int
+    format_alpha: float
     # alignment toxicity under sampling
     behaviours_source: str
     alignment_models: list | None

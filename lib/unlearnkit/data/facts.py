@@ -6,8 +6,9 @@ Which facts are asked
     forget = ``<forget_split>_perturbed`` (the forget facts with TOFU's perturbed answers); retain =
     ``retain_perturbed``, the retain set TOFU itself evaluates, for symmetry with the TOFU metrics
     (not the synthetic corpus's ``retain_heldout``: those authors are never trained on, so they measure
-    generalisation, not retained knowledge). ``max_items_per_set`` keeps the first rows of each file (as
-    TOFU's ``max_items``), so every format covers the same facts.
+    generalisation, not retained knowledge). ``max_items_per_set`` keeps that many facts of each file spread
+    evenly over its authors (:func:`spread_over_authors`: the first rows would cover only the first authors), the
+    same facts in every format; each fact keeps its row number in the file.
 
 Synthetic corpus (``source.authors()`` is not None): exact by construction. The ``attribute`` and
 ``value`` fields say what each answer states: MCQA options are the value against other authors'
@@ -59,6 +60,7 @@ __all__ = [
     "find_cloze_span",
     "extract_relation",
     "fact_coverage",
+    "spread_over_authors",
 ]
 
 #: An author name must appear in at least this many of the author's 20 questions.
@@ -466,8 +468,8 @@ def load_format_corpus(source: TofuSource, forget_split: str = "forget10",
     if max_items_per_set is not None and max_items_per_set < 1:
         raise ValueError(f"max_items_per_set must be >= 1 or None, got {max_items_per_set!r}")
     forget_file, retain_file = f"{forget_split}_perturbed", "retain_perturbed"
-    forget_rows = source.load(forget_file, limit=max_items_per_set)
-    retain_rows = source.load(retain_file, limit=max_items_per_set)
+    forget_rows = source.load(forget_file)
+    retain_rows = source.load(retain_file)
     full_rows = source.load("full")
     records = source.authors()
     if records is not None:
@@ -492,8 +494,35 @@ def load_format_corpus(source: TofuSource, forget_split: str = "forget10",
         forget_authors = frozenset(_tofu_author_indices(source.load(forget_split), full_rows, forget_split))
         retain_authors = frozenset(range(n_authors)) - forget_authors
         kind = "tofu"
-    return FormatCorpus(kind=kind, forget_split=forget_split, forget=forget, retain=retain, corpus=corpus,
-                        author_names=names, forget_authors=forget_authors, retain_authors=retain_authors)
+    return FormatCorpus(kind=kind, forget_split=forget_split, forget=spread_over_authors(forget, max_items_per_set),
+                        retain=spread_over_authors(retain, max_items_per_set), corpus=corpus, author_names=names,
+                        forget_authors=forget_authors, retain_authors=retain_authors)
+
+
+def spread_over_authors(facts: Sequence[Fact], n: int | None) -> list[Fact]:
+    """``n`` of ``facts`` spread evenly over their authors (every author ``n // authors`` facts, one more for the
+    first ``n % authors``; an author with fewer gives all and the rest go to the others), each author's at evenly
+    spaced rows shifted by the author's rank, so that the attributes asked vary too; returned in file order. ``None`` keeps everything."""
+    if n is None or n >= len(facts):
+        return list(facts)
+    by_author: dict[int, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        by_author[fact.author_index].append(fact)
+    quota = {a: 0 for a in by_author}
+    left = n
+    while left:
+        open_authors = [a for a in by_author if quota[a] < len(by_author[a])]
+        share, extra = divmod(left, len(open_authors))
+        for i, a in enumerate(open_authors):
+            take = min(share + (i < extra), len(by_author[a]) - quota[a])
+            quota[a] += take
+            left -= take
+    chosen = set()
+    for rank, (a, rows) in enumerate(by_author.items()):
+        k, length = quota[a], len(rows)
+        # evenly spaced, shifted by the author's rank: authors together ask every attribute, not only the first ones
+        chosen.update(id(rows[((j * length) // k + rank) % length]) for j in range(k))
+    return [fact for fact in facts if id(fact) in chosen]
 
 def as_format_corpus(source: TofuSource | FormatCorpus, forget_split: str,
                      max_items_per_set: int | None = None) -> FormatCorpus:
@@ -504,7 +533,8 @@ def as_format_corpus(source: TofuSource | FormatCorpus, forget_split: str,
             raise ValueError(f"corpus was loaded for {source.forget_split!r}, not {forget_split!r}")
         if max_items_per_set is None:
             return source
-        return replace(source, forget=source.forget[:max_items_per_set], retain=source.retain[:max_items_per_set])
+        return replace(source, forget=spread_over_authors(source.forget, max_items_per_set),
+                       retain=spread_over_authors(source.retain, max_items_per_set))
     return load_format_corpus(source, forget_split, max_items_per_set)
 
 

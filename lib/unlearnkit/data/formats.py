@@ -19,7 +19,8 @@ and returns ``{"forget": [...], "retain": [...]}``: lists of JSON-serialisable d
   ``options``, ``letters``, ``answer_index``, ``answer_letter`` and ``correct_option``; the correct
   option appears exactly once.
 * cloze items add ``answer_prefix``, ``target`` (the masked span), ``answer_suffix`` and ``span_rule``.
-* comprehension items add ``context`` (the author's answers joined into one paragraph).
+* comprehension items add ``context`` (the author's answers joined into one paragraph) and ``context_answers``
+  (those answers, in the paragraph's order).
 
 Options: on the synthetic corpus the value against other authors' values of the same attribute; on real
 TOFU the answer and TOFU's perturbed answers (odd-one-out and comprehension use whole answers as facts).
@@ -374,8 +375,8 @@ def _pick_fillers(fact: Fact, pool: Sequence[Fact], k: int, rng: random.Random) 
 
 
 def _comprehension_context(fact: Fact, by_author: dict[int, list[Fact]], seed: int,
-                           max_context_facts: int | None) -> str:
-    """The author's answers as one paragraph: the fact's own answer plus others of the author, in a
+                           max_context_facts: int | None) -> list[str]:
+    """The author's answers that make the paragraph: the fact's own answer plus others of the author, in a
     seeded order (shared by the QA and MCQA items of the same fact)."""
     rng = random.Random(f"{_RNG_NAMESPACE}/{seed}/comprehension-context/{fact.set}/{fact.source_row}")
     others = [f.answer for f in by_author.get(fact.author_index, []) if fold(f.answer) != fold(fact.answer)]
@@ -384,7 +385,7 @@ def _comprehension_context(fact: Fact, by_author: dict[int, list[Fact]], seed: i
         others = rng.sample(others, min(len(others), max_context_facts - 1))
     answers = [fact.answer, *others]
     rng.shuffle(answers)
-    return " ".join(_one_line(a) for a in answers)
+    return [_one_line(a) for a in answers]
 
 
 def _check_context_facts(max_context_facts: int | None) -> None:
@@ -409,11 +410,13 @@ def build_comprehension_qa(source: TofuSource | FormatCorpus, forget_split: str 
     for name, facts in corpus.eval_sets().items():
         items = []
         for fact in facts:
-            context = _comprehension_context(fact, by_author, seed, max_context_facts)
+            answers = _comprehension_context(fact, by_author, seed, max_context_facts)
+            context = " ".join(answers)
             body = f"Context: {context}\n{fact.question}"
             items.append({
                 **_base_item("comprehension_qa", fact, seed, _item_seed(seed, "comprehension_qa", fact)),
                 "context": context,
+                "context_answers": answers,
                 "body": body,
                 "prompt": f"Context: {context}\nQuestion: {fact.question}\nAnswer:",
             })
@@ -434,7 +437,8 @@ def build_comprehension_mcqa(source: TofuSource | FormatCorpus, forget_split: st
     for name, facts in corpus.eval_sets().items():
         items = []
         for fact in facts:
-            context = _comprehension_context(fact, by_author, seed, max_context_facts)
+            answers = _comprehension_context(fact, by_author, seed, max_context_facts)
+            context = " ".join(answers)
             item = _mcqa_item("comprehension_mcqa", fact, corpus, table, n_options, seed,
                               f"Context: {context}\n{fact.question}", prompt_head="")
             if item is None:
@@ -443,6 +447,7 @@ def build_comprehension_mcqa(source: TofuSource | FormatCorpus, forget_split: st
             options = _options_block(item["options"])
             item["prompt"] = f"Context: {context}\nQuestion: {fact.question}\n{options}\nAnswer:"
             item["context"] = context
+            item["context_answers"] = answers
             items.append(item)
         out[name] = items
     return out

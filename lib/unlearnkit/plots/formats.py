@@ -12,7 +12,7 @@ import numpy as np
 from ..metrics.formats import LIKELIHOOD_SUFFIX
 from ..studies.formats import QA_ROWS, forget_score, format_order
 
-__all__ = ["plot_format_scores", "plot_kept_share"]
+__all__ = ["plot_format_scores", "plot_kept_share", "plot_transfer"]
 
 
 def plot_format_scores(scores, chance: Mapping[str, float | None], formats: Sequence[str] | None = None,
@@ -80,4 +80,45 @@ def plot_kept_share(scores, qa: Mapping[str, Mapping[str, float]], formats: Sequ
     fig.colorbar(image, ax=ax, label=f"share of the target's forget lead over {retain_model} kept")
     ax.set_title("Forget performance by format (annotated: forget score)")
     fig.tight_layout()
+    return fig
+
+
+def plot_transfer(tests: Sequence[Mapping], alpha: float, confidence: float = 0.95):
+    """Can each model read each format before unlearning? One panel per set (forget, retain): per readout, each
+    model's score with its exact ``confidence`` interval, the reference it is tested against (chance, or the
+    base model's rate) as a grey tick, and a filled marker where the one-sided binomial test gives p < ``alpha``
+    (hollow otherwise). Rows as from :func:`unlearnkit.studies.formats.transfer_tests`."""
+    from scipy import stats
+
+    readouts = list(dict.fromkeys(t["readout"] for t in tests))
+    names = list(dict.fromkeys(t["model"] for t in tests))
+    sets = list(dict.fromkeys(t["set"] for t in tests))
+    fig, axes = plt.subplots(1, len(sets), figsize=(max(6.0, 0.9 * len(readouts) + 2) * len(sets) / 1.6, 4.2),
+                             squeeze=False, sharey=True)
+    width = 0.8 / max(len(names), 1)
+    for ax, set_name in zip(axes[0], sets):
+        for i, readout in enumerate(readouts):
+            rows = {t["model"]: t for t in tests if t["readout"] == readout and t["set"] == set_name}
+            if not rows:
+                continue
+            reference = next(iter(rows.values()))["reference"]
+            ax.hlines(reference, i - 0.45, i + 0.45, color="grey", lw=2, alpha=0.6)
+            for j, model in enumerate(names):
+                if model not in rows:
+                    continue
+                t = rows[model]
+                ci = stats.binomtest(t["k"], t["n"]).proportion_ci(confidence, method="exact")
+                x = i - 0.4 + width * (j + 0.5)
+                ax.errorbar(x, t["score"], yerr=[[t["score"] - ci.low], [ci.high - t["score"]]], fmt="o",
+                            color=f"C{j}", mfc=f"C{j}" if t["above"] else "white", ms=6, capsize=2,
+                            label=model if i == 0 else None)
+        ax.set_xticks(range(len(readouts)), [r.replace(LIKELIHOOD_SUFFIX, "\n(likelihood)") for r in readouts],
+                      rotation=45, ha="right", fontsize="small")
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_title(f"{set_name} facts (authors seen only as Q&A)")
+    axes[0][0].set_ylabel(f"score, {confidence:.0%} exact interval")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 1.0), frameon=False,
+               title=f"filled: above the grey reference (chance, or the base model's rate) with p < {alpha:g}")
+    fig.tight_layout(rect=(0, 0, 1, 0.84))
     return fig

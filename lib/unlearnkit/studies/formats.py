@@ -32,7 +32,22 @@ The finding (:func:`forgetting_findings`), with ``margin = format_margin``
       way: a margin of 0.1 is within the noise of a handful of items.
     * Comprehension formats put the facts in the context, so they never count as keeping knowledge: a model
       should do as well on forget as on retain there, and a forget/retain gap wider than the retain model's by
-      more than the margin is reported as suppression.
+      more than the margin is reported as suppression, but only in a comprehension readout the retain model
+      reads (:func:`passage_reading`: its forget and retain scores each inside the other's confidence interval,
+      and above chance by the binomial test where there is a chance level). A retain model that does better on
+      the authors it knows is answering from memory, not from the passage, and a gap there says nothing.
+
+Transfer (:func:`transfer_tests`, before unlearning)
+    The fictitious authors are learned only as Q&A, so a format can show anything only if the skill of reading it
+    carries over to facts seen only as Q&A. For each readout with a yes/no score per item, base, target and retain
+    model are tested against chance on forget and on retain by an exact one-sided binomial test (readouts with no
+    chance level, the cloze fill, against the base model's rate: a model that never saw the authors). A readout
+    *transfers* when the target is above its reference with p < ``format_alpha`` on both sets; one that does not
+    is left out of the verdict, with its numbers (:func:`informative_formats` ``transfers``).
+
+The paper's scorers and ours (:data:`PAPER_SCORERS`, :data:`LIKELIHOOD_SCORERS`)
+    The verdict is computed twice: with the paper's own scorers (the lettered answer, the cloze, the
+    comprehension answer), the headline, and with the option-likelihood readouts this workbook adds.
 """
 
 from __future__ import annotations
@@ -43,6 +58,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy import stats
 
 from .. import config, models, pipeline, runs
 from ..data.formats import FORMATS, MCQA_STYLE_FORMATS, format_coverage
@@ -56,6 +72,8 @@ __all__ = [
     "FormatEvaluation",
     "FormatVerdicts",
     "CoverageReport",
+    "PAPER_SCORERS",
+    "LIKELIHOOD_SCORERS",
     "heuristic_coverage",
     "evaluated_models",
     "evaluate_model",
@@ -69,6 +87,13 @@ __all__ = [
     "item_format",
     "too_few_items",
     "informative_formats",
+    "score_interval",
+    "transfer_tests",
+    "transfer_table",
+    "transferring_readouts",
+    "passage_reading",
+    "transfer_text",
+    "reading_text",
     "separating_formats",
     "forgetting_findings",
     "unlearned_models",
@@ -89,6 +114,17 @@ QA_ROWS = "qa_rouge (TOFU)"
 _SEPARATION = ("odd_one_out", "odd_one_out" + LIKELIHOOD_SUFFIX)
 #: Formats that give the facts in the context: a forget/retain gap there is suppression, not knowledge.
 _COMPREHENSION = ("comprehension_qa", "comprehension_mcqa", "comprehension_mcqa" + LIKELIHOOD_SUFFIX)
+#: Which readouts a verdict rests on: Joshi et al.'s own scorers, or the option-likelihood readouts added here.
+PAPER_SCORERS = "paper"
+LIKELIHOOD_SCORERS = "likelihood"
+
+
+def _of_scorers(fmt: str, scorers: str | None) -> bool:
+    if scorers is None:
+        return True
+    if scorers not in (PAPER_SCORERS, LIKELIHOOD_SCORERS):
+        raise ValueError(f"scorers must be {PAPER_SCORERS!r}, {LIKELIHOOD_SCORERS!r} or None, got {scorers!r}")
+    return fmt.endswith(LIKELIHOOD_SUFFIX) == (scorers == LIKELIHOOD_SCORERS)
 
 
 # =============================================================================================
@@ -210,7 +246,9 @@ def metrics_payload(by_format: Mapping[str, Mapping[str, float | None]]) -> dict
 
 def chance_levels(items_by_format, likelihood: bool = True) -> dict[str, float | None]:
     """Chance score of each reported format: 1 / number of options for the MCQA-style formats (and their
-    likelihood readouts), None where a score has no chance level (cloze, comprehension Q&A)."""
+    likelihood readouts); for comprehension Q&A the score of answering with a sentence of the passage picked at
+    random (the mean ROUGE of each of the passage's answers against the true one: what copying without reading the
+    question gets); None where a score has no chance level (cloze)."""
     chance: dict[str, float | None] = {}
     for fmt in items_by_format:
         items = [i for sets in items_by_format[fmt].values() for i in sets]
@@ -219,6 +257,9 @@ def chance_levels(items_by_format, likelihood: bool = True) -> dict[str, float |
             chance[fmt] = level
             if likelihood:
                 chance[fmt + LIKELIHOOD_SUFFIX] = level
+        elif fmt == "comprehension_qa" and items and all("context_answers" in i for i in items):
+            chance[fmt] = float(np.mean([scoring.rouge_f_mean([i["answer"]] * len(i["context_answers"]),
+                                                              i["context_answers"]).mean() for i in items]))
         else:
             chance[fmt] = None
             if fmt == "cloze":
@@ -297,13 +338,177 @@ def too_few_items(scores, n_items: Mapping[str, Mapping[str, int]] | None, min_i
 
 def informative_formats(scores, chance: Mapping[str, float | None], margin: float, target: str = "target",
                         retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
-                        min_items: int = 0) -> list[str]:
+                        min_items: int = 0, transfers: Sequence[str] | None = None,
+                        scorers: str | None = None) -> list[str]:
     """Knowledge formats (neither comprehension nor odd-one-out) with at least ``min_items`` forget items in
     which the target beats the retain model on forget by more than ``margin``: the only formats that can show
-    whether an unlearned model kept the facts."""
+    whether an unlearned model kept the facts. With ``transfers`` (:func:`transferring_readouts`), only those
+    readouts, and with ``scorers`` only the paper's or only the likelihood readouts."""
     few = set(too_few_items(scores, n_items, min_items))
     return [fmt for fmt in format_order(scores) if fmt not in _COMPREHENSION + _SEPARATION and fmt not in few
+            and _transfers(fmt, transfers) and _of_scorers(fmt, scorers)
             and forget_score(scores, target, fmt) - forget_score(scores, retain_model, fmt) > margin]
+
+
+# =============================================================================================
+# Transfer and reading: can the models read a format at all?
+# =============================================================================================
+
+
+def _transfers(readout: str, transfers: Sequence[str] | None) -> bool:
+    """Whether a readout is among ``transfers`` (None: no test made); the cloze's span probability goes with its
+    greedy fill, the right/wrong readout of the same items."""
+    if transfers is None:
+        return True
+    return readout in transfers or (readout == "cloze" and "cloze_fill" in transfers)
+
+
+def _per_item_rows(per_item_of_model: Mapping[str, Any], readout: str, set_name: str) -> list[Mapping[str, Any]]:
+    key = readout if readout in per_item_of_model else item_format(readout)  # cloze_fill: the cloze's rows
+    return list(per_item_of_model.get(key, {}).get(set_name, []))
+
+
+def _graded(readout: str) -> bool:
+    """Readouts scored on a scale per item (span probability, ROUGE), not right/wrong."""
+    return readout in ("cloze", "comprehension_qa")
+
+
+def score_interval(per_item_of_model: Mapping[str, Any], readout: str, set_name: str,
+                   confidence: float = 0.95) -> dict[str, float]:
+    """A readout's score on one set with its ``confidence`` interval: exact (Clopper-Pearson) for right/wrong
+    readouts, Student's t of the mean for graded ones. ``n`` items, ``k`` right (right/wrong readouts)."""
+    rows = _per_item_rows(per_item_of_model, readout, set_name)
+    if not rows:
+        return {"n": 0, "k": None, "score": float("nan"), "low": float("nan"), "high": float("nan")}
+    if _graded(readout):
+        values = np.array([float(r["score"]) for r in rows])
+        mean = float(values.mean())
+        half = (float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+                if len(values) > 1 else float("inf"))
+        return {"n": len(values), "k": None, "score": mean, "low": mean - half, "high": mean + half}
+    k = sum(bool(r["correct"]) for r in rows)
+    ci = stats.binomtest(k, len(rows)).proportion_ci(confidence, method="exact")
+    return {"n": len(rows), "k": k, "score": k / len(rows), "low": float(ci.low), "high": float(ci.high)}
+
+
+#: The smallest reference rate of a test against the base model (a base that fills no blank would make any
+#: success "impossible under the null", p = 0).
+_MIN_REFERENCE = 0.01
+
+
+def transfer_tests(per_item: Mapping[str, Mapping[str, Any]], chance: Mapping[str, float | None],
+                   models_tested: Sequence[str], alpha: float, base: str = "base") -> list[dict[str, Any]]:
+    """For each right/wrong readout, model and set: the score and an exact one-sided binomial test that it is
+    above the readout's chance level (readouts with none, the cloze fill: above the ``base`` model's rate on the
+    same set, at least 0.01). Graded readouts (span probability, ROUGE) are left out: ``cloze_fill`` tests the
+    cloze. ``above`` means p < ``alpha``."""
+    rows = []
+    for readout in chance:
+        if _graded(readout):
+            continue
+        for set_name in SETS:
+            reference, against = chance.get(readout), "chance"
+            if reference is None:
+                if base not in per_item:
+                    continue
+                reference, against = max(score_interval(per_item[base], readout, set_name)["score"],
+                                         _MIN_REFERENCE), base
+            for model in models_tested:
+                if model not in per_item:
+                    continue
+                found = score_interval(per_item[model], readout, set_name)
+                if not found["n"]:
+                    continue
+                p = float(stats.binomtest(found["k"], found["n"], reference, alternative="greater").pvalue)
+                rows.append({"readout": readout, "set": set_name, "model": model, "n": found["n"], "k": found["k"],
+                             "score": found["score"], "reference": reference, "against": against, "p_value": p,
+                             "above": p < alpha})
+    return rows
+
+
+def transfer_table(tests: Sequence[Mapping[str, Any]]):
+    """:func:`transfer_tests` as a table: one row per (readout, set), per model its score and p-value."""
+    import pandas as pd
+
+    if not tests:
+        return pd.DataFrame()
+    frame = pd.DataFrame(tests)
+    wide = frame.pivot_table(index=["readout", "set", "n", "reference"], columns="model",
+                             values=["score", "p_value"], sort=False)
+    return wide.swaplevel(axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+
+
+def transferring_readouts(tests: Sequence[Mapping[str, Any]], model: str = "target") -> list[str]:
+    """Readouts in which ``model`` is above its reference on every set tested (forget and retain)."""
+    by_readout: dict[str, list[bool]] = {}
+    for row in tests:
+        if row["model"] == model:
+            by_readout.setdefault(row["readout"], []).append(row["above"])
+    return [r for r, above in by_readout.items() if len(above) == len(SETS) and all(above)]
+
+
+def transfer_text(tests: Sequence[Mapping[str, Any]], alpha: float, model: str = "target") -> str:
+    """In words: the readouts in which ``model`` is above its reference on forget and retain, and those where it is
+    not, with the scores and p-values."""
+    transfers = transferring_readouts(tests, model)
+    lines = [f"{model} above chance (binomial test, p < {alpha:g}) on forget and retain, so these readouts transfer "
+             f"to facts seen only as Q&A: {', '.join(transfers) or 'none'}"]
+    for readout in dict.fromkeys(t["readout"] for t in tests if t["model"] == model):
+        if readout in transfers:
+            continue
+        parts = [f"{t['set']} {t['score']:.2f} (n {t['n']}, p {t['p_value']:.2g})" for t in tests
+                 if t["model"] == model and t["readout"] == readout]
+        reference = next(t for t in tests if t["readout"] == readout)
+        against = (f"chance {reference['reference']:.2f}" if reference["against"] == "chance"
+                   else f"the {reference['against']} model's rate")
+        lines.append(f"  does not transfer: {readout}: " + ", ".join(parts) + f" against {against}")
+    return "\n".join(lines)
+
+
+def reading_text(reading: Mapping[str, Mapping[str, Any]], model: str) -> str:
+    """In words: in which comprehension readouts ``model`` (the retain model) reads the passage, with the numbers."""
+    lines = []
+    for readout, found in reading.items():
+        f, r = found["forget"], found["retain"]
+        numbers = (f"forget {f['score']:.2f} [{f['low']:.2f}, {f['high']:.2f}], retain {r['score']:.2f} "
+                   f"[{r['low']:.2f}, {r['high']:.2f}]")
+        if found["reads"]:
+            verdict = "reads the passage: a forget/retain gap of an unlearned model here counts as suppression"
+        elif not found["agree"]:
+            verdict = ("does better on the set it knows, so it answers from memory, not from the passage: "
+                       "not counted")
+        else:
+            verdict = "is not above chance on either set: it reads nothing, not counted"
+        lines.append(f"{model} {readout}: {numbers}; {verdict}")
+    return "\n".join(lines) or "no comprehension readout scored"
+
+
+def passage_reading(per_item_of_model: Mapping[str, Any], chance: Mapping[str, float | None], alpha: float,
+                    confidence: float = 0.95) -> dict[str, dict[str, Any]]:
+    """For each comprehension readout of a model (the retain model): does it read the passage? Its forget and
+    retain scores must each lie inside the other's ``confidence`` interval (the facts are in the context, so
+    knowing one set's authors must not matter) and, where the readout has a chance level, be above it at
+    ``alpha`` on both sets (exact binomial test; one-sided t-test of the mean ROUGE for comprehension Q&A): a model
+    at chance on both sets reads nothing, though its two scores agree."""
+    found = {}
+    for readout in _COMPREHENSION:
+        forget, retain = (score_interval(per_item_of_model, readout, s, confidence) for s in SETS)
+        if not forget["n"] or not retain["n"]:
+            continue
+        agree = retain["low"] <= forget["score"] <= retain["high"] and forget["low"] <= retain["score"] <= forget["high"]
+        level = chance.get(readout)
+        if level is None:
+            above = True
+        elif _graded(readout):  # one-sided t-test of the mean score against the chance level
+            above = all(float(stats.ttest_1samp([float(r["score"]) for r in _per_item_rows(per_item_of_model,
+                                                 readout, s)], level, alternative="greater").pvalue) < alpha
+                        for s in SETS)
+        else:
+            above = all(float(stats.binomtest(x["k"], x["n"], level, alternative="greater").pvalue) < alpha
+                        for x in (forget, retain))
+        found[readout] = {"reads": bool(agree and above), "agree": bool(agree), "above_chance": bool(above),
+                          "forget": forget, "retain": retain}
+    return found
 
 
 def separating_formats(scores, chance: Mapping[str, float | None], margin: float, target: str = "target",
@@ -362,9 +567,10 @@ def _retain_minus_forget(scores, model: str, fmt: str) -> float:
     return float(sets.get("retain", {}).get(fmt, np.nan)) - float(sets.get("forget", {}).get(fmt, np.nan))
 
 
-def _suppression(scores, model: str, retain_model: str, margin: float) -> list[dict[str, Any]]:
+def _suppression(scores, model: str, retain_model: str, margin: float,
+                 read: Sequence[str] | None = None) -> list[dict[str, Any]]:
     found = []
-    for fmt in _COMPREHENSION:
+    for fmt in (_COMPREHENSION if read is None else [f for f in _COMPREHENSION if f in read]):
         g, g_ref = _retain_minus_forget(scores, model, fmt), _retain_minus_forget(scores, retain_model, fmt)
         if g - g_ref > margin:
             found.append({"format": fmt, "gap": g, "retain_model_gap": g_ref})
@@ -415,21 +621,27 @@ def _statement(f: Mapping[str, Any], margin: float, formats: Sequence[str]) -> s
 def forgetting_findings(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
                         margin: float, unlearned: Sequence[str], target: str = "target",
                         retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
-                        min_items: int = 0) -> list[dict[str, Any]]:
+                        min_items: int = 0, transfers: Sequence[str] | None = None,
+                        read: Sequence[str] | None = None, scorers: str | None = None) -> list[dict[str, Any]]:
     """For each unlearned model, whether Q&A suggests forgetting while some format keeps forget performance
     well above the retain model's (definitions in the module docstring), with the numbers and a ``statement``.
-    Formats with fewer than ``min_items`` forget items (``n_items`` as from ``formats.count_items``) are left out."""
+    Formats with fewer than ``min_items`` forget items (``n_items`` as from ``formats.count_items``) are left out,
+    as are readouts not in ``transfers`` (when given) and not of ``scorers``; suppression is looked for only in the
+    comprehension readouts in ``read`` (when given: those the retain model reads, :func:`passage_reading`)."""
     if target not in scores or retain_model not in scores:
         raise ValueError(f"the finding compares against {target!r} and {retain_model!r}; evaluate both "
                          f"(format_models: null does)")
-    formats = informative_formats(scores, chance, margin, target, retain_model, n_items, min_items)
-    separating = separating_formats(scores, chance, margin, target, retain_model, n_items, min_items)
+    formats = informative_formats(scores, chance, margin, target, retain_model, n_items, min_items, transfers,
+                                  scorers)
+    separating = [f for f in separating_formats(scores, chance, margin, target, retain_model, n_items, min_items)
+                  if _of_scorers(f, scorers)]
+    read = None if read is None else [f for f in read if _of_scorers(f, scorers)]
     findings = []
     for model in unlearned:
         finding: dict[str, Any] = {"model": model, **_qa_verdict(qa, model, target, retain_model, margin)}
         finding["kept"] = _kept_formats(scores, model, formats, chance, margin, target, retain_model)
         finding["separation"] = _separation(scores, model, separating, chance, margin, target, retain_model)
-        finding["suppression"] = _suppression(scores, model, retain_model, margin)
+        finding["suppression"] = _suppression(scores, model, retain_model, margin, read)
         finding["paper_finding"] = bool(finding["qa_forgets"]) and bool(finding["kept"])
         finding["informative_formats"] = list(formats)
         finding["statement"] = _statement(finding, margin, formats)
@@ -449,27 +661,43 @@ class FormatVerdicts(NamedTuple):
     too_few: list[str]  # formats shown but not counted: fewer than format_min_items forget items
     findings: list[dict[str, Any]]  # one per unlearned model (forgetting_findings)
     min_items: int
+    scorers: str | None = None  # PAPER_SCORERS, LIKELIHOOD_SCORERS or None (every readout)
+    not_transferring: list[str] = []  # knowledge readouts left out: the target is not above chance in them
+    unread: list[str] = []  # comprehension readouts left out: the retain model does not read the passage
 
 
 def judge(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
           n_items: Mapping[str, Mapping[str, int]], unlearned: Sequence[str], retain_model: str, margin: float,
-          min_items: int) -> FormatVerdicts:
+          min_items: int, transfers: Sequence[str] | None = None, read: Sequence[str] | None = None,
+          scorers: str | None = None) -> FormatVerdicts:
     """The paper's finding for each unlearned model against the target and the retain model (``margin`` is
-    ``format_margin``, ``min_items`` ``format_min_items``)."""
+    ``format_margin``, ``min_items`` ``format_min_items``; ``transfers``, ``read`` and ``scorers`` as in
+    :func:`forgetting_findings`)."""
+    knowledge = [f for f in format_order(scores) if f not in _COMPREHENSION + _SEPARATION and _of_scorers(f, scorers)]
+    comprehension = [f for f in _COMPREHENSION if f in format_order(scores) and _of_scorers(f, scorers)]
     return FormatVerdicts(
-        informative=informative_formats(scores, chance, margin, "target", retain_model, n_items, min_items),
-        too_few=too_few_items(scores, n_items, min_items),
+        informative=informative_formats(scores, chance, margin, "target", retain_model, n_items, min_items,
+                                        transfers, scorers),
+        too_few=[f for f in too_few_items(scores, n_items, min_items) if _of_scorers(f, scorers)],
         findings=forgetting_findings(scores, qa, chance, margin, unlearned, "target", retain_model, n_items,
-                                     min_items),
-        min_items=min_items)
+                                     min_items, transfers, read, scorers),
+        min_items=min_items, scorers=scorers,
+        not_transferring=[] if transfers is None else [f for f in knowledge if not _graded(f) and f not in transfers],
+        unread=[] if read is None else [f for f in comprehension if f not in read])
 
 
 def verdicts_text(verdicts: FormatVerdicts) -> str:
     """The informative formats, those not counted, and each unlearned model's statement."""
     lines = [f"informative formats: {', '.join(verdicts.informative) or 'none'}",
              f"shown, not counted (fewer than {verdicts.min_items} forget items): "
-             f"{', '.join(verdicts.too_few) or 'none'}", ""]
-    return "\n".join(lines + [finding["statement"] + "\n" for finding in verdicts.findings])
+             f"{', '.join(verdicts.too_few) or 'none'}"]
+    if verdicts.not_transferring:
+        lines.append("left out, the target is not above chance on forget and retain (no transfer): "
+                     + ", ".join(verdicts.not_transferring))
+    if verdicts.unread:
+        lines.append("comprehension not counted, the retain model does not read the passage: "
+                     + ", ".join(verdicts.unread))
+    return "\n".join(lines + [""] + [finding["statement"] + "\n" for finding in verdicts.findings])
 
 
 def findings_table(findings: Sequence[Mapping[str, Any]]):
@@ -486,11 +714,26 @@ def findings_table(findings: Sequence[Mapping[str, Any]]):
 
 def results_meta(named_models: Mapping[str, str], retain_model: str, chance: Mapping[str, float | None],
                  n_items: Mapping[str, Mapping[str, int]], verdicts: FormatVerdicts,
-                 qa: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    """What metrics.json records beside the scores: the models, the references and the finding."""
-    return {"models": dict(named_models), "retain_model": retain_model, "chance": dict(chance),
+                 qa: Mapping[str, Mapping[str, float]], transfer: Sequence[Mapping[str, Any]] | None = None,
+                 reading: Mapping[str, Any] | None = None,
+                 likelihood_verdicts: FormatVerdicts | None = None) -> dict[str, Any]:
+    """What metrics.json records beside the scores: the models, the references and the finding (``verdicts``,
+    the paper's scorers), the transfer tests, the retain model's reading of the passages and the finding by the
+    likelihood readouts."""
+    meta = {"models": dict(named_models), "retain_model": retain_model, "chance": dict(chance),
             "n_items": dict(n_items), "informative_formats": verdicts.informative, "too_few_items": verdicts.too_few,
             "qa_rouge": dict(qa), "findings": verdicts.findings}
+    if verdicts.scorers is not None:
+        meta.update(scorers=verdicts.scorers, not_transferring=verdicts.not_transferring, unread=verdicts.unread)
+    if transfer is not None:
+        meta["transfer"] = list(transfer)
+    if reading is not None:
+        meta["passage_reading"] = dict(reading)
+    if likelihood_verdicts is not None:
+        meta["likelihood"] = {"informative_formats": likelihood_verdicts.informative,
+                              "not_transferring": likelihood_verdicts.not_transferring,
+                              "unread": likelihood_verdicts.unread, "findings": likelihood_verdicts.findings}
+    return meta
 
 
 # =============================================================================================

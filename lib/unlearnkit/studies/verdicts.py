@@ -168,8 +168,12 @@ def _formats(metrics: Mapping[str, Any], profile: str) -> list[Finding]:
     tested = [f for f in findings if f["qa_forgets"]]
     held = [f["model"] for f in tested if f["paper_finding"]]
     not_forgetting = [f["model"] for f in findings if not f["qa_forgets"]]
+    meta = metrics["meta"]
+    left_out = (f"; left out, the target cannot read them (no transfer from Q&A): {_names(meta['not_transferring'])}"
+                if meta.get("not_transferring") else "")
+    scorers = " (the paper's scorers)" if meta.get("scorers") == "paper" else ""
     shown = (f"of {len(tested)} models that look unlearned in Q&A, another format still recalls the facts for "
-             f"{_names(held)}; informative formats: {_names(metrics['meta']['informative_formats'])}; "
+             f"{_names(held)}; informative formats{scorers}: {_names(meta['informative_formats'])}{left_out}; "
              f"not unlearned in Q&A (no test): {_names(not_forgetting)}")
     return [Finding(runs.FORMATS, JOSHI, "a model that looks unlearned in Q&A still answers the same facts in "
                     "another format", shown, judge(len(held), len(tested)), f"{runs.FORMATS}_kept", "other formats")]
