@@ -342,6 +342,10 @@ def test_transfer_tests_are_exact_binomial_tests_against_chance_or_the_base_mode
     assert study.transferring_readouts(tests) == ["cloze_fill"]  # mcqa transfers on forget only
     table = study.transfer_table(tests)
     assert table.loc[("mcqa", "forget", 60, 0.25), ("target", "score")] == pytest.approx(0.4)
+    ci = scipy_stats.binomtest(24, 60).proportion_ci(0.95, method="exact")
+    assert (forget["low"], forget["high"]) == pytest.approx((ci.low, ci.high))
+    figure = format_plots.plot_transfer(tests, 0.01)
+    assert len([ax for ax in figure.axes if ax.has_data()]) == 2  # forget and retain
 
 
 def test_score_intervals_are_exact_for_right_and_wrong_and_t_for_graded_scores():

@@ -83,13 +83,11 @@ def plot_kept_share(scores, qa: Mapping[str, Mapping[str, float]], formats: Sequ
     return fig
 
 
-def plot_transfer(tests: Sequence[Mapping], alpha: float, confidence: float = 0.95):
+def plot_transfer(tests: Sequence[Mapping], alpha: float):
     """Can each model read each format before unlearning? One panel per set (forget, retain): per readout, each
-    model's score with its exact ``confidence`` interval, the reference it is tested against (chance, or the
-    base model's rate) as a grey tick, and a filled marker where the one-sided binomial test gives p < ``alpha``
-    (hollow otherwise). Rows as from :func:`unlearnkit.studies.formats.transfer_tests`."""
-    from scipy import stats
-
+    model's score with its exact 95 % interval, the reference it is tested against (chance, or the base model's
+    rate) as a grey tick, and a filled marker where the one-sided binomial test gives p < ``alpha`` (hollow
+    otherwise). Rows as from :func:`unlearnkit.studies.formats.transfer_tests`."""
     readouts = list(dict.fromkeys(t["readout"] for t in tests))
     names = list(dict.fromkeys(t["model"] for t in tests))
     sets = list(dict.fromkeys(t["set"] for t in tests))
@@ -107,16 +105,15 @@ def plot_transfer(tests: Sequence[Mapping], alpha: float, confidence: float = 0.
                 if model not in rows:
                     continue
                 t = rows[model]
-                ci = stats.binomtest(t["k"], t["n"]).proportion_ci(confidence, method="exact")
                 x = i - 0.4 + width * (j + 0.5)
-                ax.errorbar(x, t["score"], yerr=[[t["score"] - ci.low], [ci.high - t["score"]]], fmt="o",
+                ax.errorbar(x, t["score"], yerr=[[t["score"] - t["low"]], [t["high"] - t["score"]]], fmt="o",
                             color=f"C{j}", mfc=f"C{j}" if t["above"] else "white", ms=6, capsize=2,
                             label=model if i == 0 else None)
         ax.set_xticks(range(len(readouts)), [r.replace(LIKELIHOOD_SUFFIX, "\n(likelihood)") for r in readouts],
                       rotation=45, ha="right", fontsize="small")
         ax.set_ylim(-0.02, 1.05)
         ax.set_title(f"{set_name} facts (authors seen only as Q&A)")
-    axes[0][0].set_ylabel(f"score, {confidence:.0%} exact interval")
+    axes[0][0].set_ylabel("score, 95 % exact interval")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 1.0), frameon=False,
                title=f"filled: above the grey reference (chance, or the base model's rate) with p < {alpha:g}")

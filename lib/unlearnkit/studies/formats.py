@@ -391,6 +391,11 @@ def score_interval(per_item_of_model: Mapping[str, Any], readout: str, set_name:
     return {"n": len(rows), "k": k, "score": k / len(rows), "low": float(ci.low), "high": float(ci.high)}
 
 
+def _p_above(found: Mapping[str, Any], reference: float) -> float:
+    """Exact one-sided binomial p-value of ``found`` (k right of n) against the rate ``reference``."""
+    return float(stats.binomtest(found["k"], found["n"], reference, alternative="greater").pvalue)
+
+
 #: The smallest reference rate of a test against the base model (a base that fills no blank would make any
 #: success "impossible under the null", p = 0).
 _MIN_REFERENCE = 0.01
@@ -401,7 +406,7 @@ def transfer_tests(per_item: Mapping[str, Mapping[str, Any]], chance: Mapping[st
     """For each right/wrong readout, model and set: the score and an exact one-sided binomial test that it is
     above the readout's chance level (readouts with none, the cloze fill: above the ``base`` model's rate on the
     same set, at least 0.01). Graded readouts (span probability, ROUGE) are left out: ``cloze_fill`` tests the
-    cloze. ``above`` means p < ``alpha``."""
+    cloze. Each row carries the score's exact 95 % interval (``low``, ``high``); ``above`` means p < ``alpha``."""
     rows = []
     for readout in chance:
         if _graded(readout):
@@ -419,10 +424,10 @@ def transfer_tests(per_item: Mapping[str, Mapping[str, Any]], chance: Mapping[st
                 found = score_interval(per_item[model], readout, set_name)
                 if not found["n"]:
                     continue
-                p = float(stats.binomtest(found["k"], found["n"], reference, alternative="greater").pvalue)
+                p = _p_above(found, reference)
                 rows.append({"readout": readout, "set": set_name, "model": model, "n": found["n"], "k": found["k"],
-                             "score": found["score"], "reference": reference, "against": against, "p_value": p,
-                             "above": p < alpha})
+                             "score": found["score"], "low": found["low"], "high": found["high"],
+                             "reference": reference, "against": against, "p_value": p, "above": p < alpha})
     return rows
 
 
@@ -504,8 +509,7 @@ def passage_reading(per_item_of_model: Mapping[str, Any], chance: Mapping[str, f
                                                  readout, s)], level, alternative="greater").pvalue) < alpha
                         for s in SETS)
         else:
-            above = all(float(stats.binomtest(x["k"], x["n"], level, alternative="greater").pvalue) < alpha
-                        for x in (forget, retain))
+            above = all(_p_above(x, level) < alpha for x in (forget, retain))
         found[readout] = {"reads": bool(agree and above), "agree": bool(agree), "above_chance": bool(above),
                           "forget": forget, "retain": retain}
     return found
@@ -662,8 +666,8 @@ class FormatVerdicts(NamedTuple):
     findings: list[dict[str, Any]]  # one per unlearned model (forgetting_findings)
     min_items: int
     scorers: str | None = None  # PAPER_SCORERS, LIKELIHOOD_SCORERS or None (every readout)
-    not_transferring: list[str] = []  # knowledge readouts left out: the target is not above chance in them
-    unread: list[str] = []  # comprehension readouts left out: the retain model does not read the passage
+    not_transferring: Sequence[str] = ()  # knowledge readouts left out: the target is not above chance in them
+    unread: Sequence[str] = ()  # comprehension readouts left out: the retain model does not read the passage
 
 
 def judge(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
