@@ -16,7 +16,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup setup-vllm all notebooks notebook smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks \
+.PHONY: help setup setup-vllm all notebooks notebook smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
         strip-notebooks sync-params
 
 help: ## list the targets
@@ -72,21 +72,27 @@ readme: setup ## rewrite README's results section from docs/findings.json (noteb
 lab: setup ## open JupyterLab on notebooks/ with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
 	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
-test: setup ## set up, then run the test suite (the whole paper dry run is left out: make test-paper-dry)
-	$(PY) -m pytest -q -m "not paper_dry"
+# One test process per core; a test file stays in one process (its module fixtures, e.g. the smoke run, run once).
+TEST_JOBS ?= $(shell nproc)
+test: setup ## set up, then run the test suite on every core (the whole paper dry run is left out: make test-paper-dry)
+	$(PY) -m pytest -q -m "not paper_dry" -n $(TEST_JOBS) --dist loadfile
 
 test-paper-dry: setup ## the paper_dry test: every notebook on paper-dry and 01, 02, 05 with LoRA, into a temporary folder
 	$(PY) -m pytest -q -m paper_dry
 
 test-fast: setup ## unit tests only, no training or notebook runs
-	$(PY) -m pytest -q -m "not slow and not paper_dry"
+	$(PY) -m pytest -q -m "not slow and not paper_dry" -n $(TEST_JOBS) --dist loadfile
 
 lint: setup ## ruff on library, tests, benchmarks and notebooks; notebooks committed clean, parameters in sync
 	$(PY) -m ruff check lib tests benchmarks notebooks
 	$(PY) -m unlearnkit.runner check-clean
 
 benchmarks: setup ## print the speed figures (training loop vs bare loop, ...)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/*.py; do case $$b in *workbook_profile.py|*format_pretraining_probe.py) continue;; esac; \
+	  echo "== $$b"; $(PY) $$b || exit 1; done
+
+profile: setup ## where PROFILE's last run spent its time: seconds per notebook and station, CPU use (runs/PROFILE/profile.json)
+	$(PY) benchmarks/workbook_profile.py --profile $(PROFILE)
 
 strip-notebooks: setup ## remove outputs from the source notebooks
 	$(PY) -m unlearnkit.runner strip
@@ -95,5 +101,5 @@ sync-params: setup ## rewrite every notebook's parameters cell from notebooks/pa
 	$(PY) -m unlearnkit.runner sync-params
 
 clean: ## remove run outputs, reports and generated data (keeps the environment)
-	rm -rf runs report data/synthetic-* data/stand-ins .pytest_cache .ruff_cache
+	rm -rf runs report data/synthetic-* data/.synthetic-* data/stand-ins .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -63,20 +63,82 @@ def injected_parameters(notebook: Path, profile: str, extra: dict | None = None)
 
 def run_notebook(notebook: Path, profile: str, extra: dict | None = None, suffix: str = "",
                  timeout: int = DEFAULT_TIMEOUT_S) -> Path:
+    """Execute ``notebook`` on ``profile`` into ``runs/<profile>/<stem><suffix>.ipynb``, then record in the executed
+    copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel and workers used and the
+    seconds of each station (:func:`station_summary`): what ``benchmarks/workbook_profile.py`` tabulates."""
     import papermill
 
     parameters = injected_parameters(notebook, profile, extra)
     out = paths.RUNS / profile / f"{notebook.stem}{suffix}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
-    started = time.time()
+    log = out.with_name(f".{out.stem}.stations.jsonl")
+    log.unlink(missing_ok=True)
+    os.environ[config.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
+    started, cpu_before = time.time(), _children_cpu_seconds()
     print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
           flush=True)
-    papermill.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(paths.NOTEBOOKS),
-                               kernel_name="python3", execution_timeout=timeout, progress_bar=False,
-                               log_output=False)
-    print(f"[{profile}] {notebook.name} done in {time.time() - started:.0f} s", flush=True)
+    try:
+        papermill.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(paths.NOTEBOOKS),
+                                   kernel_name="python3", execution_timeout=timeout, progress_bar=False,
+                                   log_output=False)
+    finally:
+        os.environ.pop(config.STATION_LOG_VARIABLE, None)
+    wall = time.time() - started
+    timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
+              "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
+    log.unlink(missing_ok=True)
+    _record_timing(out, timing)
+    print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
+          flush=True)
     return out
+
+
+def _cores() -> int:
+    from . import models
+
+    return models.cores()
+
+
+def _children_cpu_seconds() -> float:
+    """User and system CPU seconds of this process's finished children: a notebook's kernel, with the worker
+    processes it waited for."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _log_lines(log: Path) -> list[dict]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
+    """Wall seconds of a notebook by station, from its kernel's station log (:func:`unlearnkit.config.station`):
+    training, generation and scoring as logged; the time the kernel waited on worker processes shared out in
+    proportion to the workers' own seconds per station; ``other`` the rest of ``wall``."""
+    out = dict.fromkeys((*config.STATIONS, "other"), 0.0)
+    for line in lines:
+        for key, value in line.items():
+            if key in ("pid", "split"):
+                continue
+            if key == config.WORKERS:
+                split = line.get("split") or {"other": 1.0}
+                total = sum(split.values()) or 1.0
+                for name, seconds in split.items():
+                    out[name if name in out else "other"] += value * seconds / total
+            else:
+                out[key if key in out else "other"] += value
+    out["other"] += max(0.0, wall - sum(out.values()))
+    return out
+
+
+def _record_timing(executed: Path, timing: dict) -> None:
+    nb = json.loads(executed.read_text())
+    nb.setdefault("metadata", {}).setdefault("unlearnkit", {})["timing"] = timing
+    config.atomic_write_text(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def _shown(path: Path) -> str:
@@ -88,13 +150,20 @@ def _shown(path: Path) -> str:
 
 
 def run(key: str, profile: str, timeout: int = DEFAULT_TIMEOUT_S, overrides: dict | None = None) -> list[Path]:
+    """Run one notebook; one that takes a ``method`` runs once per unlearning run of the profile: those runs side by
+    side in up to ``jobs`` processes, except the last, which runs after them, since its notebook compares them all."""
+    from . import models
+
     notebook = find_notebook(key)
     overrides = dict(overrides or {})
     if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in overrides:
-        methods = profile_params(profile, overrides).methods
-        if not methods:
+        params = profile_params(profile, overrides)
+        if not params.methods:
             raise SystemExit(f"profile {profile!r} lists no 'methods' for {notebook.name}")
-        return [run_notebook(notebook, profile, {**overrides, "method": m}, f"_{m}", timeout) for m in methods]
+        *first, last = params.methods
+        done = models.side_by_side(run_notebook, [(notebook, profile, {**overrides, "method": m}, f"_{m}", timeout)
+                                                  for m in first], params.jobs, desc=notebook.stem)
+        return [*done, run_notebook(notebook, profile, {**overrides, "method": last}, f"_{last}", timeout)]
     suffix = f"_{overrides['method']}" if "method" in overrides else ""
     return [run_notebook(notebook, profile, overrides, suffix, timeout)]
 
