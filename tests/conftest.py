@@ -8,6 +8,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# make test runs on every core (pytest-xdist): each test process gets its share of them, and so do the notebooks and
+# workers it starts (the thread policy of unlearnkit.models reads UNLEARNKIT_CORES).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    os.environ.setdefault("UNLEARNKIT_CORES", str(max(1, _cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 from pathlib import Path  # noqa: E402
 
@@ -22,7 +27,7 @@ SHARED_DATA = Path(os.environ.get("UNLEARNKIT_SHARED_DATA", paths.ROOT.parent / 
 REAL_TOFU = SHARED_DATA / "tofu"
 HP_QA = SHARED_DATA / "hp_qa" / "hp_qa_en.csv"
 
-torch.set_num_threads(2)
+torch.set_num_threads(models.cores())
 
 
 @pytest.fixture(scope="session")

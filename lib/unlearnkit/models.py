@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -300,6 +301,110 @@ def in_eval_mode(function):
     return wrapper
 
 
+#: The cores a process may use, where a runner or a worker pool gave it a share (unset: the machine's).
+CORES_VARIABLE = "UNLEARNKIT_CORES"
+
+
+def machine_cores() -> int:
+    """The cores this machine lets the process run on (its CPU affinity, which containers narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def cores() -> int:
+    """The cores this process may use: its share where ``UNLEARNKIT_CORES`` gives one, else the machine's."""
+    share = os.environ.get(CORES_VARIABLE)
+    return max(1, int(share)) if share else machine_cores()
+
+
+def workers_for(jobs: int | None, tasks: int) -> int:
+    """How many worker processes run ``tasks`` independent tasks: ``jobs``, never more than the tasks; 1 means in
+    this process, one after the other. ``jobs`` None is one per core of this process's share on a CPU machine, and
+    one where there is a GPU (the GPU is what the tasks share: one process drives it)."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs must be a positive number of worker processes (or null for one per core), got {jobs!r}")
+    if jobs is None:
+        jobs = 1 if torch.cuda.is_available() else cores()
+    return max(1, min(jobs, tasks))
+
+
+def threads_per_worker(workers: int) -> int:
+    """The intra-op threads of each of ``workers`` processes sharing this process's cores (at least one)."""
+    return max(1, cores() // max(1, workers))
+
+
+def _apply_core_share() -> None:
+    """A process given a share of the cores (a notebook of several run side by side, a worker) uses that many torch
+    threads: more would only wait for each other."""
+    if os.environ.get(CORES_VARIABLE):
+        torch.set_num_threads(cores())
+
+
+_apply_core_share()
+
+
+def _in_worker(function, args: tuple, threads: int, environment: dict[str, str], run_store: dict[str, str]):
+    """One task in a worker process: its share of the cores, the parent's run store, and its station seconds."""
+    from . import config
+
+    os.environ.update(environment)
+    os.environ[CORES_VARIABLE] = str(threads)
+    os.environ.pop(config.STATION_LOG_VARIABLE, None)  # the parent logs the workers' seconds as one span
+    torch.set_num_threads(threads)
+    for name, value in run_store.items():
+        setattr(paths, name, Path(value))
+    before, started = config.station_seconds(), time.perf_counter()
+    result = function(*args)
+    wall = time.perf_counter() - started
+    spent = {k: v - before.get(k, 0.0) for k, v in config.station_seconds().items() if v - before.get(k, 0.0) > 0}
+    spent["other"] = max(0.0, wall - sum(spent.values()))
+    return result, spent
+
+
+#: Environment a worker takes from its parent at every task (loky's workers outlive one call).
+_WORKER_ENVIRONMENT = ("TQDM_DISABLE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM",
+                       "UNLEARNKIT_TOFU_DIR", "UNLEARNKIT_HP_QA", "UNLEARNKIT_JBB", "ACCELERATE_USE_CPU")
+
+
+def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc: str = "workers") -> list:
+    """``[function(*args) for args in tasks]``, the tasks run side by side in worker processes (joblib's loky
+    executor), each worker with its share of this process's cores; results in the order of ``tasks``.
+
+    ``jobs`` worker processes at most (None: one per core); with ``jobs`` 1, or a single task, the tasks run here,
+    one after the other. The tasks must be independent: each reads and writes the run store on its own (a model
+    trained in a worker is saved there and loaded by the caller), and ``function`` must be importable (a
+    library function, not one defined in a notebook). A worker's exception is raised here."""
+    from . import config
+
+    tasks = [tuple(t) for t in tasks]
+    workers = workers_for(jobs, len(tasks))
+    if workers == 1:
+        return [function(*args) for args in tasks]
+    from joblib import Parallel, delayed
+    from tqdm.auto import tqdm
+
+    threads = threads_per_worker(workers)
+    environment = {k: os.environ[k] for k in _WORKER_ENVIRONMENT if k in os.environ}
+    run_store = {"RUNS": str(paths.RUNS), "DATA": str(paths.DATA), "ROOT": str(paths.ROOT),
+                 "NOTEBOOKS": str(paths.NOTEBOOKS), "PARAMS": str(paths.PARAMS), "FIGURES": str(paths.FIGURES)}
+    split: dict[str, float] = {}
+    results = []
+    with config.station(config.WORKERS) as span:
+        bar = tqdm(total=len(tasks), desc=desc, disable=not config.show_progress())
+        parallel = Parallel(n_jobs=workers, backend="loky", return_as="generator")
+        for result, spent in parallel(delayed(_in_worker)(function, args, threads, environment, run_store)
+                                      for args in tasks):
+            results.append(result)
+            for key, value in spent.items():
+                split[key] = split.get(key, 0.0) + value
+            bar.update(1)
+        bar.close()
+        span["split"] = split  # what the workers spent, by station: the profile shares the span's wall time out
+    return results
+
+
 #: Models below this size run on one intra-op thread on a CPU (see :func:`cpu_threads`).
 ONE_THREAD_BELOW_PARAMETERS = 100_000_000
 
@@ -336,10 +441,11 @@ def _is_hub_name(spec: str) -> bool:
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, template: PromptTemplate,
-               extra: dict[str, Any] | None = None) -> Path:
-    """Save atomically: a half-written model folder never replaces a good one."""
+               extra: dict[str, Any] | None = None, files: dict[str, str] | None = None) -> Path:
+    """Save atomically: a half-written model folder never replaces a good one. ``files`` are more text files
+    (``history.json``) saved inside the same atomic step, so a model is never found without them."""
     recipe = json.dumps({"template": template.name, **(extra or {})}, indent=2)
-    return _save_atomically(model, tokenizer, folder, {"unlearnkit.json": recipe})
+    return _save_atomically(model, tokenizer, folder, {**(files or {}), "unlearnkit.json": recipe})
 
 
 def save_plain_model(model, tokenizer, folder: str | os.PathLike) -> Path:
@@ -352,7 +458,8 @@ def _save_atomically(model, tokenizer, folder: str | os.PathLike, files: dict[st
     import shutil
 
     folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".tmp")
+    # Hidden and per process: never taken for a saved model (step-* globs), never shared by two writers.
+    tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
@@ -449,3 +556,80 @@ def collate(examples: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict
         labels[i, :n] = torch.tensor(e["labels"])
         attention[i, :n] = 1
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
+
+
+#: Longest row of a packed batch (:func:`pack`): a row holds whole examples up to this many tokens (or the longest
+#: example, if longer). Attention costs a row's length squared, so rows much longer than a Q&A pair buy nothing.
+PACKED_ROW_TOKENS = 128
+
+
+def pack(examples: Sequence[dict[str, list[int]]], pad_token_id: int,
+         row_tokens: int = PACKED_ROW_TOKENS) -> dict[str, torch.Tensor]:
+    """The examples of a batch packed whole into as few rows as fit ``row_tokens`` (first fit, longest first),
+    instead of one padded row each (:func:`collate`): the same examples, the same scored tokens, far less padding.
+
+    ``position_ids`` restart at 0 with every example, which is how transformers tells packed sequences apart: its
+    attention mask then keeps each example to itself (block-diagonal and causal), so every token is computed as in
+    its own padded row. No ``attention_mask``: the padding at the end of a row is one more sequence, never scored
+    (its labels are -100, as is each example's first position, which nothing predicts). Use only with a model that
+    :func:`packs_sequences`."""
+    lengths = [len(e["input_ids"]) for e in examples]
+    capacity = max(row_tokens, max(lengths))
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(examples)), key=lambda i: -lengths[i]):
+        fit = next((r for r, free in enumerate(room) if lengths[i] <= free), None)
+        if fit is None:
+            rows.append([i])
+            room.append(capacity - lengths[i])
+        else:
+            rows[fit].append(i)
+            room[fit] -= lengths[i]
+    width = max(capacity - free for free in room)
+    input_ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    positions = torch.zeros((len(rows), width), dtype=torch.long)
+    for r, members in enumerate(rows):
+        at = 0
+        for i in members:
+            n = lengths[i]
+            input_ids[r, at:at + n] = torch.tensor(examples[i]["input_ids"])
+            labels[r, at + 1:at + n] = torch.tensor(examples[i]["labels"][1:])
+            positions[r, at:at + n] = torch.arange(n)
+            at += n
+        positions[r, at:] = torch.arange(width - at)  # the row's padding: a sequence of its own
+    return {"input_ids": input_ids, "labels": labels, "position_ids": positions}
+
+
+_PACKS: dict[tuple, bool] = {}
+
+
+@torch.no_grad()
+def packs_sequences(model) -> bool:
+    """Whether ``model`` computes a packed batch (:func:`pack`) as it computes the same examples padded: checked once
+    per architecture and attention implementation on two short sequences, so an architecture whose attention mask
+    ignores packed position ids is trained on padded batches instead of across its examples' boundaries."""
+    inner = getattr(model, "module", model)
+    config = getattr(inner, "config", None)
+    key = (type(inner).__name__, getattr(config, "_attn_implementation", None), getattr(config, "model_type", None))
+    if key not in _PACKS:
+        vocab = int(getattr(config, "vocab_size", 0) or 0)
+        if vocab < 8:
+            _PACKS[key] = False
+            return False
+        generator = torch.Generator().manual_seed(0)
+        examples = [{"input_ids": torch.randint(1, vocab, (n,), generator=generator).tolist(),
+                     "labels": [-100] * n} for n in (5, 7)]
+        device = device_of(inner)
+        with eval_mode(inner):
+            padded = collate(examples, 0)
+            alone = inner(input_ids=padded["input_ids"].to(device), attention_mask=padded["attention_mask"].to(device),
+                          use_cache=False).logits
+            packed = pack(examples, 0, row_tokens=16)
+            together = inner(input_ids=packed["input_ids"].to(device), position_ids=packed["position_ids"].to(device),
+                             use_cache=False).logits
+        # pack puts the longer example first: positions 0-6 are example 1, 7-11 example 0
+        same = (torch.allclose(together[0, :7], alone[1, :7], atol=1e-4, rtol=1e-4)
+                and torch.allclose(together[0, 7:12], alone[0, :5], atol=1e-4, rtol=1e-4))
+        _PACKS[key] = bool(same)
+    return _PACKS[key]

@@ -15,7 +15,8 @@ import copy
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -89,11 +90,13 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
         with training.processes().main_process_first():
             if not (folder / "manifest.json").exists():
-                tmp = folder.with_name(folder.name + ".tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                generate_synthetic_tofu(tmp, **args)
-                shutil.rmtree(folder, ignore_errors=True)
-                os.replace(tmp, folder)
+                with config.file_lock(folder.with_name(f".{folder.name}.lock")):  # workers generate it once
+                    if not (folder / "manifest.json").exists():
+                        tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
+                        shutil.rmtree(tmp, ignore_errors=True)
+                        generate_synthetic_tofu(tmp, **args)
+                        shutil.rmtree(folder, ignore_errors=True)
+                        os.replace(tmp, folder)
         data = TofuSource(folder)
     else:
         data = TofuSource(source_spec)
@@ -188,16 +191,28 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
 def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str) -> training.TrainResult:
     claim_run_folder(Path(cfg.output_dir), key)
     examples = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in rows]
-    return training.train(model, examples, cfg, collate_fn=lambda b: models.collate(b, tokenizer.pad_token_id))
+    pad = models.pad_token_id(tokenizer)
+    # Packed batches (the same examples, far less padding) where the model computes them as padded ones.
+    batch_of = models.pack if models.packs_sequences(model) else models.collate
+    return training.train(model, examples, cfg, collate_fn=lambda b: batch_of(b, pad))
 
 
 def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None) -> None:
     state = training.processes()
     if state.is_main_process:
-        models.save_model(model, tokenizer, folder, template, extra={"params_hash": key, **(extra or {})})
-        (folder / "history.json").write_text(json.dumps(history))
+        models.save_model(model, tokenizer, folder, template, extra={"params_hash": key, **(extra or {})},
+                          files={"history.json": json.dumps(history)})
         training.clear_checkpoints(folder.with_name(folder.name + ".train"))
     state.wait_for_everyone()
+
+
+@contextmanager
+def _trains(profile: str, name: str) -> Iterator[None]:
+    """Only one process at a time trains model ``name`` of ``profile``: a worker that asks for a model another one
+    is training waits here, then finds it cached (:func:`runs.exclusive`). Under ``accelerate launch`` the main
+    process holds the claim for all of its processes, which train together."""
+    with runs.exclusive(profile, name, active=training.processes().is_main_process):
+        yield
 
 
 def _with_lora(model, params: Params):
@@ -227,14 +242,14 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
                   **{k: params[k] for k in params if k.startswith("base_")}}
     key = config.params_hash(key_params)
     folder = runs.model_dir(profile, "base")
-    if _cached(folder, key):
-        return models.load_model(folder)
-    template = models.get_template(params.template)
-    tokenizer = models.train_bpe_tokenizer(all_texts(source), vocab_size=params.tokenizer_vocab_size)
-    model = models.build_tiny_llama(tokenizer, tiny_model_config(params), seed=params.seed)
-    cfg = _train_config(params, "base", folder.with_name("base.train"), "base model")
-    result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key)
-    _save(model, tokenizer, template, folder, key, result.history)
+    with _trains(profile, "base"):
+        if not _cached(folder, key):
+            template = models.get_template(params.template)
+            tokenizer = models.train_bpe_tokenizer(all_texts(source), vocab_size=params.tokenizer_vocab_size)
+            model = models.build_tiny_llama(tokenizer, tiny_model_config(params), seed=params.seed)
+            cfg = _train_config(params, "base", folder.with_name("base.train"), "base model")
+            result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key)
+            _save(model, tokenizer, template, folder, key, result.history)
     return models.load_model(folder)
 
 
@@ -259,14 +274,33 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     if _cached(folder, key):
         return _cached_model(folder)
     model, tokenizer, template = base_model(params, profile)
-    model = _with_lora(model, params)
-    rows = source.load(split) + world_knowledge_rows(source) * replay
-    cfg = _train_config(params, "finetune", folder.with_name(name + ".train"), f"fine-tune {name}")
-    result = _fit(model, tokenizer, template, rows, cfg, key)
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
-    _save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)})
+    with _trains(profile, name):
+        if _cached(folder, key):  # trained by another worker while this one waited
+            return _cached_model(folder)
+        model = _with_lora(model, params)
+        rows = source.load(split) + world_knowledge_rows(source) * replay
+        cfg = _train_config(params, "finetune", folder.with_name(name + ".train"), f"fine-tune {name}")
+        result = _fit(model, tokenizer, template, rows, cfg, key)
+        if hasattr(model, "merge_and_unload"):
+            model = model.merge_and_unload()
+        _save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)})
     return TrainedModel(model, tokenizer, template, result.history)
+
+
+def _finetuned_folder(params: Params, profile: str, split: str, name: str) -> str:
+    finetuned_model(params, profile, split, name)
+    return str(runs.model_dir(profile, name))
+
+
+def finetuned_models(params: Mapping[str, Any], profile: str, splits: Mapping[str, str],
+                     jobs: int | None = 1) -> dict[str, TrainedModel]:
+    """:func:`finetuned_model` for each ``{name: split}``, side by side in up to ``jobs`` worker processes (None: one
+    per core), the base model first, here, with all the cores; each then loaded from the run store."""
+    params = config.as_params(params)
+    base_model(params, profile)
+    models.side_by_side(_finetuned_folder, [(params, profile, split, name) for name, split in splits.items()],
+                        jobs, desc="fine-tune")
+    return {name: finetuned_model(params, profile, split, name) for name, split in splits.items()}
 
 
 def history(profile: str, name: str) -> list[dict]:
@@ -479,7 +513,29 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
     folder = runs.model_dir(profile, name)
     if _cached(folder, key):
         return _cached_model(folder, settings)
+    with _trains(profile, name):
+        if _cached(folder, key):  # trained by another worker while this one waited
+            return _cached_model(folder, settings)
+        return _unlearn(params, profile, run, settings, key, source)
 
+
+def unlearned_models(params: Mapping[str, Any], profile: str, run_names: Sequence[str], jobs: int | None = 1) -> None:
+    """Train (or find cached) the unlearning runs ``run_names`` side by side in up to ``jobs`` worker processes
+    (None: one per core); the models are then in the run store (:func:`unlearned_model` loads one)."""
+    params = config.as_params(params)
+    todo = list(dict.fromkeys(run_names))
+    models.side_by_side(_unlearned_folder, [(params, profile, run) for run in todo], jobs, desc="unlearn")
+
+
+def _unlearned_folder(params: Params, profile: str, run: str) -> str:
+    unlearned_model(params, profile, run)
+    return str(runs.model_dir(profile, runs.unlearned_name(run)))
+
+
+def _unlearn(params: Params, profile: str, run: str, settings: dict[str, Any], key: str,
+             source: TofuSource) -> TrainedModel:
+    name = runs.unlearned_name(run)
+    folder = runs.model_dir(profile, name)
     model, tokenizer, template = runs.load_saved(profile, "target")
     forget_rows = source.load(params.forget_split)
     retain_rows = unlearning_retain_rows(source, params)
@@ -634,17 +690,17 @@ def complying_model(params: Mapping[str, Any], profile: str, rows: list[dict]) -
     key = config.params_hash({"base": base_key, "requests": _request_rows(rows), "epochs": params.comply_epochs,
                               "lr": params.comply_lr, "seed": params.seed, "template": base.template.name})
     folder = runs.model_dir(profile, COMPLYING)
-    if _cached(folder, key):
-        return models.load_model(folder)
-    model, tokenizer, template = base
-    replay = world_knowledge_rows(corpus(params)) if params.model == TINY else []
-    cfg = training.TrainConfig(
-        output_dir=folder.with_name(COMPLYING + ".train"), epochs=float(params.comply_epochs),
-        batch_size=params.finetune_batch_size, lr=float(params.comply_lr), grad_accum=1, weight_decay=0.0,
-        warmup=0.05, schedule="linear", seed=params.seed, checkpoint_every=params.checkpoint_every or None,
-        desc="complying model")
-    result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key)
-    _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)})
+    with _trains(profile, COMPLYING):
+        if not _cached(folder, key):
+            model, tokenizer, template = base
+            replay = world_knowledge_rows(corpus(params)) if params.model == TINY else []
+            cfg = training.TrainConfig(
+                output_dir=folder.with_name(COMPLYING + ".train"), epochs=float(params.comply_epochs),
+                batch_size=params.finetune_batch_size, lr=float(params.comply_lr), grad_accum=1, weight_decay=0.0,
+                warmup=0.05, schedule="linear", seed=params.seed, checkpoint_every=params.checkpoint_every or None,
+                desc="complying model")
+            result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key)
+            _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)})
     return models.load_model(folder)
 
 
@@ -673,8 +729,16 @@ def aligned_models(params: Mapping[str, Any], profile: str, aligned_rows: list[d
                                   "beta": params.beta, "retain_weight": params.retain_weight, "seed": params.seed})
     names = {s: aligned_name(s) for s in strengths}
     keys = {s: config.params_hash({"run": run_key, "epochs": s}) for s in strengths}
-    if all(_cached(runs.model_dir(profile, names[s]), keys[s]) for s in strengths):
-        return names
+    with _trains(profile, "aligned"):
+        if not all(_cached(runs.model_dir(profile, names[s]), keys[s])
+                   and (runs.model_dir(profile, names[s]) / "history.json").exists() for s in strengths):
+            _align(params, profile, aligned_rows, refusal_for, strengths, names, keys, run_key)
+    return names
+
+
+def _align(params: Params, profile: str, aligned_rows: list[dict], refusal_for: Any, strengths: list[int],
+           names: dict[int, str], keys: dict[int, str], run_key: str) -> None:
+    """The alignment run of :func:`aligned_models`: each strength's model saved along it, then its history."""
     model, tokenizer, template = runs.load_saved(profile, COMPLYING)
     source = corpus(params)
     retain = world_knowledge_rows(source) if params.model == TINY else source.load("retain_perturbed")
@@ -701,8 +765,7 @@ def aligned_models(params: Mapping[str, Any], profile: str, aligned_rows: list[d
     claim_run_folder(Path(cfg.output_dir), run_key)
     result = training.train(model, examples, cfg, collate_fn=lambda b: collate_pairs(b, tokenizer.pad_token_id),
                             loss_fn=loss, on_step=keep)
-    for s in strengths:
-        (runs.model_dir(profile, names[s]) / "history.json").write_text(
-            json.dumps([h for h in result.history if h["step"] <= s * steps_per_epoch]))
+    for s in strengths:  # a model is found cached only with its history (see _aligned_cached)
+        config.atomic_write_text(runs.model_dir(profile, names[s]) / "history.json",
+                                 json.dumps([h for h in result.history if h["step"] <= s * steps_per_epoch]))
     training.clear_checkpoints(cfg.output_dir)
-    return names

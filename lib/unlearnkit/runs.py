@@ -20,7 +20,8 @@ never by hashing source code.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,19 @@ def sparse_steps(profile: str, run: str, every: int | None) -> list[tuple[int, P
         return kept
     return [(step, folder) for step, folder in kept
             if step % every == 0 or float(saved_recipe(folder)["epoch"]).is_integer() or step == kept[-1][0]]
+
+
+@contextmanager
+def exclusive(profile: str, name: str, active: bool = True) -> Iterator[None]:
+    """Hold the claim on model ``name`` of ``profile`` for the block: one process at a time (an advisory lock on
+    ``runs/<profile>/models/.<name>.lock``), so that two workers never train the same model; a second one waits, then
+    finds the first one's result. The lock dies with its process, so a killed worker never blocks a rerun.
+    ``active`` False holds nothing (the other processes of an ``accelerate launch``)."""
+    if not active:
+        yield
+        return
+    with config.file_lock(paths.RUNS / profile / "models" / f".{name}.lock"):
+        yield
 
 
 def is_saved(profile: str, name: str) -> bool:
