@@ -223,8 +223,13 @@ def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any],
 
 
 def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Mapping[str, Any],
-                  profile: str) -> dict[str, dict[str, Any]]:
-    return {name: sample_model(location, goals, params, profile) for name, location in entries.items()}
+                  profile: str, jobs: int | None = 1) -> dict[str, dict[str, Any]]:
+    """:func:`sample_model` of each ``{display name: folder or Hub name}``, side by side in up to ``jobs`` worker
+    processes (None: one per core)."""
+    params = config.as_params(params)
+    found = models.side_by_side(sample_model, [(location, list(goals), params, profile)
+                                               for location in entries.values()], jobs, desc="sample")
+    return dict(zip(entries, found))
 
 
 class Scored(NamedTuple):

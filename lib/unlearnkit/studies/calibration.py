@@ -272,12 +272,26 @@ class ControlEvaluator:
         self.allowed = None if allowed is None else sorted(float(v) for v in allowed)
 
     def __call__(self, value: float) -> PSProfile:
-        key = _key(value)
-        if self.allowed is not None and key not in {_key(v) for v in self.allowed}:
-            raise ValueError(f"{self.name} = {value} is not an available setting; available: {self.allowed}")
-        if key not in self.results:
-            self.results[key] = self._profile_of(float(value))
-        return self.results[key]
+        return self.many([value])[0]
+
+    def many(self, values: Iterable[float], jobs: int | None = 1) -> list[PSProfile]:
+        """The profiles of ``values``; the settings not evaluated yet are built and evaluated side by side in up to
+        ``jobs`` worker processes (:func:`unlearnkit.models.side_by_side`; 1: here, in order)."""
+        values = [float(v) for v in values]
+        for value in values:
+            if self.allowed is not None and _key(value) not in {_key(v) for v in self.allowed}:
+                raise ValueError(f"{self.name} = {value} is not an available setting; available: {self.allowed}")
+        todo = [v for v in dict.fromkeys(_key(v) for v in values) if v not in self.results]
+        found = models.side_by_side(self._profile_of, [(v,) for v in todo], jobs, desc=f"settings of {self.name}")
+        self.results.update(zip(todo, found))
+        return [self.results[_key(v)] for v in values]
+
+
+def _profiles(evaluate: Callable[[float], PSProfile], values: Sequence[float], jobs: int | None) -> list[PSProfile]:
+    """``evaluate`` at every value: side by side where it is a :class:`ControlEvaluator`, else one after the other."""
+    if isinstance(evaluate, ControlEvaluator):
+        return evaluate.many(values, jobs)
+    return [evaluate(v) for v in values]
 
 
 class MixingControl(ControlEvaluator):
@@ -371,11 +385,13 @@ def _row(control: str, value: float, profile: PSProfile, before: PSProfile, tole
 
 
 def sweep(values: Iterable[float], evaluate: Callable[[float], PSProfile], control: str | None,
-          before: PSProfile, tolerances: Tolerances) -> pd.DataFrame:
+          before: PSProfile, tolerances: Tolerances, jobs: int | None = 1) -> pd.DataFrame:
     """One row per setting: the control value, the flattened profile, each criterion's relative loss against
-    ``before`` and ``passes``."""
+    ``before`` and ``passes``; the settings evaluated side by side in up to ``jobs`` worker processes."""
     control = control or getattr(evaluate, "name", "value")
-    return pd.DataFrame([_row(control, v, evaluate(v), before, tolerances) for v in values])
+    values = list(values)
+    return pd.DataFrame([_row(control, v, profile, before, tolerances)
+                         for v, profile in zip(values, _profiles(evaluate, values, jobs))])
 
 
 def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerances: Tolerances,
@@ -398,20 +414,22 @@ def _with_epochs(table: pd.DataFrame, profile: str, run: str) -> pd.DataFrame:
 
 
 def early_stopping_sweep(profile: str, run: str, evaluate: PSEvaluator, original, before: PSProfile,
-                         tolerances: Tolerances, risks: bool = True, every: int | None = None) -> pd.DataFrame:
+                         tolerances: Tolerances, risks: bool = True, every: int | None = None,
+                         jobs: int | None = 1) -> pd.DataFrame:
     """Profiles (and risks) at t = 0 (``original``, the model before, whose profile is ``before``) and at every
     step notebook 02 kept along ``run`` (or, with ``every``, at :func:`runs.sparse_steps`), with the epoch of each
     step; :func:`stopping_judge` says how each step is judged."""
     judge, before = stopping_judge(evaluate, original, before, tolerances, risks)
     control = early_stopping_evaluator(profile, run, judge, before)
     steps = [0] + [step for step, _ in runs.sparse_steps(profile, run, every)]
-    return _with_epochs(sweep(steps, control, "t", before, tolerances), profile, run)
+    return _with_epochs(sweep(steps, control, "t", before, tolerances, jobs), profile, run)
 
 
 def capping_sweep(params: Mapping[str, Any], profile: str, deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
-                  method: str, before: PSProfile, tolerances: Tolerances) -> pd.DataFrame:
-    """Profiles of ``method`` rerun with each cap δ in ``deltas`` (see :func:`capping_evaluator`)."""
-    return sweep(deltas, capping_evaluator(params, profile, evaluate, method), "delta", before, tolerances)
+                  method: str, before: PSProfile, tolerances: Tolerances, jobs: int | None = 1) -> pd.DataFrame:
+    """Profiles of ``method`` rerun with each cap δ in ``deltas`` (see :func:`capping_evaluator`), each run trained
+    and evaluated side by side in up to ``jobs`` worker processes."""
+    return sweep(deltas, capping_evaluator(params, profile, evaluate, method), "delta", before, tolerances, jobs)
 
 
 def mixing_grid(n: int) -> list[float]:
@@ -499,7 +517,7 @@ def _fine_values(lo: float, hi: float, n: int, allowed: Sequence[float] | None) 
 
 def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float], PSProfile], fine_points: int,
               before: PSProfile, tolerances: Tolerances, control: str | None = None, stronger: str = "higher",
-              allowed: Sequence[float] | None = None) -> Calibration:
+              allowed: Sequence[float] | None = None, jobs: int | None = 1) -> Calibration:
     """Coarse-to-fine calibration of one scalar control (docs/metrics.md §5.3).
 
     1. Evaluate every coarse value; among those that pass (:func:`passes` against ``before``) take the one
@@ -511,7 +529,8 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
     3. Return the best passing setting of all, with the full table (``stage`` coarse / fine).
 
     ``evaluate(value) -> PSProfile`` may be a :class:`ControlEvaluator`; its ``allowed`` values (early
-    stopping's kept steps) are used for the fine grid unless ``allowed`` is given.
+    stopping's kept steps) are used for the fine grid unless ``allowed`` is given, and the values of each grid
+    are evaluated side by side in up to ``jobs`` worker processes.
     """
     if stronger not in ("higher", "lower"):
         raise ValueError(f"stronger must be 'higher' or 'lower', got {stronger!r}")
@@ -525,11 +544,11 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
 
     profiles: dict[float, PSProfile] = {}
 
-    def evaluate_rows(values: Iterable[float], stage: str) -> list[dict[str, Any]]:
+    def evaluate_rows(values: Sequence[float], stage: str) -> list[dict[str, Any]]:
         rows = []
-        for v in values:
-            profiles[_key(v)] = evaluate(v)
-            rows.append(_row(control, v, profiles[_key(v)], before, tolerances, stage))
+        for v, profile in zip(values, _profiles(evaluate, values, jobs)):
+            profiles[_key(v)] = profile
+            rows.append(_row(control, v, profile, before, tolerances, stage))
         return rows
 
     rows = evaluate_rows(coarse, "coarse")
@@ -551,13 +570,13 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
 
 
 def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: int, fine_points: int,
-                     tolerances: Tolerances, complete: bool = True) -> Calibration:
+                     tolerances: Tolerances, complete: bool = True, jobs: int | None = 1) -> Calibration:
     """Calibrate model mixing of one unlearned model (the paper's recommended control): :func:`calibrate` over
     :func:`mixing_grid`, then the full profile (:data:`TABLE_METRICS`) at the calibrated a and at a = 1, the
     uncontrolled run (``complete=False`` keeps the profiles the calibration computed: the other forget splits
     report forget PS-exact alone, and held-out PS-similar is a search over every held-out answer). Settings
     ``mixing`` already evaluated (in a sweep) are not evaluated again."""
-    result = calibrate(mixing_grid(coarse_points), mixing, fine_points, before, tolerances, control="a")
+    result = calibrate(mixing_grid(coarse_points), mixing, fine_points, before, tolerances, control="a", jobs=jobs)
     result.uncontrolled = mixing(1.0)
     if complete:
         result.uncontrolled = mixing.evaluate.complete(mixing.unlearned, result.uncontrolled)
@@ -572,19 +591,22 @@ def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: in
 def calibrate_methods(params: Mapping[str, Any], profile: str, methods: Sequence[str], original,
                       evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances, coarse_points: int,
                       fine_points: int, swept: Mapping[str, MixingControl] | None = None,
-                      complete: bool = True) -> dict[str, Calibration]:
+                      complete: bool = True, jobs: int | None = 1) -> dict[str, Calibration]:
     """Each unlearning run of ``methods`` calibrated by model mixing of ``original`` (the target) with its
     unlearned model (notebook 02's run, :func:`pipeline.unlearned_model`), see :func:`calibrate_mixing`.
 
     ``swept`` holds mixing controls that a sweep already evaluated (GD's, in Fig. 2), reused as they are; the
-    others compute forget PS-similar only where held-out retain passes (:class:`RetainFirst`)."""
+    others compute forget PS-similar only where held-out retain passes (:class:`RetainFirst`). Runs not trained yet
+    are trained side by side, and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
     swept = dict(swept or {})
     retain_first = RetainFirst(evaluate, before, tolerances)
+    pipeline.unlearned_models(params, profile, [m for m in methods if m not in swept], jobs)
     calibrations = {}
     for method in methods:
         mixing = swept.get(method) or mixing_evaluator(
             original, pipeline.unlearned_model(params, profile, method).model, retain_first, before)
-        calibrations[method] = calibrate_mixing(mixing, before, coarse_points, fine_points, tolerances, complete)
+        calibrations[method] = calibrate_mixing(mixing, before, coarse_points, fine_points, tolerances, complete,
+                                                jobs)
     return calibrations
 
 
@@ -712,24 +734,26 @@ def stopping_grid(kept_steps: Sequence[float], every: int) -> list[float]:
 
 
 def calibrate_early_stopping(profile: str, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
-                             tolerances: Tolerances, every: int, fine_points: int) -> Calibration:
+                             tolerances: Tolerances, every: int, fine_points: int, jobs: int | None = 1) -> Calibration:
     """Early stopping of one run calibrated coarse to fine over its kept steps: every ``every``-th step, then the
     kept steps between the best passing one and the next (:func:`calibrate` with the kept steps as allowed); its
     table carries each step's epoch. ``evaluate`` may be a judge of :func:`stopping_judge` (section 1: with risks)."""
     control = early_stopping_evaluator(profile, run, evaluate, before)
-    result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t")
+    result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t",
+                       jobs=jobs)
     result.table = _with_epochs(result.table, profile, run)
     return result
 
 
 def calibrate_capping(params: Mapping[str, Any], profile: str, run: str, evaluate: Callable[[Any], PSProfile],
-                      before: PSProfile, tolerances: Tolerances, deltas: Sequence[float]) -> Calibration:
+                      before: PSProfile, tolerances: Tolerances, deltas: Sequence[float],
+                      jobs: int | None = 1) -> Calibration:
     """Objective capping of one run coarse to fine over the grid ``deltas`` (each δ is a training run): every other
     δ and the largest first, then the δ of the grid between the best passing one and the next."""
     grid = sorted(float(d) for d in deltas)
     coarse = sorted(set(grid[::2]) | {grid[-1]})
     return calibrate(coarse, capping_evaluator(params, profile, evaluate, run), len(grid), before, tolerances,
-                     control="delta", allowed=grid)
+                     control="delta", allowed=grid, jobs=jobs)
 
 
 @dataclass
@@ -747,7 +771,8 @@ class MethodControls:
 def control_methods(params: Mapping[str, Any], profile: str, run_names: Sequence[str], evaluate: PSEvaluator,
                     before: PSProfile, tolerances: Tolerances, mixing: Mapping[str, Calibration],
                     cap_deltas: Sequence[float], stopping_every: int, fine_points: int,
-                    known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None) -> dict[str, MethodControls]:
+                    known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None,
+                    jobs: int | None = 1) -> dict[str, MethodControls]:
     """Every run of ``run_names`` under the three controls: capping over ``cap_deltas`` (GA family only),
     early stopping coarse to fine over its kept steps, and its model-mixing calibration from ``mixing``
     (:func:`calibrate_methods`). ``known`` holds sweeps or calibrations already made (GD's of sections 1-2);
@@ -760,10 +785,11 @@ def control_methods(params: Mapping[str, Any], profile: str, run_names: Sequence
         controls: dict[str, Calibration] = {}
         if method in CAPPABLE_METHODS:
             controls["delta"] = (_as_calibration(done["delta"], "delta") if "delta" in done else
-                                 calibrate_capping(params, profile, run, retain_first, before, tolerances, cap_deltas))
+                                 calibrate_capping(params, profile, run, retain_first, before, tolerances, cap_deltas,
+                                                   jobs))
         controls["t"] = (_as_calibration(done["t"], "t") if "t" in done else
                          calibrate_early_stopping(profile, run, retain_first, before, tolerances, stopping_every,
-                                                  fine_points))
+                                                  fine_points, jobs))
         controls["a"] = mixing[run]
         out[run] = MethodControls(run, method, controls, mixing[run].uncontrolled,
                                   None if "delta" in controls else NOT_CAPPED.get(method, f"{method} is not capped"))
@@ -973,23 +999,27 @@ class SplitCalibration:
 def calibrate_splits(params: Mapping[str, Any], profile: str, splits: Sequence[str], run_names: Sequence[str],
                      target: models.LoadedModel, forget_rows_of: Callable[[str], Sequence[Mapping[str, Any]]],
                      evaluate: PSEvaluator, tolerances: Tolerances, coarse_points: int, fine_points: int,
-                     known: Mapping[str, SplitCalibration] | None = None) -> dict[str, SplitCalibration]:
+                     known: Mapping[str, SplitCalibration] | None = None,
+                     jobs: int | None = 1) -> dict[str, SplitCalibration]:
     """Model mixing (alone) calibrated for each run on each forget split of ``splits`` (Wang et al.'s forget01 and
     forget05): each run is retrained on the split (:func:`split_run`), PS is computed on that split's forget rows
     (``forget_rows_of(split)``) and the same held-out retain rows as ``evaluate``. ``known`` holds splits done
-    already (the profile's own forget split, from section 3)."""
+    already (the profile's own forget split, from section 3). Every split's runs are trained side by side first,
+    and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
     out = dict(known or {})
-    for split in splits:
-        if split in out:
-            continue
+    todo = [split for split in splits if split not in out]
+    split_params, names = config.as_params(params), {}
+    for split in todo:
+        for run in run_names:
+            split_params, names[split, run] = split_run(split_params, run, split)
+    pipeline.unlearned_models(split_params, profile, list(names.values()), jobs)
+    for split in todo:
         split_evaluate = replace(evaluate, forget_rows=list(forget_rows_of(split)))
         before = split_evaluate(target.model, split_evaluate.metrics)
-        split_params, names = config.as_params(params), {}
-        for run in run_names:
-            split_params, names[run] = split_run(split_params, run, split)
-        found = calibrate_methods(split_params, profile, list(names.values()), target.model, split_evaluate, before,
-                                  tolerances, coarse_points, fine_points, complete=False)
-        out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[run]] for run in run_names})
+        found = calibrate_methods(split_params, profile, [names[split, run] for run in run_names], target.model,
+                                  split_evaluate, before, tolerances, coarse_points, fine_points, complete=False,
+                                  jobs=jobs)
+        out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[split, run]] for run in run_names})
     return {split: out[split] for split in splits if split in out}
 
 
@@ -1044,20 +1074,21 @@ def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances:
 
 def interference_sweeps(params: Mapping[str, Any], profile: str, run_names: Sequence[str], evaluate: PSEvaluator,
                         original, before: PSProfile, tolerances: Tolerances,
-                        known: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+                        known: Mapping[str, pd.DataFrame] | None = None, jobs: int | None = 1) -> dict[str, pd.DataFrame]:
     """:func:`early_stopping_sweep` along each run of ``run_names`` (``interference_runs``: GD, GD with its forget
     weight at 0 so that only the retain term acts, GD at lower learning rates) at the profile's
     ``unlearn_save_every`` steps and epoch ends, each trained first if it is not saved; ``known`` holds sweeps
     already made (GD's of section 1). Forget PS-similar is searched where held-out retain holds, so each trace also
-    says where early stopping of its run passes (:func:`stopping_by_run`)."""
+    says where early stopping of its run passes (:func:`stopping_by_run`). The runs are trained side by side, and
+    each trace's steps evaluated side by side, in up to ``jobs`` worker processes."""
     tables = dict(known or {})
+    pipeline.unlearned_models(params, profile, [run for run in run_names if run not in tables], jobs)
     for run in run_names:
         if run not in tables:
-            pipeline.unlearned_model(params, profile, run)
             # the held-out memory is what these traces show, in full; forget PS-similar only where a step can pass,
             # so that each trace is also an early-stopping sweep of its run (stopping_by_run)
             tables[run] = early_stopping_sweep(profile, run, evaluate, original, before, tolerances, risks=False,
-                                               every=config.as_params(params).unlearn_save_every)
+                                               every=config.as_params(params).unlearn_save_every, jobs=jobs)
     return {run: tables[run] for run in run_names}
 
 

@@ -170,11 +170,11 @@ def paper_points(points: Sequence[SweepPoint], params: Mapping[str, Any]) -> tup
     return found[wanted[0]], found[wanted[1]]
 
 
-def train(params: Mapping[str, Any], profile: str, run_names: Sequence[str]) -> None:
-    """Each run unlearned (:func:`unlearnkit.pipeline.unlearned_model`): trained now unless it is saved with the
-    same parameters (notebook 02's runs, or an earlier run of this notebook)."""
-    for run in tqdm(list(dict.fromkeys(run_names)), desc="unlearning runs", disable=not config.show_progress()):
-        pipeline.unlearned_model(params, profile, run)
+def train(params: Mapping[str, Any], profile: str, run_names: Sequence[str], jobs: int | None = 1) -> None:
+    """Each run unlearned (:func:`unlearnkit.pipeline.unlearned_models`, side by side in up to ``jobs`` worker
+    processes): trained now unless it is saved with the same parameters (notebook 02's runs, or an earlier run of
+    this notebook)."""
+    pipeline.unlearned_models(params, profile, run_names, jobs)
 
 
 def model_folders(profile: str, run_names: Sequence[str]) -> dict[str, Any]:
@@ -183,37 +183,42 @@ def model_folders(profile: str, run_names: Sequence[str]) -> dict[str, Any]:
 
 
 def score_runs(profile: str, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
-               settings: Mapping[str, Any], cache_tag: str = "") -> leakage.Scored:
-    """Greedy answer, c(x) and n samples of each run's model on ``rows``, scored and cached by notebook 06."""
+               settings: Mapping[str, Any], cache_tag: str = "", jobs: int | None = 1) -> leakage.Scored:
+    """Greedy answer, c(x) and n samples of each run's model on ``rows``, scored and cached by notebook 06, side by
+    side in up to ``jobs`` worker processes."""
     return leakage.score_models(profile, model_folders(profile, run_names), rows, settings, runs.ENTROPY,
-                                cache_tag)
+                                cache_tag, jobs)
 
 
 # --------------------------------------------------------------------------- measures
 
 
-def utility(profile: str, run_names: Sequence[str], params: Mapping[str, Any], source) -> dict[str, float]:
+def utility(profile: str, run_names: Sequence[str], params: Mapping[str, Any], source,
+            jobs: int | None = 1) -> dict[str, float]:
     """TOFU model utility of each run's model on the first ``eo_utility_items`` items of retain, real authors and
-    world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached."""
+    world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached; side by
+    side in up to ``jobs`` worker processes."""
     params = config.as_params(params)
-    out = {}
-    for run in run_names:
-        folder = runs.model_dir(profile, runs.unlearned_name(run))
+    found = models.side_by_side(_utility_of, [(profile, run, params, source) for run in run_names], jobs,
+                                desc="utility")
+    return dict(zip(run_names, found))
 
-        def measure(folder=folder) -> dict[str, Any]:
-            model, tokenizer, template = models.load_model(folder)
-            with models.cpu_threads(model):
-                results, _ = evaluate_tofu(model, tokenizer, template, source, params.forget_split,
-                                           max_items=params.eo_utility_items, batch_size=params.eval_batch_size,
-                                           max_new_tokens=params.max_new_tokens,
-                                           splits=("retain", "real_authors", "world_facts"))
-            return results["summary"]
 
-        depends_on = {"model": runs.model_identity(folder), "items": params.eo_utility_items,
-                      "forget_split": params.forget_split, "max_new_tokens": params.max_new_tokens}
-        out[run] = float(runs.cached_json(profile, runs.ENTROPY, f"utility-{run}", depends_on, measure,
-                                          ENTROPY_VERSION)["model_utility"])
-    return out
+def _utility_of(profile: str, run: str, params: Params, source) -> float:
+    folder = runs.model_dir(profile, runs.unlearned_name(run))
+
+    def measure() -> dict[str, Any]:
+        model, tokenizer, template = models.load_model(folder)
+        with models.cpu_threads(model):
+            results, _ = evaluate_tofu(model, tokenizer, template, source, params.forget_split,
+                                       max_items=params.eo_utility_items, batch_size=params.eval_batch_size,
+                                       max_new_tokens=params.max_new_tokens, splits=("retain", "real_authors", "world_facts"))
+        return results["summary"]
+
+    depends_on = {"model": runs.model_identity(folder), "items": params.eo_utility_items,
+                  "forget_split": params.forget_split, "max_new_tokens": params.max_new_tokens}
+    return float(runs.cached_json(profile, runs.ENTROPY, f"utility-{run}", depends_on, measure,
+                                  ENTROPY_VERSION)["model_utility"])
 
 
 @torch.no_grad()
@@ -253,30 +258,48 @@ def entropy_along(profile: str, run: str, forget: Sequence[Mapping[str, Any]], r
     return pd.DataFrame(records).set_index("step")
 
 
-def diversity(profile: str, run_names: Sequence[str], source, params: Mapping[str, Any]) -> pd.DataFrame:
+def entropy_along_runs(profile: str, run_names: Sequence[str], forget: Sequence[Mapping[str, Any]],
+                       retain: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
+                       jobs: int | None = 1) -> dict[str, pd.DataFrame]:
+    """:func:`entropy_along` of each run, side by side in up to ``jobs`` worker processes."""
+    names = list(dict.fromkeys(run_names))
+    found = models.side_by_side(entropy_along, [(profile, run, forget, retain, config.as_params(params))
+                                                for run in names], jobs, desc="entropy along")
+    return dict(zip(names, found))
+
+
+def diversity(profile: str, run_names: Sequence[str], source, params: Mapping[str, Any],
+              jobs: int | None = 1) -> pd.DataFrame:
     """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
-    and world facts (1 = all samples identical). Rows: runs; columns: sets."""
+    and world facts (1 = all samples identical). Rows: runs; columns: sets. Every (set, run) side by side in up to
+    ``jobs`` worker processes."""
     params = config.as_params(params)
     settings = sampling_settings(params)
-    table = {}
     files = tofu_eval_splits(params.forget_split)
+    folders = model_folders(profile, run_names)
+    tasks = []
     for role in DIVERSITY_ROLES:
         rows = leakage.evenly_spaced(source.load(files[role][1]), params.eo_diversity_items)
-        scored = score_runs(profile, run_names, rows, settings, cache_tag=f".{role}")
-        table[role] = {run: float(np.nanmean(r.self_bleu)) for run, r in scored.results.items()}
-    return pd.DataFrame(table)
+        tasks += [(run, folders[run], rows, settings, f".{role}") for run in run_names]
+    scored = leakage.score_many(profile, tasks, runs.ENTROPY, jobs)
+    return pd.DataFrame({role: {run: float(np.nanmean(r.self_bleu)) for run, r in found.results.items()}
+                         for role, found in zip(DIVERSITY_ROLES, scored)})
 
 
 def temperature_sweep(profile: str, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                      params: Mapping[str, Any]) -> dict[float, dict[str, SampledScores]]:
-    """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}."""
+                      params: Mapping[str, Any], jobs: int | None = 1) -> dict[float, dict[str, SampledScores]]:
+    """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}; every
+    (temperature, run) side by side in up to ``jobs`` worker processes."""
     params = config.as_params(params)
-    out = {}
-    for temperature in params.eo_temperatures:
+    folders = model_folders(profile, run_names)
+    temperatures = [float(t) for t in dict.fromkeys(params.eo_temperatures)]
+    tasks = []
+    for temperature in temperatures:
         settings = sampling_settings(params, temperature)
-        tag = "" if float(temperature) == float(params.sample_temperature) else f".T{temperature:g}"
-        out[float(temperature)] = score_runs(profile, run_names, rows, settings, cache_tag=tag).results
-    return out
+        tag = "" if temperature == float(params.sample_temperature) else f".T{temperature:g}"
+        tasks += [(run, folders[run], rows, settings, tag) for run in run_names]
+    scored = leakage.score_many(profile, tasks, runs.ENTROPY, jobs)
+    return {temperature: found.results for temperature, found in zip(temperatures, scored)}
 
 
 def temperature_table(sweep: Mapping[float, Mapping[str, SampledScores]]) -> pd.DataFrame:

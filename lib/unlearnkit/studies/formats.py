@@ -220,15 +220,24 @@ class FormatEvaluation(NamedTuple):
     per_item: dict[str, Any]
 
 
+def _timed_evaluation(name: str, location: str, items_by_format, params: config.Params,
+                      profile: str) -> tuple[FormatScores, float]:
+    started = time.time()
+    return evaluate_model(name, location, items_by_format, params, profile), time.time() - started
+
+
 def evaluate_all(named_models: Mapping[str, str], items_by_format, params: Mapping[str, Any],
-                 profile: str) -> FormatEvaluation:
-    """:func:`evaluate_model` for each model, one loaded at a time. Prints the seconds each model took."""
+                 profile: str, jobs: int | None = 1) -> FormatEvaluation:
+    """:func:`evaluate_model` for each model, side by side in up to ``jobs`` worker processes (None: one per core;
+    each loads its model and writes its cache entry). Prints the seconds each model took."""
+    params = config.as_params(params)
+    scored = models.side_by_side(_timed_evaluation, [(name, location, items_by_format, params, profile)
+                                                     for name, location in named_models.items()],
+                                 jobs, desc="formats")
     scores, per_item = {}, {}
-    for name, location in named_models.items():
-        started = time.time()
-        result = evaluate_model(name, location, items_by_format, params, profile)
+    for name, (result, seconds) in zip(named_models, scored):
         scores[name], per_item[name] = metrics_payload(result.scores), result.per_item
-        print(f"{name:>14}: {time.time() - started:5.1f} s")
+        print(f"{name:>14}: {seconds:5.1f} s")
     return FormatEvaluation(scores, per_item)
 
 

@@ -183,20 +183,40 @@ def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]]
                               notebook, use_cache, **kwargs)
 
 
+def _score_one(profile: str, name: str, saved: str | Path, rows: Sequence[Mapping[str, Any]],
+               settings: Mapping[str, Any], notebook: str, cache_tag: str) -> tuple[SampledScores, float]:
+    started = time.time()
+    if isinstance(saved, Path):
+        result = score_model_folder(profile, saved, f"{name}{cache_tag}", rows, settings, notebook)
+    else:
+        result = score_saved_model(profile, saved, rows, settings, cache_tag=cache_tag, notebook=notebook)
+    return result, time.time() - started
+
+
 def score_models(profile: str, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
-                 settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, cache_tag: str = "") -> Scored:
+                 settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, cache_tag: str = "",
+                 jobs: int | None = 1) -> Scored:
     """Each ``{display name: saved model name or folder}`` scored (:func:`score_saved_model`,
-    :func:`score_model_folder`), with the seconds each took."""
-    results, seconds = {}, {}
-    for name, saved in named_models.items():
-        started = time.time()
-        if isinstance(saved, Path):
-            results[name] = score_model_folder(profile, saved, f"{name}{cache_tag}", rows, settings, notebook)
-        else:
-            results[name] = score_saved_model(profile, saved, rows, settings, cache_tag=cache_tag,
-                                              notebook=notebook)
-        seconds[name] = time.time() - started
-    return Scored(results, seconds)
+    :func:`score_model_folder`), with the seconds each took; side by side in up to ``jobs`` worker processes
+    (None: one per core), each writing its model's cache entry."""
+    return score_many(profile, [(name, saved, rows, settings, cache_tag) for name, saved in named_models.items()],
+                      notebook, jobs)[0]
+
+
+def score_many(profile: str, tasks: Sequence[tuple[str, str | Path, Sequence[Mapping[str, Any]], Mapping[str, Any],
+                                                   str]],
+               notebook: str = runs.LEAKAGE, jobs: int | None = 1) -> list[Scored]:
+    """Several :func:`score_models` in one go, so that all their models run side by side: ``tasks`` are
+    ``(display name, saved model name or folder, rows, settings, cache tag)``; one :class:`Scored` per distinct
+    (rows, settings, cache tag), in the order they first appear."""
+    done = models.side_by_side(_score_one, [(profile, name, saved, rows, settings, notebook, tag)
+                                            for name, saved, rows, settings, tag in tasks], jobs, desc="sample")
+    groups: dict[str, Scored] = {}
+    for (name, _, rows, settings, tag), (result, spent) in zip(tasks, done):
+        key = config.params_hash({"rows": [dict(r) for r in rows], "settings": dict(settings), "tag": tag})
+        group = groups.setdefault(key, Scored({}, {}))
+        group.results[name], group.seconds[name] = result, spent
+    return list(groups.values())
 
 
 # --------------------------------------------------------------------------- models in the paper's regime
@@ -306,21 +326,25 @@ def choose_regime_step(path: pd.DataFrame, reference_rate: float, tolerance: flo
 
 
 def regime_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mapping[str, Any]],
-                  reference_rate: float) -> dict[str, RegimeModel]:
+                  reference_rate: float, jobs: int | None = 1) -> dict[str, RegimeModel]:
     """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
     params = config.as_params(params)
     retain = retain_rows(pipeline.corpus(params), params, params.sample_max_items)  # as many as forget questions
-    chosen = {}
-    for run in params.regime_runs:
-        pipeline.unlearned_model(params, profile, run)
-        path = greedy_along(profile, run, rows, retain, params, threshold=reference_rate + params.regime_tolerance)
-        step, reached = choose_regime_step(path, reference_rate, params.regime_tolerance)
-        folder = dict(runs.trajectory_steps(profile, run))[step]
-        model = RegimeModel(run, step, folder, float(path.loc[step, "greedy_leak_rate"]), float(reference_rate),
-                            float(path.loc[step, "retain_rouge"]), reached, path)
-        chosen[model.label] = model
-    return chosen
+    found = models.side_by_side(_regime_model, [(params, profile, run, rows, retain, reference_rate)
+                                                for run in params.regime_runs], jobs, desc="regime")
+    return {model.label: model for model in found}
+
+
+def _regime_model(params: config.Params, profile: str, run: str, rows: Sequence[Mapping[str, Any]],
+                  retain: Sequence[Mapping[str, Any]], reference_rate: float) -> RegimeModel:
+    """One run of :func:`regime_models`: trained if need be, then its path of greedy leak rates and its step."""
+    pipeline.unlearned_model(params, profile, run)
+    path = greedy_along(profile, run, rows, retain, params, threshold=reference_rate + params.regime_tolerance)
+    step, reached = choose_regime_step(path, reference_rate, params.regime_tolerance)
+    folder = dict(runs.trajectory_steps(profile, run))[step]
+    return RegimeModel(run, step, folder, float(path.loc[step, "greedy_leak_rate"]), float(reference_rate),
+                       float(path.loc[step, "retain_rouge"]), reached, path)
 
 
 def regime_overview(chosen: Mapping[str, RegimeModel]) -> pd.DataFrame:
@@ -811,6 +835,18 @@ def run_hp_qa(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequ
     sampler, options = split_sampler(settings)
     with model_for(sampler, hp_model, dtype=config.as_params(params).dtype, seed=options.get("seed", 0)) as loaded:
         return hp_leakage(*loaded, rows, alpha, use_prefix=use_prefix, sampler=sampler, **options)
+
+
+def run_hp_qa_both(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+                   settings: Mapping[str, Any], alpha: float, use_prefix: bool = False,
+                   jobs: int | None = 1) -> tuple[KeywordQA, KeywordQA]:
+    """:func:`run_hp_qa` with the profile's choice of the affirmative prefix (``use_prefix``) and with the other
+    one, side by side in up to ``jobs`` worker processes: (the profile's choice, the other)."""
+    params = config.as_params(params)
+    chosen, other = models.side_by_side(run_hp_qa, [(hp_model, profile, params, list(rows), dict(settings), alpha,
+                                                     prefix) for prefix in (use_prefix, not use_prefix)],
+                                        jobs, desc="keyword Q&A")
+    return chosen, other
 
 
 def strongest_keyword_leaks(table: pd.DataFrame, limit: int = 8) -> pd.DataFrame:
