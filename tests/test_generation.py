@@ -153,3 +153,64 @@ def test_vllm_backend_says_clearly_that_vllm_is_missing(monkeypatch, template):
 def test_certainty_of_no_steps_is_one():
     assert generation.certainty(np.zeros(0)) == 1.0
     assert generation.certainty(np.array([0.5, 1.0])) == 0.75
+
+
+# --------------------------------------------------------------------------- the workbook's own decoding loop
+
+
+@pytest.fixture()
+def ending_model(tiny_model, tiny_tokenizer):
+    """The tiny model with its EOS logit raised, so that rows end at different steps (an untrained model never
+    would): the loop then drops finished rows from its batch, which ``generate`` never does."""
+    bias = torch.zeros(len(tiny_tokenizer))
+    bias[tiny_tokenizer.eos_token_id] = 2.5
+    handle = tiny_model.lm_head.register_forward_hook(lambda module, inputs, output: output + bias)
+    yield tiny_model
+    handle.remove()
+
+
+PROMPTS = ["Where was Kofi Mensah born?", "What genre does the author write?", "Who are the author's parents?",
+           "Has the author won any award?"]
+
+
+def test_the_own_loop_samples_what_generate_samples(ending_model, tiny_tokenizer, template):
+    prompts = [models.encode_prompt(tiny_tokenizer, template, q) for q in PROMPTS]
+    runs = {decoder: generation.sample_continuations(ending_model, tiny_tokenizer, prompts, n=12, max_new_tokens=10,
+                                                     seed=4, chunk_size=20, decoder=decoder, progress=False)
+            for decoder in generation.DECODERS}
+    (loop_ids, loop_conf), (gen_ids, gen_conf) = runs["loop"], runs["generate"]
+    assert loop_ids == gen_ids
+    lengths = {len(c) for per_prompt in loop_ids for c in per_prompt}
+    assert min(lengths) < 5 and max(lengths) == 10  # rows ended early and late: the loop dropped some mid-chunk
+    for per_loop, per_gen in zip(loop_conf, gen_conf):
+        for a, b in zip(per_loop, per_gen):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_own_loop_decodes_greedily_what_generate_decodes(ending_model, tiny_tokenizer, template, monkeypatch):
+    prompts = [models.encode_prompt(tiny_tokenizer, template, q) for q in PROMPTS * 3]
+    loop = generation.greedy_continuations(ending_model, tiny_tokenizer, prompts, max_new_tokens=12, batch_size=5)
+    loop_c = generation.greedy_with_confidences(ending_model, tiny_tokenizer, prompts, 12, batch_size=5)
+    monkeypatch.setattr(generation, "can_decode", lambda model: False)
+    assert generation.greedy_continuations(ending_model, tiny_tokenizer, prompts, 12, batch_size=5) == loop
+    by_generate = generation.greedy_with_confidences(ending_model, tiny_tokenizer, prompts, 12, batch_size=5)
+    assert by_generate[0] == loop_c[0] == loop
+    for a, b in zip(by_generate[1], loop_c[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_generation_config_beyond_plain_decoding_goes_through_generate(tiny_model, tiny_tokenizer, template):
+    assert generation.plain_config(tiny_model)
+    tiny_model.generation_config.repetition_penalty = 1.3
+    try:
+        assert not generation.plain_config(tiny_model)
+        prompts = [models.encode_prompt(tiny_tokenizer, template, q) for q in PROMPTS]
+        penalised = generation.greedy_continuations(tiny_model, tiny_tokenizer, prompts, max_new_tokens=12)
+        ids, mask = generation.left_pad(prompts, tiny_tokenizer.pad_token_id)
+        expected = tiny_model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=12,
+                                       pad_token_id=tiny_tokenizer.pad_token_id,
+                                       eos_token_id=tiny_tokenizer.eos_token_id)[:, ids.shape[1]:].tolist()
+        eos = tiny_tokenizer.eos_token_id
+        assert penalised == [r[: r.index(eos)] if eos in r else r for r in expected]
+    finally:
+        tiny_model.generation_config.repetition_penalty = 1.0

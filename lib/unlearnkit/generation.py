@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from . import models, paths
+from .config import timed
 from .models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
 
 
@@ -48,6 +49,7 @@ def left_pad(sequences: Sequence[Sequence[int]], pad_token_id: int) -> tuple[tor
     return ids, mask
 
 
+@timed("generation")
 @torch.no_grad()
 @in_eval_mode
 def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int = 64,
@@ -58,13 +60,18 @@ def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     pad = pad_token_id(tokenizer)
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))  # less padding per batch
     out: list[list[int]] = [[] for _ in prompts_ids]
+    own_loop = plain_config(model) and can_decode(model)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
-        gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
-                             max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
-                             temperature=None, top_p=None, top_k=None)
-        for row, i in zip(gen[:, ids.shape[1]:].tolist(), idx):
+        if own_loop:
+            rows, _ = decode(model, [prompts_ids[i] for i in idx], range(len(idx)), max_new_tokens, eos, pad,
+                             _greedy_choice)
+        else:  # the model's generation config asks for more than plain greedy decoding: generate() applies it
+            ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
+            rows = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
+                                  max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
+                                  temperature=None, top_p=None, top_k=None)[:, ids.shape[1]:].tolist()
+        for row, i in zip(rows, idx):
             out[i] = row[: row.index(eos)] if eos in row else row
     return out
 
@@ -206,9 +213,117 @@ def _filtered_probabilities(logits: torch.Tensor, temperature: float, top_k: int
     return probs
 
 
+# --------------------------------------------------------------------------- the decoding loop
+
+#: A live row's share of a decoding batch below which finished rows are dropped from it (their key/value cache
+#: included): copying the cache costs about as much as a few steps of the rows it removes.
+COMPACT_BELOW = 0.75
+#: Generation-config options that are off (or their neutral value) for plain decoding; a model whose configuration
+#: sets anything else (a repetition penalty, banned n-grams, forced tokens...) decodes through ``generate``.
+_NEUTRAL_GENERATION = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0),
+                       "encoder_repetition_penalty": (None, 1.0), "bad_words_ids": (None,),
+                       "suppress_tokens": (None,), "begin_suppress_tokens": (None,), "forced_bos_token_id": (None,),
+                       "forced_eos_token_id": (None,), "sequence_bias": (None,), "min_length": (None, 0),
+                       "min_new_tokens": (None, 0), "exponential_decay_length_penalty": (None,)}
+
+
+def plain_config(model) -> bool:
+    """Whether the model's generation config asks for nothing beyond plain decoding (see :data:`_NEUTRAL_GENERATION`),
+    so that :func:`decode` gives what ``generate`` gives."""
+    config = getattr(model, "generation_config", None)
+    return config is None or all(getattr(config, k, None) in allowed for k, allowed in _NEUTRAL_GENERATION.items())
+
+
+def can_decode(model) -> bool:
+    """Whether :func:`decode` serves ``model``: its forward takes position ids (a transformers cache, which every
+    causal LM of the library returns, can drop rows)."""
+    return _accepts_position_ids(model)
+
+
+@torch.no_grad()
+def decode(model, prompts: Sequence[Sequence[int]], rows_of: Sequence[int], max_new_tokens: int, eos: int, pad: int,
+           choose, share_prompt_cache: bool = True) -> tuple[list[list[int]], np.ndarray]:
+    """Decode ``max_new_tokens`` steps for every row r, which continues prompt ``prompts[rows_of[r]]``: the workbook's
+    own loop around the model's forward pass and its key/value cache, in place of ``generate`` (whose per-step work,
+    for the tiny models here, costs more than the forward pass itself).
+
+    Each distinct prompt is run once and its cache copied to its rows (``share_prompt_cache=False`` repeats the prompt
+    per row instead). At every step ``choose(logits, step, rows)`` picks the next token of the live ``rows`` (indices
+    into all rows) from their float32 next-token logits; a row stops at EOS, and once the live rows are fewer than
+    :data:`COMPACT_BELOW` of the batch the finished ones are dropped from it, cache and all. Returns each row's tokens
+    (up to and including EOS) and an (rows, max_new_tokens) table of each step's confidence, the probability of the
+    most likely next token under the plain softmax (0 after a row ended), as ``generate`` with
+    :class:`_ConfidenceRecorder` records them."""
+    device = next(model.parameters()).device
+    n_rows = len(rows_of)
+    expand = torch.tensor(list(rows_of), dtype=torch.long, device=device)
+    ids, mask = left_pad(prompts, pad)
+    ids, mask = ids.to(device), mask.to(device)
+    if not share_prompt_cache:
+        ids, mask = ids[expand], mask[expand]
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+    logits, cache = out.logits[:, -1].float(), out.past_key_values
+    if share_prompt_cache:
+        cache.reorder_cache(expand)
+        logits, mask, positions = logits[expand], mask[expand], positions[expand]
+    next_position = positions[:, -1] + 1
+    live = torch.arange(n_rows, device=device)  # the rows of the batch, by index into all rows
+    tokens = torch.full((n_rows, max_new_tokens), pad, dtype=torch.long, device=device)
+    confidence = torch.zeros((n_rows, max_new_tokens), dtype=torch.float32, device=device)
+    running = torch.ones(n_rows, dtype=torch.bool, device=device)  # per batch row: not ended yet
+    for step in range(max_new_tokens):
+        rows = live[running]
+        chosen = choose(logits[running], step, rows)
+        tokens[rows, step] = chosen
+        confidence[rows, step] = _max_token_probability(logits[running])
+        ended = chosen == eos
+        if step + 1 == max_new_tokens:
+            break
+        following = torch.full_like(live, pad)
+        following[running] = chosen
+        running = running.clone()
+        running[running.nonzero().squeeze(-1)[ended]] = False
+        if not bool(running.any()):
+            break
+        if float(running.float().mean()) < COMPACT_BELOW:
+            keep = running.nonzero().squeeze(-1)
+            cache.reorder_cache(keep)
+            live, mask, next_position, following = live[keep], mask[keep], next_position[keep], following[keep]
+            running = torch.ones(len(keep), dtype=torch.bool, device=device)
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+        out = model(input_ids=following[:, None], attention_mask=mask, position_ids=next_position[:, None],
+                    past_key_values=cache, use_cache=True)
+        logits, cache = out.logits[:, -1].float(), out.past_key_values
+        next_position = next_position + 1
+    rows_out = []
+    for row in tokens.tolist():
+        rows_out.append(row[: row.index(eos) + 1] if eos in row else row)
+    return rows_out, confidence.cpu().double().numpy()
+
+
+def _greedy_choice(logits: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
+    return logits.argmax(dim=-1)
+
+
+class _InverseCdfChoice:
+    """``choose`` of :func:`decode` for sampling: each row's token by inverse-CDF sampling with its pre-drawn uniform
+    of the step (the draw of :class:`_InverseCdfSampler`)."""
+
+    def __init__(self, uniforms: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None):
+        self.uniforms, self.temperature, self.top_k, self.top_p = uniforms, temperature, top_k, top_p
+
+    def __call__(self, logits: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
+        probs = _filtered_probabilities(logits, self.temperature, self.top_k, self.top_p)
+        cdf = probs.cumsum(dim=-1)
+        target = (self.uniforms[rows, step] * cdf[:, -1]).unsqueeze(-1)
+        return torch.searchsorted(cdf, target, right=True).clamp(max=cdf.shape[-1] - 1).squeeze(-1)
+
+
 # --------------------------------------------------------------------------- greedy with confidences
 
 
+@timed("generation")
 @torch.no_grad()
 @in_eval_mode
 def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int = 64,
@@ -226,16 +341,21 @@ def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
     continuations: list[list[int]] = [[] for _ in prompts_ids]
     confidences: list[np.ndarray] = [np.zeros(0) for _ in prompts_ids]
+    own_loop = can_decode(model)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
-        recorder = _ConfidenceRecorder()
-        gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
-                             max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
-                             temperature=None, top_p=None, top_k=None, logits_processor=[recorder],
-                             **_PLAIN_DISTRIBUTION)
-        table = recorder.table(len(idx))
-        for r, (row, i) in enumerate(zip(gen[:, ids.shape[1]:].tolist(), idx)):
+        if own_loop:
+            rows, table = decode(model, [prompts_ids[i] for i in idx], range(len(idx)), max_new_tokens, eos, pad,
+                                 _greedy_choice)
+        else:
+            ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
+            recorder = _ConfidenceRecorder()
+            gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
+                                 max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
+                                 temperature=None, top_p=None, top_k=None, logits_processor=[recorder],
+                                 **_PLAIN_DISTRIBUTION)
+            rows, table = gen[:, ids.shape[1]:].tolist(), recorder.table(len(idx))
+        for r, (row, i) in enumerate(zip(rows, idx)):
             continuations[i], steps = _cut_at_eos(row, eos)
             confidences[i] = table[r, :steps]
     return continuations, confidences
@@ -270,16 +390,18 @@ def _sample_uniforms(seed: int, stream: int, n: int, steps: int) -> np.ndarray:
     return np.random.default_rng([seed, stream]).random((n, steps))
 
 
+@timed("generation")
 @torch.no_grad()
 @in_eval_mode
 def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], n: int, temperature: float = 1.0,
                          top_p: float | None = None, top_k: int | None = None, max_new_tokens: int = 64,
                          seed: int = 0, chunk_size: int = 256, streams: Sequence[int] | None = None,
-                         share_prompt_cache: bool = True, progress: bool = True,
+                         share_prompt_cache: bool = True, progress: bool = True, decoder: str = "loop",
                          ) -> tuple[list[list[list[int]]], list[list[np.ndarray]]]:
     """n sampled continuations (token ids before EOS) of each prompt, and their per-step confidences.
 
-    The token-level engine of :func:`sample_answers` (see there and the module docstring).
+    The token-level engine of :func:`sample_answers` (see there and the module docstring). ``decoder`` (one of
+    :data:`DECODERS`) decodes with the workbook's own loop or with ``generate``: the same draws either way.
     ``streams[i]`` names prompt i's random stream (default: i), so a caller that samples a subset of
     its prompts can keep each prompt's samples the same. ``share_prompt_cache=False`` repeats the
     prompt for every sample instead of expanding its cache (same samples, slower; for models whose
@@ -316,7 +438,7 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
                                           device=device)
             generated, table = _decode_chunk(model, [prompts_ids[p] for p in group],
                                              [slot[p] for p, _ in chunk], chunk_uniforms, temperature,
-                                             top_k, top_p, max_new_tokens, eos, pad, share_prompt_cache)
+                                             top_k, top_p, max_new_tokens, eos, pad, share_prompt_cache, decoder)
             for r, ((p, j), row) in enumerate(zip(chunk, generated)):
                 continuations[p][j], steps = _cut_at_eos(row, eos)
                 confidences[p][j] = table[r, :steps]
@@ -326,10 +448,20 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     return continuations, confidences
 
 
+#: How sampling decodes: the workbook's own loop (:func:`decode`) or transformers' ``generate`` with the sampler as a
+#: logits processor (the way it was done before; kept for models the loop cannot serve, and for the benchmark).
+DECODERS = ("loop", "generate")
+
+
 def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[int], uniforms: torch.Tensor,
                   temperature: float, top_k: int | None, top_p: float | None, max_new_tokens: int, eos: int,
-                  pad: int, share_prompt_cache: bool) -> tuple[list[list[int]], np.ndarray]:
+                  pad: int, share_prompt_cache: bool, decoder: str = "loop") -> tuple[list[list[int]], np.ndarray]:
     """Decode one chunk: row r continues prompt ``group_prompts[row_prompt[r]]`` with ``uniforms[r]``."""
+    if decoder not in DECODERS:
+        raise ValueError(f"unknown decoder {decoder!r}; decoders: {', '.join(DECODERS)}")
+    if decoder == "loop" and can_decode(model):
+        return decode(model, group_prompts, row_prompt, max_new_tokens, eos, pad,
+                      _InverseCdfChoice(uniforms, temperature, top_k, top_p), share_prompt_cache)
     device = uniforms.device
     ids, mask = left_pad(group_prompts, pad)
     ids, mask = ids.to(device), mask.to(device)
@@ -538,6 +670,7 @@ def _decode_until_eos(tokenizer, token_ids: Sequence[int], eos: int) -> tuple[st
     return tokenizer.decode(kept, skip_special_tokens=True).strip(), steps
 
 
+@timed("generation")
 def vllm_greedy_with_confidences(model, template: PromptTemplate, questions: Sequence[str], max_new_tokens: int = 64,
                                  prefixes: Sequence[str] | None = None, progress: bool = True,
                                  **llm_kwargs) -> tuple[list[str], list[np.ndarray]]:
@@ -571,6 +704,7 @@ def _top_token_probabilities(logprobs, steps: int) -> np.ndarray:
     return np.exp([max(entry.logprob for entry in step.values()) for step in logprobs[:steps]])
 
 
+@timed("generation")
 def vllm_sample_answers(model: str | os.PathLike | object, template: PromptTemplate, questions: Sequence[str], n: int,
                         temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None,
                         max_new_tokens: int = 64, seed: int = 0, prefixes: Sequence[str] | None = None,

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from .config import show_progress
+from .config import show_progress, timed
 
 LossFn = Callable[[torch.nn.Module, dict[str, Any]], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
 StepCallback = Callable[[int, dict[str, float], torch.nn.Module], None]
@@ -113,13 +113,18 @@ def per_process_batches(batch_size: int, grad_accum: int, n_processes: int) -> t
                      f"{n_processes} processes: make the batch size or the accumulation a multiple of {n_processes}")
 
 
+#: What a batch may hand the model besides its labels: padded batches have an attention mask, packed ones position ids.
+MODEL_INPUTS = ("input_ids", "attention_mask", "position_ids")
+
+
 def causal_lm_loss(model, batch) -> torch.Tensor:
     """Mean token cross-entropy over the labelled (answer) tokens of the batch (of the global batch under
-    ``accelerate launch``: :func:`pooled_mean`)."""
+    ``accelerate launch``: :func:`pooled_mean`); the batch padded (``models.collate``) or packed (``models.pack``)."""
+    # no key/value cache in training (transformers would build one, and would not read packed position ids beside it)
+    inputs = {**{k: batch[k] for k in MODEL_INPUTS if k in batch}, "use_cache": False}
     if processes().num_processes == 1:
-        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     labels=batch["labels"]).loss
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        return model(**inputs, labels=batch["labels"]).loss
+    logits = model(**inputs).logits[:, :-1]
     labels = batch["labels"][:, 1:]
     total = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1),
                                               ignore_index=-100, reduction="sum")
@@ -153,6 +158,7 @@ def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
     return found[-1] if found else None
 
 
+@timed("training")
 def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Callable[[list[Any]], dict[str, Any]],
           loss_fn: LossFn = causal_lm_loss, resume: bool = True,
           on_step: StepCallback | None = None) -> TrainResult:

@@ -50,9 +50,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from ..config import timed
 from ..data.formats import MCQA_STYLE_FORMATS
-from ..generation import greedy_continuations
-from ..models import PromptTemplate, collate, device_of, encode_prompt, in_eval_mode, pad_token_id
+from ..generation import greedy_continuations, left_pad
+from ..models import PromptTemplate, device_of, encode_prompt, in_eval_mode, pad_token_id
 from .tofu import encoded_nll
 
 __all__ = [
@@ -136,24 +137,33 @@ def letter_token_ids(tokenizer, prompt: str, letters: Sequence[str]) -> list[int
 # --------------------------------------------------------------------------- batching helpers
 
 
+@timed("scoring")
 @torch.no_grad()
 @in_eval_mode
-def _last_token_logits(model, tokenizer, sequences: Sequence[Sequence[int]], batch_size: int) -> list[torch.Tensor]:
-    """Next-token logits after each sequence (right-padded, so positions need no correction)."""
+def next_token_logits(model, sequences: Sequence[Sequence[int]], pad_token_id: int, batch_size: int,
+                      columns: Sequence[int] | None = None) -> list[torch.Tensor]:
+    """The next-token logits after each sequence (float32, on the CPU; only the token ids of ``columns`` when given),
+    in batches of similar length. Each batch is padded on the left, with position ids as if it were not, so that the
+    last column is every row's last token and the output head runs on that column alone (``logits_to_keep=1``).
+    The MCQA letter readouts and the HarmBench judge's P(Yes) share it."""
     out: list[torch.Tensor] = [torch.empty(0)] * len(sequences)
+    device = device_of(model)
+    picked = None if columns is None else torch.tensor(list(columns), device=device)
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))  # less padding per batch
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        batch = collate([{"input_ids": list(sequences[i]), "labels": list(sequences[i])} for i in idx],
-                        pad_token_id(tokenizer))
-        logits = model(input_ids=batch["input_ids"].to(device_of(model)),
-                       attention_mask=batch["attention_mask"].to(device_of(model))).logits
-        last = batch["attention_mask"].sum(-1) - 1
+        ids, mask = left_pad([sequences[i] for i in idx], pad_token_id)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # as if unpadded
+        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
+                       logits_to_keep=1).logits[:, -1]
+        if picked is not None:
+            logits = logits.index_select(-1, picked)
         for row, i in enumerate(idx):
-            out[i] = logits[row, last[row]].float().cpu()
+            out[i] = logits[row].float().cpu()
     return out
 
 
+@timed("scoring")
 def _target_nll(model, tokenizer, prompts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
                 batch_size: int) -> np.ndarray:
     """Mean token cross-entropy of each target given its prompt (only the target tokens are scored)."""
@@ -178,7 +188,7 @@ def score_mcqa(model, tokenizer, items: Sequence[Mapping[str, Any]], template: P
         if key not in cache:
             cache[key] = letter_token_ids(tokenizer, text, item["letters"])
         letter_ids.append(cache[key])
-    logits = _last_token_logits(model, tokenizer, [encode_text(tokenizer, t) for t in texts], batch_size)
+    logits = next_token_logits(model, [encode_text(tokenizer, t) for t in texts], pad_token_id(tokenizer), batch_size)
     predicted, correct, probs = [], [], []
     for item, ids, row in zip(items, letter_ids, logits):
         offered = row[torch.tensor(ids)]
@@ -332,6 +342,7 @@ def _choice_rows(items: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) 
             for item, ok, letter in zip(items, result["correct"], result["predicted_letter"])]
 
 
+@timed("scoring")
 def evaluate_formats(model, tokenizer, template: PromptTemplate,
                      items_by_format: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], batch_size: int = 32,
                      prompt_style: str = "raw", max_new_tokens: int = 64, likelihood: bool = False) -> FormatScores:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..config import timed
 from .tofu import rouge_l
 
 __all__ = [
@@ -37,6 +38,7 @@ def _sample_count(samples: Sequence[Sequence[str]]) -> int:
 # --------------------------------------------------------------------------- ROUGE
 
 
+@timed("scoring")
 def rouge_per_sample(targets: Sequence[str], samples: Sequence[Sequence[str]], measure: str = "recall") -> np.ndarray:
     """ROUGE-L of every sample against its prompt's target (``metrics.tofu.rouge_l``: rouge_score,
     stemmer on, recall by default as in TOFU). Returns (prompts, n).
@@ -194,6 +196,7 @@ def _key_pattern(keys: Sequence[str], whole_words: bool) -> re.Pattern | None:
     return re.compile("|".join(alternatives)) if alternatives else None
 
 
+@timed("scoring")
 def leak_judge(samples: Sequence[Sequence[str]], keys: Sequence[str | Sequence[str]],
                whole_words: bool = True) -> np.ndarray:
     """Binary leak per sample: 1 if the sample contains its prompt's key entity, else 0.
@@ -281,6 +284,7 @@ def self_bleu(samples: Sequence[str]) -> float:
     return float(np.clip(np.mean(scores), 0.0, 1.0))
 
 
+@timed("scoring")
 def self_bleu_per_prompt(samples: Sequence[Sequence[str]]) -> np.ndarray:
     """:func:`self_bleu` of every prompt's samples: an array (prompts,)."""
     if isinstance(samples, str) or any(isinstance(s, str) for s in samples):

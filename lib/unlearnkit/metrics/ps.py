@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..config import timed
 from ..generation import greedy_continuations
 from ..models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
 from .tofu import answer_nll, rouge_l
@@ -209,6 +210,7 @@ def ps_scores(model, tokenizer, template: PromptTemplate, questions: Sequence[st
     return ps_from_prefix_lengths(ks, lengths)
 
 
+@timed("scoring")
 def evaluate_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]],
                 search: str = "binary", batch_size: int = 32, max_items: int | None = None,
                 rouge_threshold: float = 0.5, progress: bool = True) -> tuple[dict[str, float], dict[str, np.ndarray]]:
@@ -294,6 +296,7 @@ def exact_prefix_lengths(model, prompts_ids: Sequence[Sequence[int]], answers_id
     return result
 
 
+@timed("scoring")
 def split_ps(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], metrics: Iterable[str],
              batch_size: int = 32, search: str = "binary", rouge_threshold: float = 0.5) -> dict[str, float]:
     """The PS means in ``metrics`` of one set of rows, PS-exact and PS-perturb by teacher forcing, with
@@ -367,6 +370,7 @@ def ps_profile(model, tokenizer, template: PromptTemplate, forget_rows: Sequence
     return profile
 
 
+@timed("scoring")
 def risks(model, tokenizer, template: PromptTemplate, forget_rows: Sequence[Mapping[str, Any]],
           heldout_rows: Sequence[Mapping[str, Any]], max_items: int | None = None, batch_size: int = 32) -> PSProfile:
     """Unlearning risk (mean answer NLL on forget) and retain risk (on held-out retain), Wang et al.'s Fig. 1."""

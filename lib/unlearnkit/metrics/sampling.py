@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import generation
+from ..config import timed
 from ..generation import certainty, encode_prompts, greedy_with_confidences, sample_continuations
 from ..models import PromptTemplate, cpu_threads, load_model
 from .judges import key_entity, leak_judge, rouge_per_sample, self_bleu_per_prompt
@@ -204,6 +205,7 @@ def split_sampler(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return check_sampler(rest.pop("sampler", "hf")), rest
 
 
+@timed("scoring")
 def sample_and_score_with(sampler: str, model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]],
                           n: int, **settings: Any) -> SampledScores:
     """The one way the studies sample: :func:`sample_and_score`'s :class:`SampledScores`, drawn by ``sampler``.

@@ -12,8 +12,9 @@ import numpy as np
 import torch
 from scipy import stats
 
-from ..generation import greedy_answers
-from ..models import PromptTemplate, collate, encode_qa, in_eval_mode, pad_token_id
+from ..config import timed
+from ..generation import greedy_answers, left_pad
+from ..models import PromptTemplate, encode_qa, in_eval_mode, pad_token_id
 
 #: At most this many items per split, as TOFU evaluates.
 TOFU_MAX_ITEMS = 300
@@ -36,27 +37,44 @@ def answer_nll(model, tokenizer, template: PromptTemplate, questions: Sequence[s
     return encoded_nll(model, encoded, pad, batch_size)
 
 
+@timed("scoring")
 @torch.no_grad()
 @in_eval_mode
 def encoded_nll(model, encoded: Sequence[Mapping[str, list[int]]], pad_token_id: int,
                 batch_size: int = 32) -> np.ndarray:
     """Mean token cross-entropy over the labelled tokens (labels != -100) of each encoded example,
-    batched by length so that padding stays small; the order of ``encoded`` is kept."""
+    batched by length so that padding stays small; the order of ``encoded`` is kept.
+
+    Each batch is padded on the left, with position ids as if it were not, so the labelled tokens (an answer, at the
+    end) of every row sit in the last columns: the output head and the softmax run on those columns alone
+    (``logits_to_keep``), not on the prompts."""
     device = next(model.parameters()).device
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
     nll = np.empty(len(encoded))
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        batch = {k: v.to(device) for k, v in collate([encoded[i] for i in idx], pad_token_id).items()}
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
-        labels = batch["labels"][:, 1:]
+        ids, mask = left_pad([encoded[i]["input_ids"] for i in idx], pad_token_id)
+        labels = torch.full_like(ids, -100)
+        keep = 1
+        for row, i in enumerate(idx):
+            row_labels = encoded[i]["labels"]
+            labels[row, ids.shape[1] - len(row_labels):] = torch.tensor(row_labels)
+            scored = [t for t, label in enumerate(row_labels) if label != -100]
+            if scored:  # the logits from the position before the first scored token to the end
+                keep = max(keep, len(row_labels) - scored[0] + 1)
+        keep = min(keep, ids.shape[1])  # a first token is never predicted: the whole row at most
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # as if unpadded
+        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
+                       logits_to_keep=keep).logits.float()
+        targets = labels[:, ids.shape[1] - keep + 1:].to(device)
         logp = torch.log_softmax(logits[:, :-1], dim=-1)
-        mask = labels != -100
-        token_nll = -logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
-        nll[idx] = (token_nll.sum(-1) / mask.sum(-1).clamp(min=1)).cpu().numpy()
+        scored_mask = targets != -100
+        token_nll = -logp.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1) * scored_mask
+        nll[idx] = (token_nll.sum(-1) / scored_mask.sum(-1).clamp(min=1)).cpu().numpy()
     return nll
 
 
+@timed("scoring")
 def rouge_l(targets: Sequence[str], predictions: Sequence[str], measure: str = "recall") -> np.ndarray:
     """ROUGE-L of each prediction against its target with ``rouge_score`` (stemmer on), TOFU's
     choice of recall by default; ``measure="fmeasure"`` is the named option."""
@@ -155,6 +173,7 @@ def tofu_eval_splits(forget_split: str = "forget10") -> dict[str, tuple[str, str
     }
 
 
+@timed("scoring")
 def evaluate_tofu(model, tokenizer, template: PromptTemplate, source, forget_split: str = "forget10",
                   retain_model_ratios: Sequence[float] | None = None, max_items: int | None = TOFU_MAX_ITEMS,
                   batch_size: int = 32, max_new_tokens: int = 64,
