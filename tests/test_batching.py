@@ -87,3 +87,24 @@ def test_answer_nll_on_the_answer_positions_alone_is_the_whole_passes(tiny_model
         for example, value in zip(examples, got):
             ids, labels = torch.tensor([example["input_ids"]]), torch.tensor([example["labels"]])
             assert value == pytest.approx(float(tiny_model(input_ids=ids, labels=labels).loss), rel=1e-4)
+
+
+def test_packing_is_the_profiles_choice_and_part_of_a_models_recipe(tiny_model, tiny_tokenizer, template, tmp_path,
+                                                                    monkeypatch):
+    from unlearnkit import config, pipeline
+
+    params = config.Params.load("smoke")
+    assert params.pack_batches is False and pipeline.pack_key(params) == {}  # default keys stay what they were
+    assert pipeline.pack_key(params.replace(pack_batches=True)) == {"pack_batches": True}
+    batches = {}
+
+    def first_batch(model, examples, cfg, collate_fn, **kw):
+        batches[cfg.output_dir.name] = collate_fn(examples[:3])
+
+    monkeypatch.setattr(training, "train", first_batch)
+    rows = [{"question": q, "answer": a} for q, a in zip(QUESTIONS, ANSWERS)]
+    for packed in (False, True):
+        cfg = training.TrainConfig(output_dir=tmp_path / ("packed" if packed else "padded"), max_steps=1)
+        pipeline._fit(tiny_model, tiny_tokenizer, template, rows, cfg, key="k", packed=packed)
+    assert "position_ids" in batches["packed"] and "attention_mask" not in batches["packed"]
+    assert "attention_mask" in batches["padded"] and "position_ids" not in batches["padded"]

@@ -174,6 +174,7 @@ class Params(Mapping):
     finetune_weight_decay: float
     finetune_schedule: str
     world_replay: int
+    pack_batches: bool
     checkpoint_every: int
     # unlearning
     methods: list

@@ -188,13 +188,21 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
     state.wait_for_everyone()
 
 
-def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str) -> training.TrainResult:
+def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str,
+         packed: bool = False) -> training.TrainResult:
+    """Train on Q&A rows, answer-only loss; ``packed`` (the profile's ``pack_batches``) packs each batch's examples
+    into fewer rows (:func:`models.pack`) where the model computes them as it computes padded ones."""
     claim_run_folder(Path(cfg.output_dir), key)
     examples = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in rows]
     pad = models.pad_token_id(tokenizer)
-    # Packed batches (the same examples, far less padding) where the model computes them as padded ones.
-    batch_of = models.pack if models.packs_sequences(model) else models.collate
+    batch_of = models.pack if packed and models.packs_sequences(model) else models.collate
     return training.train(model, examples, cfg, collate_fn=lambda b: batch_of(b, pad))
+
+
+def pack_key(params: Params) -> dict[str, Any]:
+    """What packed batches add to a training step's cache key: nothing when off, so those keys stay what they were
+    (packing trains on the same examples, but rounds differently: another model)."""
+    return {"pack_batches": True} if params.pack_batches else {}
 
 
 def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None) -> None:
@@ -239,7 +247,7 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
     source = corpus(params)
     key_params = {"corpus": corpus_params(params), "tiny": tiny_model_config(params),
                   "vocab": params.tokenizer_vocab_size, "template": params.template,
-                  **{k: params[k] for k in params if k.startswith("base_")}}
+                  **{k: params[k] for k in params if k.startswith("base_")}, **pack_key(params)}
     key = config.params_hash(key_params)
     folder = runs.model_dir(profile, "base")
     with _trains(profile, "base"):
@@ -248,7 +256,7 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
             tokenizer = models.train_bpe_tokenizer(all_texts(source), vocab_size=params.tokenizer_vocab_size)
             model = models.build_tiny_llama(tokenizer, tiny_model_config(params), seed=params.seed)
             cfg = _train_config(params, "base", folder.with_name("base.train"), "base model")
-            result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key)
+            result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key, params.pack_batches)
             _save(model, tokenizer, template, folder, key, result.history)
     return models.load_model(folder)
 
@@ -268,7 +276,8 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     key_params = {"base": base_identity(params), "split": split, "replay": replay,
                   "max_authors": params.max_authors, "forget_split": params.forget_split,
                   **{k: params[k] for k in params if k.startswith(("finetune_", "base_", "tiny_"))},
-                  "corpus": corpus_params(params), "lora_rank": params.lora_rank, **lora_key(params)}
+                  "corpus": corpus_params(params), "lora_rank": params.lora_rank, **lora_key(params),
+                  **pack_key(params)}
     key = config.params_hash(key_params)
     folder = runs.model_dir(profile, name)
     if _cached(folder, key):
@@ -280,7 +289,7 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
         model = _with_lora(model, params)
         rows = source.load(split) + world_knowledge_rows(source) * replay
         cfg = _train_config(params, "finetune", folder.with_name(name + ".train"), f"fine-tune {name}")
-        result = _fit(model, tokenizer, template, rows, cfg, key)
+        result = _fit(model, tokenizer, template, rows, cfg, key, params.pack_batches)
         if hasattr(model, "merge_and_unload"):
             model = model.merge_and_unload()
         _save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)})
@@ -688,7 +697,8 @@ def complying_model(params: Mapping[str, Any], profile: str, rows: list[dict]) -
     base = base_model(params, profile)
     base_key = runs.model_identity(runs.model_dir(profile, "base")) if params.model == TINY else params.model
     key = config.params_hash({"base": base_key, "requests": _request_rows(rows), "epochs": params.comply_epochs,
-                              "lr": params.comply_lr, "seed": params.seed, "template": base.template.name})
+                              "lr": params.comply_lr, "seed": params.seed, "template": base.template.name,
+                              **pack_key(params)})
     folder = runs.model_dir(profile, COMPLYING)
     with _trains(profile, COMPLYING):
         if not _cached(folder, key):
@@ -699,7 +709,7 @@ def complying_model(params: Mapping[str, Any], profile: str, rows: list[dict]) -
                 batch_size=params.finetune_batch_size, lr=float(params.comply_lr), grad_accum=1, weight_decay=0.0,
                 warmup=0.05, schedule="linear", seed=params.seed, checkpoint_every=params.checkpoint_every or None,
                 desc="complying model")
-            result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key)
+            result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key, params.pack_batches)
             _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)})
     return models.load_model(folder)
 
