@@ -65,7 +65,7 @@ def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
         idx = order[start:start + batch_size]
         if own_loop:
             rows, _ = decode(model, [prompts_ids[i] for i in idx], range(len(idx)), max_new_tokens, eos, pad,
-                             _greedy_choice)
+                             _greedy_choice, confidences=False)
         else:  # the model's generation config asks for more than plain greedy decoding: generate() applies it
             ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
             rows = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
@@ -242,7 +242,7 @@ def can_decode(model) -> bool:
 
 @torch.no_grad()
 def decode(model, prompts: Sequence[Sequence[int]], rows_of: Sequence[int], max_new_tokens: int, eos: int, pad: int,
-           choose, share_prompt_cache: bool = True) -> tuple[list[list[int]], np.ndarray]:
+           choose, share_prompt_cache: bool = True, confidences: bool = True) -> tuple[list[list[int]], np.ndarray]:
     """Decode ``max_new_tokens`` steps for every row r, which continues prompt ``prompts[rows_of[r]]``: the workbook's
     own loop around the model's forward pass and its key/value cache, in place of ``generate`` (whose per-step work,
     for the tiny models here, costs more than the forward pass itself).
@@ -253,7 +253,7 @@ def decode(model, prompts: Sequence[Sequence[int]], rows_of: Sequence[int], max_
     :data:`COMPACT_BELOW` of the batch the finished ones are dropped from it, cache and all. Returns each row's tokens
     (up to and including EOS) and an (rows, max_new_tokens) table of each step's confidence, the probability of the
     most likely next token under the plain softmax (0 after a row ended), as ``generate`` with
-    :class:`_ConfidenceRecorder` records them."""
+    :class:`_ConfidenceRecorder` records them (all 0 with ``confidences=False``, which skips computing them)."""
     device = next(model.parameters()).device
     n_rows = len(rows_of)
     expand = torch.tensor(list(rows_of), dtype=torch.long, device=device)
@@ -276,7 +276,8 @@ def decode(model, prompts: Sequence[Sequence[int]], rows_of: Sequence[int], max_
         rows = live[running]
         chosen = choose(logits[running], step, rows)
         tokens[rows, step] = chosen
-        confidence[rows, step] = _max_token_probability(logits[running])
+        if confidences:
+            confidence[rows, step] = _max_token_probability(logits[running])
         ended = chosen == eos
         if step + 1 == max_new_tokens:
             break

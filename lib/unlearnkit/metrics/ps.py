@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from ..config import timed
-from ..generation import greedy_continuations
+from ..generation import greedy_continuations, left_pad
 from ..models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
 from .tofu import answer_nll, rouge_l
 
@@ -278,18 +278,19 @@ def exact_prefix_lengths(model, prompts_ids: Sequence[Sequence[int]], answers_id
     order = [i for i in order if len(answers_ids[i]) > 0]
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        rows = [list(prompts_ids[i]) + list(answers_ids[i]) for i in idx]
-        width = max(map(len, rows))
-        ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for r, row in enumerate(rows):  # right padding: positions 0.. as in an unpadded pass
-            ids[r, :len(row)] = torch.tensor(row)
-            mask[r, :len(row)] = 1
-        predicted = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.argmax(-1).cpu()
+        # Left padding, with positions as in an unpadded pass: every row ends with its answer, so the output head runs
+        # on the last positions alone (those predicting the longest answer of the batch), not on the prompts.
+        ids, mask = left_pad([list(prompts_ids[i]) + list(answers_ids[i]) for i in idx], pad_token_id)
+        keep = max(len(answers_ids[i]) for i in idx) + 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        predicted = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
+                          logits_to_keep=min(keep, ids.shape[1])).logits.argmax(-1).cpu()
         for r, i in enumerate(idx):
-            n_prompt, answer = len(prompts_ids[i]), list(answers_ids[i])
-            # the prediction at position p is the token p + 1: answer token j comes from n_prompt - 1 + j
-            hits = (predicted[r, n_prompt - 1:n_prompt - 1 + len(answer)] == torch.tensor(answer)).tolist()
+            answer = list(answers_ids[i])
+            # the prediction at position p is the token p + 1: answer token j (of n) comes from the kept column
+            # keep - 1 - n + j (the last column predicts what would follow the answer)
+            first = predicted.shape[1] - 1 - len(answer)
+            hits = (predicted[r, first:first + len(answer)] == torch.tensor(answer)).tolist()
             misses = [j for j, ok in enumerate(hits) if not ok]
             k = misses[-1] + 1 if misses else 0
             result[i] = k if k < len(answer) else None  # k = |y| leaves nothing to reproduce: a failure

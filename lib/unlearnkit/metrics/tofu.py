@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 
 from ..config import timed
 from ..generation import greedy_answers, left_pad
@@ -106,6 +105,8 @@ def truth_ratio_score(ratios: np.ndarray, kind: str) -> float:
 def forget_quality(ratios_model: Sequence[float], ratios_retain_model: Sequence[float]) -> float:
     """p-value of the two-sided two-sample KS test between the per-item truth ratios of the evaluated
     model and of the retain model, both on the forget split."""
+    from scipy import stats  # here, not at import: scipy.stats takes half a second to load, in every process
+
     return float(stats.ks_2samp(np.asarray(ratios_model), np.asarray(ratios_retain_model)).pvalue)
 
 
@@ -118,6 +119,8 @@ def model_utility(split_metrics: Mapping[str, Mapping[str, float]]) -> float:
         values += [float(split_metrics[split][m]) for m in UTILITY_METRICS]
     if min(values) <= 0:
         return 0.0
+    from scipy import stats
+
     return float(stats.hmean(values))
 
 
