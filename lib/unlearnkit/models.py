@@ -405,6 +405,17 @@ def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc
     return results
 
 
+def release_workers() -> None:
+    """Shut the worker processes of :func:`side_by_side` down and wait for them (they are otherwise kept for the next
+    call, and idle ones quit after five minutes): a runner does it after a batch of notebooks, so that their CPU time
+    is counted there and not in the next notebook's."""
+    from joblib.externals.loky import reusable_executor
+
+    executor = reusable_executor._executor  # joblib's loky backend keeps one executor per process, reused
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 #: Models below this size run on one intra-op thread on a CPU (see :func:`cpu_threads`).
 ONE_THREAD_BELOW_PARAMETERS = 100_000_000
 

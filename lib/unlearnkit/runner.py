@@ -163,6 +163,7 @@ def run(key: str, profile: str, timeout: int = DEFAULT_TIMEOUT_S, overrides: dic
         *first, last = params.methods
         done = models.side_by_side(run_notebook, [(notebook, profile, {**overrides, "method": m}, f"_{m}", timeout)
                                                   for m in first], params.jobs, desc=notebook.stem)
+        models.release_workers()  # their CPU seconds counted now, not in the next notebook's
         return [*done, run_notebook(notebook, profile, {**overrides, "method": last}, f"_{last}", timeout)]
     suffix = f"_{overrides['method']}" if "method" in overrides else ""
     return [run_notebook(notebook, profile, overrides, suffix, timeout)]
