@@ -1,18 +1,20 @@
-"""Samples per second: the batched sampler of ``unlearnkit.generation`` vs one ``model.generate`` call
-per sample, on the same tiny Llama, prompts and settings. Not a test: run it by hand.
+"""Samples per second: the batched sampler of ``unlearnkit.generation`` (its own decoding loop, and the way it decoded
+before, through ``model.generate`` with the sampler as a logits processor) against one ``model.generate`` call per
+sample, on the same tiny Llama, prompts and settings. Not a test: run it by hand.
 
     python benchmarks/sampling_throughput.py [--prompts 4] [--samples 64] [--max-new-tokens 32] [--threads 1]
-                                             [--baseline-samples 16] [--repeats 3]
+                                             [--baseline-samples 16] [--repeats 3] [--eos-bias 2.5]
 
-The model is untrained (random weights), so practically no sample stops at EOS before
-``max_new_tokens``: both sides decode the same number of tokens, which keeps the comparison fair.
-Three figures are printed: one ``generate`` call per sample (the naive baseline), the batched
-sampler with the prompt repeated per sample (``share_prompt_cache=False``) and with the prompt's
-key/value cache computed once and expanded (the default), plus the ratios to the baseline, and
-each one's peak memory: the process's resident set size polled every few milliseconds (psutil),
-as its peak during the run and as the rise over its value when the run began (on a GPU, torch's
-peak allocation instead). Memory a run freed may stay with the process, so a later run's rise
-can read low: the peak is the figure to compare.
+The model is untrained (random weights), so without help practically no sample stops at EOS before
+``max_new_tokens``. ``--eos-bias`` (default 2.5) raises the EOS logit so that samples end at different lengths, as a
+trained model's answers do: that is where the own loop also drops finished rows from its batch, which ``generate``
+never does; ``--eos-bias 0`` measures the per-step overhead alone. The figures printed: one ``generate`` call per
+sample (the naive baseline), the batched sampler with the prompt repeated per sample (``share_prompt_cache=False``)
+and with the prompt's key/value cache computed once and expanded (the default), each through ``generate`` (before)
+and through the own loop (now), with the ratios, and each one's peak memory: the process's resident set size polled
+every few milliseconds (psutil), as its peak during the run and as the rise over its value when the run began (on a
+GPU, torch's peak allocation instead). Memory a run freed may stay with the process, so a later run's rise can read
+low: the peak is the figure to compare. All decoders draw the same samples (checked here).
 
 Threads default to 1: on a small machine shared with other jobs, two intra-op threads competing
 for busy cores can make every matmul an order of magnitude slower, which says nothing about either
@@ -69,11 +71,17 @@ def one_generate_per_sample(model, tokenizer, template, questions, n, max_new_to
     return samples, tokens
 
 
-def batched(model, tokenizer, template, questions, n, max_new_tokens, seed, share_prompt_cache) -> tuple[int, int]:
+DRAWN: dict[str, list] = {}
+
+
+def batched(model, tokenizer, template, questions, n, max_new_tokens, seed, share_prompt_cache,
+            decoder: str) -> tuple[int, int]:
     answers = generation.sample_continuations(
         model, tokenizer, [models.encode_prompt(tokenizer, template, q) for q in questions], n,
-        max_new_tokens=max_new_tokens, seed=seed, share_prompt_cache=share_prompt_cache, progress=False)[0]
-    # +1 for the EOS step of a sample that ended early (rare with random weights)
+        max_new_tokens=max_new_tokens, seed=seed, share_prompt_cache=share_prompt_cache, progress=False,
+        decoder=decoder)[0]
+    DRAWN[f"{decoder} {share_prompt_cache}"] = answers
+    # +1 for the EOS step of a sample that ended early
     tokens = sum(min(len(c) + 1, max_new_tokens) for per_prompt in answers for c in per_prompt)
     return sum(len(per_prompt) for per_prompt in answers), tokens
 
@@ -135,10 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-samples", type=int, default=None,
                         help="samples per prompt for the slow baseline (default: --samples); its figure is a rate")
     parser.add_argument("--repeats", type=int, default=3, help="batched runs to take the best of")
+    parser.add_argument("--eos-bias", type=float, default=2.5, help="added to the EOS logit, so samples end early")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     model, tokenizer, questions = build(args.vocab_size, args.seed)
+    if args.eos_bias:
+        bias = torch.zeros(len(tokenizer))
+        bias[tokenizer.eos_token_id] = args.eos_bias
+        model.lm_head.register_forward_hook(lambda module, inputs, output: output + bias)
     template = models.TEMPLATES["phi"]
     questions = questions[: args.prompts]
     prompt_lengths = [len(models.encode_prompt(tokenizer, template, q)) for q in questions]
@@ -153,23 +166,27 @@ def main(argv: list[str] | None = None) -> int:
 
     common = (model, tokenizer, template, questions, args.samples, args.max_new_tokens, args.seed)
     baseline_samples = args.baseline_samples or args.samples
-    results = {
-        "batched, prompt repeated": timed(batched, *common, share_prompt_cache=False, repeats=args.repeats),
-        "batched, shared prompt cache": timed(batched, *common, share_prompt_cache=True, repeats=args.repeats),
-        "one generate() per sample": timed(one_generate_per_sample, model, tokenizer, template, questions,
-                                           baseline_samples, args.max_new_tokens, args.seed),
-    }
+    results = {"one generate() per sample": timed(one_generate_per_sample, model, tokenizer, template, questions,
+                                                  baseline_samples, args.max_new_tokens, args.seed)}
+    for shared, label in ((False, "prompt repeated"), (True, "shared prompt cache")):
+        for decoder, how in (("generate", "generate()"), ("loop", "own loop")):
+            results[f"batched, {label}, {how}"] = timed(batched, *common, share_prompt_cache=shared, decoder=decoder,
+                                                       repeats=args.repeats)
+    same = all(v == DRAWN["loop True"] for v in DRAWN.values())
     baseline = results["one generate() per sample"]
     baseline_rate = baseline[1] / baseline[0]
-    print(f"(batched: best of {args.repeats} runs; baseline: one run)")
+    print(f"(batched: best of {args.repeats} runs; baseline: one run; EOS bias {args.eos_bias:g}; every batched decoder "
+          f"drew the same samples: {'yes' if same else 'NO'})")
     where = "GPU allocation" if torch.cuda.is_available() else "resident memory"
-    for name in ("one generate() per sample", "batched, prompt repeated", "batched, shared prompt cache"):
-        seconds, samples, tokens, memory = results[name]
+    for name, (seconds, samples, tokens, memory) in results.items():
         rate = samples / seconds
-        print(f"{name:30s} {samples:5d} samples, {tokens:6d} tokens in {seconds:7.2f} s: {rate:8.1f} samples/s "
+        print(f"{name:45s} {samples:5d} samples, {tokens:6d} tokens in {seconds:7.2f} s: {rate:8.1f} samples/s "
               f"({tokens / seconds:8.0f} tokens/s), {rate / baseline_rate:5.1f}x the baseline; peak {where} "
               f"{memory.peak / 2**20:7.1f} MiB (+{memory.rise / 2**20:.1f} MiB during the run)")
-    return 0
+    for label in ("prompt repeated", "shared prompt cache"):
+        before, after = results[f"batched, {label}, generate()"], results[f"batched, {label}, own loop"]
+        print(f"own loop / generate(), {label}: {before[0] / after[0]:.2f}x the samples per second")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 bare PyTorch loop, and the share of the machine's matmul peak each one reaches.
 
 Same tiny Llama (the default profile's), same data (a synthetic corpus's ``full`` split), same batches, same AdamW and
-gradient clipping. The runs alternate (bare, padded, packed, bare, ...) so that machine noise hits all of them, and
-the medians are compared. Printed for each: tokens/s counting only the examples' own tokens (padding excluded), the
+gradient clipping. The runs alternate (bare, padded, packed, then two loops side by side in two one-thread worker
+processes, padded and packed: how notebook 01 trains its target and retain models) so that machine noise hits all of
+them, and the medians are compared. Printed for each: tokens/s counting only the examples' own tokens (padding excluded), the
 share of the positions computed that were padding, and the model FLOP/s (6 N per token for N parameters, plus the
 attention scores) as a share of the peak: a large float32 matmul on the same threads, measured here.
 
@@ -72,6 +73,13 @@ def ours(tokenizer, examples, steps: int, batch_size: int, out: str, packed: boo
     return time.perf_counter() - start
 
 
+def side_by_side_loops(tokenizer, examples, steps: int, batch_size: int, out: str, packed: bool) -> float:
+    """Two of :func:`ours` at once in two worker processes of one thread each (how notebook 01 trains its target and
+    retain models): the seconds until both are done, timed inside the workers (their start-up excluded)."""
+    tasks = [(tokenizer, examples, steps, batch_size, os.path.join(out, str(i)), packed) for i in range(2)]
+    return max(models.side_by_side(ours, tasks, jobs=2))
+
+
 def bare(tokenizer, examples, steps: int, batch_size: int) -> float:
     model = models.build_tiny_llama(tokenizer, TINY, seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -116,31 +124,43 @@ def main() -> None:
         n_params = sum(p.numel() for p in model.parameters())
         assert models.packs_sequences(model), "this model would not be trained on packed batches"
         ours(tokenizer, examples, 5, args.batch_size, os.path.join(tmp, "warmup"), packed=True)  # warm-up
-        seconds: dict[str, list[float]] = {"bare loop, padded": [], "unlearnkit, padded": [], "unlearnkit, packed": []}
+        seconds: dict[str, list[float]] = {"bare loop, padded": [], "unlearnkit, padded": [], "unlearnkit, packed": [],
+                                           "2 loops x 1 thread, padded": [], "2 loops x 1 thread, packed": []}
+        pairs = args.threads == 2 and models.machine_cores() >= 2
         for r in range(args.rounds):
             seconds["bare loop, padded"].append(bare(tokenizer, examples, args.steps, args.batch_size))
             seconds["unlearnkit, padded"].append(ours(tokenizer, examples, args.steps, args.batch_size,
                                                       os.path.join(tmp, f"padded{r}"), packed=False))
             seconds["unlearnkit, packed"].append(ours(tokenizer, examples, args.steps, args.batch_size,
                                                       os.path.join(tmp, f"packed{r}"), packed=True))
+            if pairs:
+                for packed in (False, True):
+                    name = f"2 loops x 1 thread, {'packed' if packed else 'padded'}"
+                    seconds[name].append(side_by_side_loops(tokenizer, examples, args.steps, args.batch_size,
+                                                            os.path.join(tmp, f"{name}{r}"), packed))
     layers, hidden = TINY["num_hidden_layers"], TINY["hidden_size"]
     print(f"model: tiny Llama {TINY}, {n_params / 1e6:.2f} M parameters; batch {args.batch_size}, {args.steps} steps "
           f"x {args.rounds} rounds, {args.threads} threads; float32 matmul peak {peak / 1e9:.0f} GFLOP/s")
     print(f"{'':22} {'tokens/s':>9} {'padding':>8} {'GFLOP/s':>8} {'of peak':>8}   (median; rounds in s)")
     rates = {}
     for name, times in seconds.items():
+        if not times:
+            continue
         packed = name.endswith("packed")
         real, positions, scores = shapes(examples, args.steps, args.batch_size, packed)
+        if name.startswith("2 loops"):  # two runs' worth of work in that time
+            real, positions, scores = 2 * real, 2 * positions, 2 * scores
         # 6 N per computed position for the weights, plus 3 x 2 x 2 d per kept score entry per layer (QK and AV)
         flops = 6 * n_params * positions + 12 * hidden * layers * scores
         t = statistics.median(times)
         rates[name] = real / t
         print(f"{name:22} {real / t:9.0f} {1 - real / positions:8.1%} {flops / t / 1e9:8.1f} {flops / t / peak:8.1%}"
               f"   ({', '.join(f'{x:.2f}' for x in times)})")
-    print(f"useful work (6 N per real token) of peak: padded {6 * n_params * rates['unlearnkit, padded'] / peak:.1%}, "
-          f"packed {6 * n_params * rates['unlearnkit, packed'] / peak:.1%}; packed / padded tokens/s: "
-          f"{rates['unlearnkit, packed'] / rates['unlearnkit, padded']:.2f}x; unlearnkit padded / bare loop: "
-          f"{rates['unlearnkit, padded'] / rates['bare loop, padded']:.3f}")
+    useful = {name: 6 * n_params * rate / peak for name, rate in rates.items()}
+    print("useful work (6 N per real token) as a share of the peak: "
+          + "; ".join(f"{name} {share:.1%}" for name, share in useful.items()))
+    print(f"packed / padded tokens/s: {rates['unlearnkit, packed'] / rates['unlearnkit, padded']:.2f}x; unlearnkit padded "
+          f"/ bare loop: {rates['unlearnkit, padded'] / rates['bare loop, padded']:.3f}")
 
 
 if __name__ == "__main__":

@@ -69,3 +69,15 @@ def tiny_model_threads():
 
 def requires_real_tofu():
     return pytest.mark.skipif(not (Path(REAL_TOFU) / "full.json").exists(), reason="../shared/data/tofu not present")
+
+
+#: The test files that take longest, in that order. Run first (longest processing time first), so that on several
+#: cores (make test: pytest-xdist, one file per process at a time) the short files fill the other cores around them
+#: instead of the smoke run starting last.
+LONGEST_FIRST = ("test_notebooks.py", "test_distributed.py", "test_paper_dry.py", "test_formats.py",
+                 "test_side_by_side.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order

@@ -73,8 +73,8 @@ def _holds_the_claim(lock_dir: str, seconds: float) -> float:
 
 
 def test_one_process_at_a_time_holds_a_models_claim(tmp_path):
-    first, second = models.side_by_side(_holds_the_claim, [(str(tmp_path), 1.5), (str(tmp_path), 1.5)], jobs=2)
-    assert abs(first - second) >= 1.4  # the second waited for the first to let go
+    first, second = models.side_by_side(_holds_the_claim, [(str(tmp_path), 0.6), (str(tmp_path), 0.6)], jobs=2)
+    assert abs(first - second) >= 0.55  # the second waited for the first to let go
 
 
 def test_a_claim_dies_with_its_process(tmp_path):
@@ -118,7 +118,7 @@ def test_two_workers_asking_for_one_model_train_it_once(smoke_store):
 @pytest.mark.slow
 def test_a_killed_worker_leaves_no_model_and_the_rerun_resumes(smoke_store, tmp_path):
     """A worker killed while it trains leaves checkpoints but no model folder; the rerun resumes from them."""
-    params = smoke_store.replace(checkpoint_every=2, finetune_epochs=40.0)
+    params = smoke_store.replace(checkpoint_every=2, finetune_epochs=8.0)
     code = ("import sys, pickle; from unlearnkit import paths, pipeline; from pathlib import Path\n"
             "paths.RUNS = Path(sys.argv[1]); params = pickle.load(open(sys.argv[2], 'rb'))\n"
             "pipeline.finetuned_model(params, 'smoke', 'retain90')\n")
