@@ -180,3 +180,16 @@ def test_worker_seconds_reach_the_parents_log(tmp_path, monkeypatch):
 def _scores_a_while(seconds: float) -> None:
     with config.station("scoring"):
         time.sleep(seconds)
+
+
+def _talks(text: str) -> str:
+    print(f"said {text}")
+    print(f"warned {text}", file=sys.stderr)
+    return text
+
+
+def test_what_a_worker_prints_shows_where_the_parent_prints(capsys):
+    assert models.side_by_side(_talks, [("a",), ("b",)], jobs=2) == ["a", "b"]
+    captured = capsys.readouterr()
+    assert "said a" in captured.out and "said b" in captured.out
+    assert "warned a" in captured.err and "warned b" in captured.err

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -346,7 +347,11 @@ _apply_core_share()
 
 
 def _in_worker(function, args: tuple, threads: int, environment: dict[str, str], run_store: dict[str, str]):
-    """One task in a worker process: its share of the cores, the parent's run store, and its station seconds."""
+    """One task in a worker process: its share of the cores, the parent's run store, its station seconds, and what
+    it printed (handed back, so that it shows where the parent prints: in a notebook, under the cell)."""
+    import contextlib
+    import io
+
     from . import config
 
     os.environ.update(environment)
@@ -356,11 +361,13 @@ def _in_worker(function, args: tuple, threads: int, environment: dict[str, str],
     for name, value in run_store.items():
         setattr(paths, name, Path(value))
     before, started = config.station_seconds(), time.perf_counter()
-    result = function(*args)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        result = function(*args)
     wall = time.perf_counter() - started
     spent = {k: v - before.get(k, 0.0) for k, v in config.station_seconds().items() if v - before.get(k, 0.0) > 0}
     spent["other"] = max(0.0, wall - sum(spent.values()))
-    return result, spent
+    return result, spent, out.getvalue(), err.getvalue()
 
 
 #: Environment a worker takes from its parent at every task (loky's workers outlive one call).
@@ -394,8 +401,10 @@ def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc
     with config.station(config.WORKERS) as span:
         bar = tqdm(total=len(tasks), desc=desc, disable=not config.show_progress())
         parallel = Parallel(n_jobs=workers, backend="loky", return_as="generator")
-        for result, spent in parallel(delayed(_in_worker)(function, args, threads, environment, run_store)
-                                      for args in tasks):
+        for result, spent, printed, warned in parallel(delayed(_in_worker)(function, args, threads, environment,
+                                                                          run_store) for args in tasks):
+            sys.stdout.write(printed)
+            sys.stderr.write(warned)
             results.append(result)
             for key, value in spent.items():
                 split[key] = split.get(key, 0.0) + value
