@@ -48,7 +48,7 @@ def test_a_profile_extends_another_and_overrides_win(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="loops"):
         config.load_profile("loop")
     (tmp_path / "typo.yaml").write_text("n_sample: 16\n")
-    with pytest.raises(ValueError, match="n_sample.*default.yaml"):
+    with pytest.raises(KeyError, match="'n_sample' \\(did you mean n_samples\\?\\) in profile 'typo'.*default.yaml"):
         config.load_profile("typo")
 
 
@@ -81,22 +81,26 @@ def test_notebook_params_take_the_profile_and_what_the_cell_changed():
 
 def test_the_runner_injects_the_declared_keys_of_the_merged_profile():
     notebook = runner.find_notebook("02")
-    injected = runner.injected_parameters(notebook, "smoke", {"method": "npo", "beta": 0.05})
+    injected = runner.injected_parameters(notebook, config.Params.load("smoke", beta=0.05), {"method": "npo"}, ["beta"])
     declared = runner.declared_keys(json.loads(notebook.read_text()))
     assert set(injected) == set(declared) | {"method", "beta"}
     assert injected["profile"] == "smoke" and injected["method"] == "npo" and injected["beta"] == 0.05
     assert injected["seed"] == config.Params.load("smoke").seed
 
 
-def test_unknown_notebook_and_profile_are_refused():
-    with pytest.raises(SystemExit, match="no single notebook matches '42'"):
+def test_unknown_notebook_and_profile_are_refused(capsys):
+    with pytest.raises(SystemExit) as exited:
         runner.find_notebook("42")
+    assert exited.value.code == 2 and "no single notebook matches '42'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown profile 'huge'.*default"):
         config.load_profile("huge")
-    with pytest.raises(SystemExit, match="unknown profile 'huge'"):
-        runner.main(["params", "--profile", "huge"])
-    with pytest.raises(SystemExit, match="key=value"):
-        runner.main(["params", "--set", "seed"])
+    for argv, message in ((["params", "--profile", "huge"], "unknown profile 'huge'"),
+                          (["params", "--set", "seed"], "key=value"),
+                          (["params", "--set", "sede=1"], "'sede' (did you mean seed?)")):
+        with pytest.raises(SystemExit) as exited:
+            runner.main(argv)
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_the_runner_prints_a_merged_profile(capsys):
@@ -112,3 +116,76 @@ def test_parameters_source_refuses_a_comment_papermill_cannot_parse(tmp_path, mo
     monkeypatch.setattr(paths, "PARAMS", tmp_path)
     with pytest.raises(ValueError, match="holds ' = '"):
         runner.parameters_source()
+
+
+# --------------------------------------------------------------------------- one validation at the front door
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["00", "--set", "no_such_key=1"], "unknown parameter 'no_such_key': every parameter is declared"),
+    (["05", "--set", "alhpa=0.05"], "unknown parameter 'alhpa' (did you mean alpha?)"),
+    (["05", "--set", "alpha=0.7"], "parameter 'alpha' of profile 'smoke' is 0.7; it must be in (0, 0.5]"),
+    (["05", "--set", "alpha=0"], "parameter 'alpha' of profile 'smoke' is 0; it must be in (0, 0.5]"),
+    (["06", "--set", "leak_threshold=1.5"], "parameter 'leak_threshold' of profile 'smoke' is 1.5; it must be in [0, 1]"),
+    (["05", "--set", "n_samples=0"], "parameter 'n_samples' of profile 'smoke' is 0; it must be >= 1"),
+    (["00", "--set", "forget_split=forget99"], "parameter 'forget_split': 'forget99' is not a forget split of "
+                                               "data source 'synthetic' (did you mean forget10?)"),
+    (["01", "--set", "retain_splits=[retain9]"], "parameter 'retain_splits': 'retain9' is not a retain split"),
+    (["02", "--set", "method=sgd"], "parameter 'method': unknown unlearning run 'sgd' (did you mean gd?)"),
+    (["all", "--set", "methods=[ga, npo_e]"], "parameter 'methods': unknown unlearning run 'npo_e' (did you mean npo_eo?)"),
+    (["06", "--set", "eo_method=npo_oe"], "parameter 'eo_method': unknown unlearning run 'npo_oe'"),
+    (["01", "--set", "metod=npo"], "unknown parameter 'metod' (did you mean methods?)"),
+])
+def test_a_bad_parameter_is_refused_in_one_line_before_any_work(tmp_path, args, message):
+    """Through the command a user types: exit code 2, one line on stderr, and nothing written under runs/."""
+    import os
+    import subprocess
+    import sys
+
+    runs_dir = tmp_path / "runs"
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(runs_dir)}
+    done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", *args, "--profile", "smoke"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == done.stderr.strip().splitlines()[0], done.stderr  # one line
+    assert message in done.stderr, done.stderr
+    assert not runs_dir.exists() and done.stdout == ""
+
+
+def test_the_front_door_merges_once_and_names_keys_a_notebook_does_not_read(capsys):
+    checked = runner.plan("00", "smoke", {"alpha": 0.05, "seed": 3})
+    assert checked.params == config.Params.load("smoke", alpha=0.05, seed=3) and checked.changed == ["alpha", "seed"]
+    assert capsys.readouterr().err.strip().splitlines() == ["notebook 00 does not read alpha"]
+    checked = runner.plan("02", "smoke", {"method": "npo", "unlearn_lr": 1e-4})
+    assert checked.own == {"method": "npo"} and checked.params.unlearn_lr == 1e-4
+    assert capsys.readouterr().err == ""  # notebook 02 reads unlearn_lr through the library
+    runner.plan("all", "smoke", {"alpha": 0.05})
+    assert capsys.readouterr().err == ""  # some notebook reads it
+    # a key the notebook reads only through the library is added to its parameters cell, not passed as unknown
+    notebook = runner.find_notebook("02")
+    injected = runner.injected_parameters(notebook, checked.params, checked.own, checked.changed)
+    cell = runner._parameters_cell(runner._parameterised(notebook, injected))
+    assert "unlearn_lr = 0.0001" in cell["source"] and injected["unlearn_lr"] == 1e-4
+
+
+def test_every_declared_constraint_names_a_declared_key_and_holds_on_every_profile():
+    assert set(config.CONSTRAINTS) <= set(config.PARAMETER_NAMES)
+    for profile in config.profile_names():
+        params = config.Params.load(profile)  # constraints are checked when Params are made
+        assert all(c.holds(params[k]) for k, c in config.CONSTRAINTS.items()), profile
+    alpha = config.CONSTRAINTS["alpha"]
+    assert [alpha.holds(v) for v in (0.5, 0.01, 0.0, 0.51, float("nan"), True, "0.1")] == [True, True] + [False] * 5
+    with pytest.raises(ValueError, match="'lambda_r'.*0.5; it must be <= 0"):
+        config.Params.load("smoke").replace(lambda_r=0.5)
+
+
+def test_every_notebook_reads_declared_sections():
+    from unlearnkit import runs
+
+    sections = config.parameter_sections()
+    assert set(sections[""]) == {"profile", "seed", "jobs"}
+    assert sum(map(len, sections.values())) == len(config.PARAMETER_NAMES)
+    for notebook in runner.source_notebooks():
+        assert set(runs.NOTEBOOK_SECTIONS[notebook.stem]) <= set(sections), notebook.name
+        assert set(runner._cell_keys(notebook)) <= runner.reads(notebook), notebook.name
+    assert "alpha" not in runs.keys_read(runs.DATA_TOUR) and "unlearn_lr" in runs.keys_read(runs.LEAKAGE)

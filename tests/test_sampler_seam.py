@@ -92,8 +92,12 @@ def test_an_unknown_sampler_is_refused_naming_the_allowed_ones(name, tiny_model,
     allowed = re.escape("one of 'hf', 'vllm'")
     with pytest.raises(ValueError, match=allowed):
         sample_and_score_with(name, tiny_model, tiny_tokenizer, template, _rows(small_corpus, 1), 2)
-    # a profile with a bad name fails when the studies read their settings, before any model is loaded
-    params = Params.load("smoke").replace(sampler=str(name))
+    # a profile with a bad name is refused when its parameters are made, before any study reads them
+    with pytest.raises(ValueError, match="'sampler'.*it must be one of hf, vllm"):
+        Params.load("smoke").replace(sampler=str(name))
+    # and the studies check what they are given too
+    params = Params.load("smoke")
+    object.__setattr__(params, "sampler", str(name))  # past the constraint, as a hand-made mapping would be
     for settings in (leakage.sampling_settings, entropy.sampling_settings, alignment.sampling_settings):
         with pytest.raises(ValueError, match=allowed):
             settings(params)

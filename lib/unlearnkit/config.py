@@ -15,7 +15,7 @@ import platform
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from importlib import metadata
@@ -274,6 +274,11 @@ class Params(Mapping):
             if not _has_type(value, f.type):
                 raise TypeError(f"parameter {f.name!r} of profile {self.profile!r} is {value!r} "
                                 f"({type(value).__name__}); expected {f.type}")
+        for name, constraint in CONSTRAINTS.items():
+            value = getattr(self, name)
+            if not constraint.holds(value):
+                raise ValueError(f"parameter {name!r} of profile {self.profile!r} is {value!r}; "
+                                 f"it must be {constraint.text}")
 
     # the read-only mapping
     def __getitem__(self, key: str) -> Any:
@@ -289,9 +294,7 @@ class Params(Mapping):
 
     def replace(self, **changes: Any) -> Params:
         """A copy with some parameters changed (checked like any other)."""
-        unknown = sorted(set(changes) - set(PARAMETER_NAMES))
-        if unknown:
-            raise KeyError(f"unknown parameter(s) {', '.join(unknown)}")
+        check_known(changes)
         return dataclasses.replace(self, **changes)
 
     @classmethod
@@ -305,16 +308,142 @@ class Params(Mapping):
         default ``default``). Unknown keys are refused with their names."""
         if isinstance(values, Params):
             return values
-        unknown = sorted(set(values) - set(PARAMETER_NAMES))
-        if unknown:
-            raise KeyError(f"unknown parameter(s) {', '.join(unknown)}; parameters are the keys of "
-                           f"notebooks/params/{BASE_PROFILE}.yaml")
+        check_known(values)
         base = load_profile(str(values.get("profile", BASE_PROFILE)))
         return cls(**{**base, **values})
 
 
 #: Every parameter name, in the order of default.yaml.
 PARAMETER_NAMES = tuple(f.name for f in fields(Params))
+
+
+class UnknownParameter(KeyError):
+    """A key that default.yaml does not declare. Its message is one line (``str`` of a KeyError quotes it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def closest(name: str, known: Sequence[str]) -> str | None:
+    """The known name nearest to a misspelt one (difflib's ratio), if any is near enough."""
+    import difflib
+
+    found = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_message(names: Sequence[str], where: str = "", known: Sequence[str] = PARAMETER_NAMES) -> str:
+    """One line naming keys that are not parameters, each with the closest declared key."""
+    parts = []
+    for name in names:
+        near = closest(str(name), known)
+        parts.append(f"{name!r}" + (f" (did you mean {near}?)" if near else ""))
+    return (f"unknown parameter{'s' if len(parts) > 1 else ''} {', '.join(parts)}{where}: every parameter is "
+            f"declared, with its comment, in notebooks/params/{BASE_PROFILE}.yaml")
+
+
+def check_known(values: Mapping[str, Any] | Sequence[str], where: str = "") -> None:
+    """Refuse (:class:`UnknownParameter`) any key that default.yaml does not declare."""
+    unknown = [k for k in values if k not in PARAMETER_NAMES]
+    if unknown:
+        raise UnknownParameter(unknown_message(unknown, where))
+
+
+# --------------------------------------------------------------------------- what a declared value may be
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a parameter's value must be, where a wrong value would give a wrong result rather than an error:
+    ``text`` for the message (\"in (0, 0.5]\"), ``test`` on the value."""
+
+    text: str
+    test: Callable[[Any], bool]
+
+    def holds(self, value: Any) -> bool:
+        try:
+            return bool(self.test(value))
+        except TypeError:
+            return False
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is no number
+
+
+def _in(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Constraint:
+    def test(v: Any) -> bool:
+        return _number(v) and (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
+
+    return Constraint(f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}", test)
+
+
+def _above(low: float, inclusive: bool = False) -> Constraint:
+    return Constraint(f"{'>=' if inclusive else '>'} {low:g}",
+                      lambda v: _number(v) and (v >= low if inclusive else v > low))
+
+
+def _at_most(high: float) -> Constraint:
+    return Constraint(f"<= {high:g}", lambda v: _number(v) and v <= high)
+
+
+def _one_of(*choices: str) -> Constraint:
+    return Constraint(f"one of {', '.join(choices)}", lambda v: v in choices)
+
+
+def _or_null(c: Constraint) -> Constraint:
+    return Constraint(f"null or {c.text}", lambda v: v is None or c.holds(v))
+
+
+def _each(c: Constraint, non_empty: bool = False) -> Constraint:
+    return Constraint(f"a{' non-empty' if non_empty else ''} list of values {c.text}",
+                      lambda v: (bool(v) or not non_empty) and all(c.holds(x) for x in v))
+
+
+_COUNT, _NON_NEGATIVE, _POSITIVE = _above(1, inclusive=True), _above(0, inclusive=True), _above(0)
+_PROBABILITY, _LEVEL = _in(0, 1), _in(0, 0.5, low_open=True)
+_SCHEDULES = _one_of("linear", "cosine", "constant")
+
+#: The declared keys' constraints, checked whenever a :class:`Params` is made (the runner, a notebook, a study's
+#: derived parameters). Types are checked first, from the annotations.
+CONSTRAINTS: dict[str, Constraint] = {
+    "jobs": _or_null(_COUNT),
+    "synthetic_authors": _COUNT, "synthetic_questions_per_author": _COUNT, "max_authors": _or_null(_COUNT),
+    "eval_max_items": _or_null(_COUNT), "eval_batch_size": _COUNT, "max_new_tokens": _COUNT,
+    "dtype": _one_of("float32", "bfloat16", "float16", "auto"), "tokenizer_vocab_size": _COUNT,
+    "tiny_hidden_size": _COUNT, "tiny_layers": _COUNT, "tiny_heads": _COUNT, "tiny_intermediate_size": _COUNT,
+    "lora_rank": _NON_NEGATIVE, "lora_alpha": _or_null(_POSITIVE), "lora_dropout": _in(0, 1, high_open=True),
+    "base_epochs": _POSITIVE, "base_lr": _POSITIVE, "base_batch_size": _COUNT,
+    "finetune_epochs": _POSITIVE, "finetune_lr": _POSITIVE, "finetune_batch_size": _COUNT,
+    "finetune_grad_accum": _COUNT, "finetune_warmup": _PROBABILITY, "finetune_weight_decay": _NON_NEGATIVE,
+    "finetune_schedule": _SCHEDULES, "world_replay": _NON_NEGATIVE, "checkpoint_every": _NON_NEGATIVE,
+    "methods": _each(Constraint("a run name", lambda v: isinstance(v, str))),
+    "unlearn_epochs": _POSITIVE, "unlearn_lr": _POSITIVE, "unlearn_batch_size": _COUNT, "unlearn_grad_accum": _COUNT,
+    "unlearn_warmup": _PROBABILITY, "unlearn_weight_decay": _NON_NEGATIVE, "unlearn_schedule": _SCHEDULES,
+    "trajectory_max_items": _or_null(_COUNT), "unlearn_save_every": _NON_NEGATIVE, "heldout_authors": _NON_NEGATIVE,
+    "beta": _POSITIVE, "forget_weight": _NON_NEGATIVE, "retain_weight": _NON_NEGATIVE,
+    "cap_delta": _or_null(_POSITIVE), "cap_on": _one_of("sequence", "token_mean"),
+    "lambda_f": _NON_NEGATIVE, "lambda_r": _at_most(0), "rmu_layer": _NON_NEGATIVE, "rmu_steering_coef": _POSITIVE,
+    "ps_max_items": _or_null(_COUNT), "ps_heldout_items": _or_null(_COUNT),
+    "calib_coarse": _COUNT, "calib_fine": _NON_NEGATIVE, "cap_deltas": _each(_POSITIVE), "stopping_every": _COUNT,
+    "retain_tolerance": _PROBABILITY, "forget_similar_tolerance": _PROBABILITY,
+    "criterion_confidence": _in(0, 1, low_open=True, high_open=True), "bootstrap_resamples": _COUNT,
+    "split_calib_coarse": _COUNT, "split_calib_fine": _NON_NEGATIVE,
+    "n_samples": _COUNT, "alpha": _LEVEL, "sampler": _one_of("hf", "vllm"), "sample_temperature": _POSITIVE,
+    "sample_top_p": _or_null(_in(0, 1, low_open=True)), "sample_max_new_tokens": _COUNT,
+    "adaptive_threshold": _PROBABILITY, "sample_max_items": _or_null(_COUNT), "leak_threshold": _PROBABILITY,
+    "regime_tolerance": _PROBABILITY, "eo_lambda_f_grid": _each(_NON_NEGATIVE, non_empty=True),
+    "eo_lr_grid": _each(_POSITIVE, non_empty=True), "eo_lambda_r": _at_most(0), "eo_lambda_r_grid": _each(_at_most(0)),
+    "eo_temperatures": _each(_POSITIVE), "eo_n_samples": _COUNT, "eo_max_items": _or_null(_COUNT),
+    "eo_diversity_items": _COUNT, "eo_utility_items": _or_null(_COUNT), "adaptive_thresholds": _each(_PROBABILITY),
+    "format_max_items": _or_null(_COUNT), "format_options": _above(2, inclusive=True), "format_margin": _PROBABILITY,
+    "format_min_items": _COUNT, "format_alpha": _LEVEL,
+    "alignment_template": _one_of("phi", "chat"), "alignment_heldout_templates": _NON_NEGATIVE,
+    "alignment_eval_per_group": _NON_NEGATIVE, "alignment_method": _one_of("idk", "dpo"),
+    "alignment_strengths": _each(_COUNT, non_empty=True), "alignment_lr": _POSITIVE, "comply_epochs": _COUNT,
+    "comply_lr": _POSITIVE, "safety_threshold": _PROBABILITY, "alignment_n_samples": _COUNT,
+    "alignment_max_new_tokens": _COUNT, "alignment_examples": _NON_NEGATIVE,
+}
 _TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list, tuple),
           "dict": (dict,), "None": (type(None),)}
 
@@ -331,6 +460,20 @@ def _has_type(value: Any, annotation: str) -> bool:
 def as_params(params: Mapping[str, Any]) -> Params:
     """``params`` as a :class:`Params`: itself, or a mapping completed from the profile it names."""
     return Params.from_mapping(params)
+
+
+def parameter_sections() -> dict[str, list[str]]:
+    """default.yaml's keys by section, as its ``# --- <title>`` lines group them (the title up to its first
+    parenthesis or colon); the keys above the first section (``profile``, ``seed``, ``jobs``) under ``""``."""
+    sections: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in (paths.PARAMS / f"{BASE_PROFILE}.yaml").read_text().splitlines():
+        if line.startswith("# ---"):
+            current = line[5:].split("(")[0].split(":")[0].strip()
+            sections[current] = []
+        elif line and not line.startswith("#"):
+            sections[current].append(line.split(":", 1)[0].strip())
+    return sections
 
 
 def profile_names() -> list[str]:
@@ -372,8 +515,8 @@ def load_profile(name: str) -> dict[str, Any]:
         layer.pop("extends", None)
         unknown = sorted(set(layer) - set(merged)) if layer_name != BASE_PROFILE else []
         if unknown:
-            raise ValueError(f"profile {layer_name!r} sets {', '.join(unknown)}, which {BASE_PROFILE}.yaml does "
-                             f"not define: every parameter is declared, with its comment, in {BASE_PROFILE}.yaml")
+            raise UnknownParameter(unknown_message(unknown, f" in profile {layer_name!r} ({layer_name}.yaml)",
+                                                   known=list(merged)))
         merged.update(layer)
     merged["profile"] = name
     return merged

@@ -26,7 +26,14 @@ from tqdm.auto import tqdm
 from . import config, models, paths, runs, training, unlearning
 from .config import Params
 from .data.synthetic import generate_synthetic_tofu
-from .data.tofu import QUESTIONS_PER_AUTHOR, TofuSource, retain_split_for
+from .data.tofu import (
+    FORGET_TO_RETAIN,
+    LOCAL_ONLY_SPLITS,
+    QUESTIONS_PER_AUTHOR,
+    SPLITS,
+    TofuSource,
+    retain_split_for,
+)
 from .generation import greedy_answers
 from .metrics.tofu import evaluate_tofu, forget_quality, rouge_l, tofu_eval_splits
 from .unlearning import (
@@ -455,7 +462,9 @@ def _run_overrides(params: Params, run: str) -> dict[str, Any]:
     method = overrides.get("method", run)
     if method not in METHODS:
         known = sorted(set(METHODS) | set(params.method_settings))
-        raise ValueError(f"unknown unlearning run {run!r}: not a method and not in method_settings; known: {known}")
+        near = config.closest(str(run), known)
+        raise ValueError(f"unknown unlearning run {run!r}{f' (did you mean {near}?)' if near else ''}: not a method "
+                         f"and not in method_settings; known: {', '.join(known)}")
     # A misspelt key would otherwise be dropped without a word and the run trained with the profile's value.
     allowed = {"method", *UNLEARN_LOSS_KEYS, *RUN_PARAM_KEYS, *COMMON_PARAMETERS,
                *(p for names in METHOD_PARAMETERS.values() for p in names)} - {"ref_model"}
@@ -463,6 +472,51 @@ def _run_overrides(params: Params, run: str) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"method_settings[{run!r}] has unknown key(s) {', '.join(unknown)}; allowed: {sorted(allowed)}")
     return overrides
+
+
+#: The keys that name unlearning runs (a method, or a key of ``method_settings``).
+RUN_LIST_KEYS = ("methods", "calibration_methods", "interference_runs", "regime_runs", "eo_table_runs", "eo_method")
+#: The keys that name splits of the data: forget splits, retain splits.
+FORGET_SPLIT_KEYS, RETAIN_SPLIT_KEYS = ("forget_split", "calibration_splits"), ("retain_splits",)
+
+
+def data_splits(params: Mapping[str, Any]) -> list[str]:
+    """The splits the profile's data source has, known without reading or generating any data: every split for
+    the synthetic corpus (it writes them all), TOFU's configs for a Hub name, the files of a local folder (a folder
+    that does not exist is refused with its path)."""
+    params = config.as_params(params)
+    spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
+    if spec == "synthetic":
+        return [*SPLITS, *LOCAL_ONLY_SPLITS]
+    return TofuSource(spec).available_splits()
+
+
+def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> Params:
+    """What a profile's values must be beyond their types and ranges (:data:`config.CONSTRAINTS`), checked before
+    any work: split names that exist for the data source, and run names that are a method or a key of
+    ``method_settings`` with valid settings (``extra_runs``: a run asked for by name, notebook 02's ``method``).
+    A ValueError with one line names the key, the value and what it may be."""
+    params = config.as_params(params)
+    available = data_splits(params)
+    for keys, kind, names in ((FORGET_SPLIT_KEYS, "forget", FORGET_TO_RETAIN),
+                              (RETAIN_SPLIT_KEYS, "retain", FORGET_TO_RETAIN.values())):
+        valid = [s for s in names if s in available]
+        for key in keys:
+            values = params[key] if isinstance(params[key], list) else [params[key]]
+            for value in values:
+                if value not in valid:
+                    near = config.closest(str(value), valid)
+                    raise ValueError(f"parameter {key!r}: {value!r} is not a {kind} split of data source "
+                                     f"{params.data_source!r}{f' (did you mean {near}?)' if near else ''}; "
+                                     f"{kind} splits: {', '.join(valid) or 'none'}")
+    for key in (*RUN_LIST_KEYS, "method"):
+        values = extra_runs if key == "method" else params[key]
+        for run in [values] if isinstance(values, str) else values:
+            try:
+                _run_overrides(params, run)
+            except ValueError as exc:
+                raise ValueError(f"parameter {key!r}: {exc}") from None
+    return params
 
 
 def run_params(params: Mapping[str, Any], run: str) -> Params:

@@ -5,6 +5,11 @@ papermill the parameters the notebook declares (its parameters cell lists the ke
 name, executes the source notebook with ``notebooks/`` as working directory and writes the executed copy to
 ``runs/<profile>/<stem>.ipynb``; source notebooks are never executed in place. ``--set key=value`` overrides a
 parameter. Notebooks that take a ``method`` run once per unlearning run of the profile.
+
+Every parameter is merged once and checked once, at the front door, before a kernel starts or a file is written:
+a key that default.yaml does not declare (by ``--set``, a profile file or a parameters cell), a value outside what
+its key allows (``config.CONSTRAINTS``), a split the data source lacks or a run that no method or
+``method_settings`` names is refused in one line, with exit code 2.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -28,6 +33,16 @@ PER_METHOD_PREFIXES = ("02",)
 DEFAULT_TIMEOUT_S = 3600
 
 
+def _kernel_config():
+    """The kernels' setting: IPC transport (Unix sockets, files only this user reads) instead of TCP on localhost,
+    so the kernel has nothing unencrypted to warn about. A setting, not a filter: every other warning still shows."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc"}})
+
+
+
+
 def source_notebooks() -> list[Path]:
     return sorted(p for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
@@ -36,39 +51,126 @@ def find_notebook(key: str) -> Path:
     matches = [p for p in source_notebooks() if p.stem == key or p.stem.startswith(f"{key}_")]
     if len(matches) != 1:
         known = ", ".join(p.stem for p in source_notebooks())
-        raise SystemExit(f"no single notebook matches {key!r}; notebooks: {known}")
+        raise Refused(f"no single notebook matches {key!r}; notebooks: {known}")
     return matches[0]
 
 
+class Refused(SystemExit):
+    """A command refused before any work: its one-line reason goes to stderr, the exit code is 2."""
+
+    def __init__(self, message: str):
+        print(message, file=sys.stderr, flush=True)
+        super().__init__(2)
+
+
 def profile_params(profile: str, overrides: dict | None = None) -> config.Params:
-    """The merged profile with ``overrides``; a bad profile, key or value ends the command with its message."""
+    """The merged profile with ``overrides`` (profile keys only), checked: a bad profile, key or value is refused."""
     try:
         return config.Params.load(profile, **(overrides or {}))
     except (ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
-def _parameters_among(overrides: dict | None) -> dict:
-    """The overrides that are profile parameters (the others are a notebook's own, such as ``method``)."""
-    return {k: v for k, v in (overrides or {}).items() if k in config.PARAMETER_NAMES}
+def own_parameters(notebook: Path) -> list[str]:
+    """The parameters a notebook takes besides the profile's (below the marker of its parameters cell: ``method``)."""
+    lines = own_parameter_lines(_parameters_cell(json.loads(notebook.read_text())))
+    return [m.group(1) for m in (re.match(r"^(\w+)\s*=", line) for line in lines) if m]
 
 
-def injected_parameters(notebook: Path, profile: str, extra: dict | None = None) -> dict[str, Any]:
-    """What papermill injects: the profile's name, the merged profile's values of the keys the notebook
-    declares, and ``extra`` (overrides and the notebook's own parameters)."""
-    merged = profile_params(profile, _parameters_among(extra))
+def _cell_keys(notebook: Path) -> list[str]:
+    """The names a notebook's parameters cell assigns above the marker (each must be a profile key)."""
+    cell = _parameters_cell(json.loads(notebook.read_text()))
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    lines = source.splitlines()
+    lines = lines[:lines.index(OWN_PARAMETERS_MARKER)] if OWN_PARAMETERS_MARKER in lines else lines
+    return [m.group(1) for m in (re.match(r"^(\w+)\s*=", line) for line in lines) if m]
+
+
+def reads(notebook: Path) -> set[str]:
+    """Every key a notebook reads: the profile sections it reads (``runs.keys_read``), its parameters cell and its
+    own parameters."""
+    from . import runs
+
+    return runs.keys_read(notebook.stem) | set(_cell_keys(notebook)) | set(own_parameters(notebook))
+
+
+class Plan(NamedTuple):
+    """What a ``run`` command will do, checked: the notebooks, the merged parameters, the notebooks' own
+    parameters (``method``) and the overridden profile keys."""
+
+    notebooks: list[Path]
+    params: config.Params
+    own: dict[str, Any]
+    changed: list[str]
+
+
+def plan(target: str, profile: str, overrides: dict[str, Any]) -> Plan:
+    """The front door of ``run``: find the notebooks, merge the profile with the overrides once, and refuse
+    (:class:`Refused`) anything wrong before a kernel starts or a file is written. A key the chosen notebooks do
+    not read is named in one line on stderr (the run goes on)."""
+    notebooks = source_notebooks() if target == "all" else [find_notebook(target)]
+    own_names = {name for nb in notebooks for name in own_parameters(nb)}
+    profile_keys = {k: v for k, v in overrides.items() if k in config.PARAMETER_NAMES}
+    own = {k: v for k, v in overrides.items() if k not in config.PARAMETER_NAMES}
+    unknown = [k for k in own if k not in own_names]
+    if unknown:
+        raise Refused(config.unknown_message(unknown, known=[*config.PARAMETER_NAMES, *sorted(own_names)]))
+    for nb in notebooks:
+        try:
+            config.check_known(_cell_keys(nb), f" in the parameters cell of {nb.name}")
+        except KeyError as exc:
+            raise Refused(str(exc)) from None
+    params = profile_params(profile, profile_keys)
+    if "method" in own and not isinstance(own["method"], str):
+        raise Refused(f"method must be a run name, got {own['method']!r}")
+    from . import pipeline
+
+    try:
+        pipeline.check_params(params, [own["method"]] if "method" in own else [])
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    for key in overrides:
+        readers = [nb for nb in notebooks if key in reads(nb)]
+        if not readers:
+            who = f"notebook {notebooks[0].stem[:2]}" if len(notebooks) == 1 else "no notebook"
+            print(f"{who} {'does not read' if len(notebooks) == 1 else 'reads'} {key}", file=sys.stderr, flush=True)
+    return Plan(notebooks, params, own, sorted(profile_keys))
+
+
+def injected_parameters(notebook: Path, params: config.Params, own: dict | None = None,
+                        changed: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """What papermill injects: the profile's name, the merged profile's values of the keys the notebook declares
+    and of the ``changed`` ones, and the notebook's ``own`` parameters (``method``)."""
     declared = declared_keys(json.loads(notebook.read_text()))
-    return {"profile": profile, **{k: merged[k] for k in declared}, **(extra or {})}
+    keys = [*declared, *(k for k in changed if k not in declared)]
+    return {"profile": params.profile, **{k: params[k] for k in keys if k != "profile"}, **(own or {})}
 
 
-def run_notebook(notebook: Path, profile: str, extra: dict | None = None, suffix: str = "",
-                 timeout: int = DEFAULT_TIMEOUT_S) -> Path:
+def _parameterised(notebook: Path, parameters: dict[str, Any]):
+    """The source notebook, in memory, with every injected key that its parameters cell does not assign added to
+    that cell (at the profile's value), so papermill knows each one: a key read through the library (notebook 02
+    reads ``unlearn_lr`` there) is a parameter of the run, not an unknown one."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    cell = _parameters_cell(nb)
+    assigned = set(_cell_keys(notebook)) | set(own_parameters(notebook))
+    extra = [k for k in parameters if k not in assigned]
+    if extra:
+        cell["source"] = cell["source"] + "".join(f"\n{k} = {parameters[k]!r}  # set for this run" for k in extra)
+    return nb
+
+
+def run_notebook(notebook: Path, params: config.Params, own: dict | None = None, suffix: str = "",
+                 timeout: int = DEFAULT_TIMEOUT_S, changed: list[str] | tuple[str, ...] = ()) -> Path:
     """Execute ``notebook`` on ``profile`` into ``runs/<profile>/<stem><suffix>.ipynb``, then record in the executed
     copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel and workers used and the
     seconds of each station (:func:`station_summary`): what ``benchmarks/workbook_profile.py`` tabulates."""
     import papermill
 
-    parameters = injected_parameters(notebook, profile, extra)
+    profile = params.profile
+    parameters = injected_parameters(notebook, params, own, changed)
+    extra = {**{k: params[k] for k in changed}, **(own or {})}
     out = paths.RUNS / profile / f"{notebook.stem}{suffix}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
@@ -79,16 +181,17 @@ def run_notebook(notebook: Path, profile: str, extra: dict | None = None, suffix
     print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
           flush=True)
     try:
-        papermill.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(paths.NOTEBOOKS),
-                                   kernel_name="python3", execution_timeout=timeout, progress_bar=False,
-                                   log_output=False)
+        papermill.execute_notebook(_parameterised(notebook, parameters), str(out), parameters=parameters,
+                                   cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
+                                   progress_bar=False, log_output=False, config=_kernel_config())
     finally:
         os.environ.pop(config.STATION_LOG_VARIABLE, None)
     wall = time.time() - started
     timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
               "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
     log.unlink(missing_ok=True)
-    _record_timing(out, timing)
+    _record_timing(out, timing, {"git_revision": config.git_revision(), "seed": params.seed,
+                                 "packages": config.package_versions(), "parameters": extra})
     print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
           flush=True)
     return out
@@ -135,9 +238,13 @@ def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
     return out
 
 
-def _record_timing(executed: Path, timing: dict) -> None:
+def _record_timing(executed: Path, timing: dict, provenance: dict | None = None) -> None:
+    """Keep in the executed notebook's metadata how long it took and what made it (the report's provenance line)."""
     nb = json.loads(executed.read_text())
-    nb.setdefault("metadata", {}).setdefault("unlearnkit", {})["timing"] = timing
+    record = nb.setdefault("metadata", {}).setdefault("unlearnkit", {})
+    record["timing"] = timing
+    if provenance is not None:
+        record["provenance"] = provenance
     config.atomic_write_text(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -149,24 +256,24 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def run(key: str, profile: str, timeout: int = DEFAULT_TIMEOUT_S, overrides: dict | None = None) -> list[Path]:
+def run(notebook: Path, params: config.Params, own: dict | None = None, timeout: int = DEFAULT_TIMEOUT_S,
+        changed: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """Run one notebook; one that takes a ``method`` runs once per unlearning run of the profile: those runs side by
     side in up to ``jobs`` processes, except the last, which runs after them, since its notebook compares them all."""
     from . import models
 
-    notebook = find_notebook(key)
-    overrides = dict(overrides or {})
-    if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in overrides:
-        params = profile_params(profile, overrides)
+    own = dict(own or {})
+    if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in own:
         if not params.methods:
-            raise SystemExit(f"profile {profile!r} lists no 'methods' for {notebook.name}")
+            raise Refused(f"profile {params.profile!r} lists no 'methods' for {notebook.name}")
         *first, last = params.methods
-        done = models.side_by_side(run_notebook, [(notebook, profile, {**overrides, "method": m}, f"_{m}", timeout)
+        done = models.side_by_side(run_notebook, [(notebook, params, {**own, "method": m}, f"_{m}", timeout, changed)
                                                   for m in first], params.jobs, desc=notebook.stem)
         models.release_workers()  # their CPU seconds counted now, not in the next notebook's
-        return [*done, run_notebook(notebook, profile, {**overrides, "method": last}, f"_{last}", timeout)]
-    suffix = f"_{overrides['method']}" if "method" in overrides else ""
-    return [run_notebook(notebook, profile, overrides, suffix, timeout)]
+        return [*done, run_notebook(notebook, params, {**own, "method": last}, f"_{last}", timeout, changed)]
+    suffix = f"_{own['method']}" if "method" in own and notebook.stem.startswith(PER_METHOD_PREFIXES) else ""
+    own = {k: v for k, v in own.items() if k in own_parameters(notebook)}
+    return [run_notebook(notebook, params, own, suffix, timeout, changed)]
 
 
 def notebook_outputs(path: Path) -> bool:
@@ -287,13 +394,13 @@ TRAIN_STEPS = ("base", "finetune", "unlearn")
 
 
 
-def prepare_stand_ins(profile: str, overrides: dict) -> None:
+def prepare_stand_ins(params: config.Params) -> None:
     """Build the stand-in models a profile names (``paper-dry``) before its notebooks look for them."""
     from . import pipeline
 
-    built = pipeline.build_stand_ins(profile_params(profile, _parameters_among(overrides)))
+    built = pipeline.build_stand_ins(params)
     if built:
-        print(f"[{profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
+        print(f"[{params.profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
               flush=True)
 
 
@@ -305,21 +412,23 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
     from . import pipeline, runs
 
     params = profile_params(profile, overrides)
+    try:
+        pipeline.check_params(params, [run] if step == "unlearn" and run else [])
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
     if step == "base":
         pipeline.base_model(params, profile)
         name = "base"
     elif step == "finetune":
         name = "target" if split == "full" else split
         pipeline.finetuned_model(params, profile, split, name)
-    elif step == "unlearn":
+    else:
         if not run:
-            raise SystemExit("train --step unlearn needs --run (a method or a run of method_settings)")
+            raise Refused("train --step unlearn needs --run (a method or a run of method_settings)")
         if not runs.is_saved(profile, "target"):
-            raise SystemExit(f"no target model in {runs.model_dir(profile, 'target')}: train --step finetune first")
+            raise Refused(f"no target model in {runs.model_dir(profile, 'target')}: train --step finetune first")
         pipeline.unlearned_model(params, profile, run)
         name = runs.unlearned_name(run)
-    else:
-        raise SystemExit(f"unknown training step {step!r}; steps: {', '.join(TRAIN_STEPS)}")
     logged = pipeline.history(profile, name)
     return {"step": step, "model": _shown(runs.model_dir(profile, name)), "optimizer_steps": len(logged),
             "final_loss": logged[-1]["loss"] if logged else None}
@@ -328,70 +437,132 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
 def _override(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise SystemExit(f"--set takes key=value (a YAML value), got {text!r}")
+        raise Refused(f"--set takes key=value (a YAML value), got {text!r}")
     return key.strip(), yaml.safe_load(value)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m unlearnkit.runner", description=__doc__)
-    parser.add_argument("target", help="a notebook number (01), 'all', 'params' (print the merged profile), "
-                                       "'figures' (redraw the profile's figures from stored results), "
-                                       "'train' (one training step, e.g. under accelerate launch), "
-                                       "'check-clean', 'strip' or 'sync-params'")
-    parser.add_argument("--profile", default=config.BASE_PROFILE)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a parameter (a YAML value), e.g. --set beta=0.05 --set method=npo")
-    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
-    parser.add_argument("--only", action="append", default=[], metavar="NB",
-                        help="with sync-params: only this notebook (repeatable)")
-    parser.add_argument("--step", choices=TRAIN_STEPS, help="with train: the model to train")
-    parser.add_argument("--split", default="full", help="with train --step finetune: full (the target) or a retain split")
-    parser.add_argument("--run", help="with train --step unlearn: a method or a run of the profile's method_settings")
-    args = parser.parse_args(argv)
-    overrides = dict(_override(o) for o in args.overrides)
-    if args.target == "train":
-        if not args.step:
-            raise SystemExit(f"train needs --step ({', '.join(TRAIN_STEPS)})")
-        summary = train_step(args.step, args.profile, overrides, args.split, args.run)
-        from .training import processes
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(_override(o) for o in getattr(args, "overrides", []))
 
-        if processes().is_main_process:
-            print(json.dumps(summary), flush=True)
-        return 0
-    if args.target == "params":
-        merged = dict(profile_params(args.profile, overrides))
-        print(yaml.safe_dump(merged, sort_keys=False), end="")
-        return 0
-    if args.target == "figures":
-        return redraw_figures(args.profile)
-    if args.target == "check-clean":
-        dirty = [p.name for p in source_notebooks() if notebook_outputs(p)]
-        stale = [p.name for p in source_notebooks() if not parameters_in_sync(p)]
-        if dirty:
-            print("notebooks committed with outputs (run 'make strip-notebooks'):", ", ".join(dirty))
-        if stale:
-            print("parameters cells out of step with default.yaml (run 'make sync-params'):", ", ".join(stale))
-        return 1 if dirty or stale else 0
-    if args.target == "strip":
-        for p in source_notebooks():
-            strip(p)
-        return 0
-    if args.target == "sync-params":
-        for p in [find_notebook(k) for k in args.only] or source_notebooks():
-            sync_parameters(p)
-        return 0
+
+# --------------------------------------------------------------------------- the commands
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
     from papermill.exceptions import PapermillExecutionError
 
-    keys = [p.stem[:2] for p in source_notebooks()] if args.target == "all" else [args.target]
-    prepare_stand_ins(args.profile, overrides)
+    checked = plan(args.notebook, args.profile, _overrides(args))
+    prepare_stand_ins(checked.params)
     try:
-        for key in keys:
-            run(key, args.profile, args.timeout, overrides)
+        for notebook in checked.notebooks:
+            run(notebook, checked.params, checked.own, args.timeout, checked.changed)
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
               f"see the executed copy under runs/{args.profile}/ for the full traceback", file=sys.stderr)
         return 1
     return 0
+
+
+def _cmd_params(args: argparse.Namespace) -> int:
+    overrides = _overrides(args)
+    try:
+        config.check_known(overrides)
+    except KeyError as exc:
+        raise Refused(str(exc)) from None
+    merged = dict(profile_params(args.profile, overrides))
+    print(yaml.safe_dump(merged, sort_keys=False), end="")
+    return 0
+
+
+def _cmd_figures(args: argparse.Namespace) -> int:
+    return redraw_figures(args.profile)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    overrides = _overrides(args)
+    try:
+        config.check_known(overrides)
+    except KeyError as exc:
+        raise Refused(str(exc)) from None
+    summary = train_step(args.step, args.profile, overrides, args.split, args.run)
+    from .training import processes
+
+    if processes().is_main_process:
+        print(json.dumps(summary), flush=True)
+    return 0
+
+
+def _cmd_check_clean(args: argparse.Namespace) -> int:
+    dirty = [p.name for p in source_notebooks() if notebook_outputs(p)]
+    stale = [p.name for p in source_notebooks() if not parameters_in_sync(p)]
+    if dirty:
+        print("notebooks committed with outputs (run 'make strip-notebooks'):", ", ".join(dirty))
+    if stale:
+        print("parameters cells out of step with default.yaml (run 'make sync-params'):", ", ".join(stale))
+    return 1 if dirty or stale else 0
+
+
+def _cmd_strip(args: argparse.Namespace) -> int:
+    for p in source_notebooks():
+        strip(p)
+    return 0
+
+
+def _cmd_sync_params(args: argparse.Namespace) -> int:
+    for p in [find_notebook(k) for k in args.only] or source_notebooks():
+        sync_parameters(p)
+    return 0
+
+
+def _profile_options(parser: argparse.ArgumentParser, overrides: bool = True) -> None:
+    parser.add_argument("--profile", default=config.BASE_PROFILE,
+                        help=f"a profile of notebooks/params/ (default: {config.BASE_PROFILE})")
+    if overrides:
+        parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                            help="override a parameter (a YAML value), e.g. --set beta=0.05 --set method=npo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m unlearnkit.runner", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("run", help="run a notebook (01) or all of them; 'runner 01' is short for 'runner run 01'")
+    p.add_argument("notebook", help="a notebook number (00..08) or 'all'")
+    _profile_options(p)
+    p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    p.set_defaults(handler=_cmd_run)
+    p = sub.add_parser("params", help="print the merged profile")
+    _profile_options(p)
+    p.set_defaults(handler=_cmd_params)
+    p = sub.add_parser("figures", help="redraw the profile's figures from stored results")
+    _profile_options(p, overrides=False)
+    p.set_defaults(handler=_cmd_figures)
+    p = sub.add_parser("train", help="one training step of the run store, e.g. under accelerate launch")
+    _profile_options(p)
+    p.add_argument("--step", choices=TRAIN_STEPS, required=True, help="the model to train")
+    p.add_argument("--split", default="full", help="with --step finetune: full (the target) or a retain split")
+    p.add_argument("--run", help="with --step unlearn: a method or a run of the profile's method_settings")
+    p.set_defaults(handler=_cmd_train)
+    p = sub.add_parser("check-clean", help="source notebooks without outputs, parameters cells in step")
+    p.set_defaults(handler=_cmd_check_clean)
+    p = sub.add_parser("strip", help="remove outputs from the source notebooks")
+    p.set_defaults(handler=_cmd_strip)
+    p = sub.add_parser("sync-params", help="rewrite parameters cells from default.yaml")
+    p.add_argument("--only", action="append", default=[], metavar="NB", help="only this notebook (repeatable)")
+    p.set_defaults(handler=_cmd_sync_params)
+    return parser
+
+
+#: The sub-commands; anything else first on the command line is a notebook for ``run``.
+COMMANDS = ("run", "params", "figures", "train", "check-clean", "strip", "sync-params")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        argv.insert(0, "run")  # python -m unlearnkit.runner 01 --profile smoke
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
 
 
 if __name__ == "__main__":

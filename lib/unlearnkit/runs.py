@@ -42,6 +42,29 @@ FINDINGS = "08_findings"
 UNLEARNED_PREFIX = "unlearned-"
 
 
+#: The sections of default.yaml (:func:`config.parameter_sections`) whose keys each notebook reads, in its own cells
+#: or through the library (a study retrains runs, so it reads the unlearning keys too). The keys above the first
+#: section (seed, jobs) are read by every notebook that trains or samples.
+_UPSTREAM = ("data", "model", "base model", "fine-tuning")
+NOTEBOOK_SECTIONS: dict[str, tuple[str, ...]] = {
+    DATA_TOUR: ("", "data"),
+    FINETUNE: ("", *_UPSTREAM),
+    UNLEARNING: ("", *_UPSTREAM, "unlearning"),
+    CONTROLS: ("", *_UPSTREAM, "unlearning", "controls and calibration"),
+    FORMATS: ("", *_UPSTREAM, "unlearning", "format-transformed evaluation"),
+    LEAKAGE: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation"),
+    ENTROPY: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation", "entropy optimisation and adaptive temperature"),
+    ALIGNMENT: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation", "alignment toxicity under sampling"),
+    FINDINGS: (),
+}
+
+
+def keys_read(notebook: str) -> set[str]:
+    """The profile keys notebook ``notebook`` (a stem, ``02_unlearning``) reads; ``profile`` always."""
+    sections = config.parameter_sections()
+    return {"profile"} | {key for name in NOTEBOOK_SECTIONS[notebook] for key in sections[name]}
+
+
 def unlearning_notebook(run: str) -> str:
     return f"{UNLEARNING}_{run}"
 
