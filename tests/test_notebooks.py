@@ -21,6 +21,9 @@ def smoke_runs(tmp_path_factory):
     done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "all", "--profile", "smoke"],
                           env=env, capture_output=True, text=True, timeout=1200, cwd=paths.ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # quiet runs: the kernels talk over IPC (nothing unencrypted to warn about), every key is one papermill knows
+    for noise in ("without encryption", "Passed unknown parameter"):
+        assert noise not in done.stdout + done.stderr, noise
     return runs / "smoke"
 
 
@@ -145,6 +148,39 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
     assert "Findings across the papers" in pages["index.html"] and "verdict" in pages["index.html"]
 
 
+def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
+    """One parameters cell with the run's values, a provenance line on every page, an anchor where each figure is
+    drawn, and the findings table linking each figure there."""
+    import re
+
+    out = smoke_report.parent
+    pages = {p.name: p.read_text() for p in out.glob("*.html")}
+    for name, page in pages.items():
+        assert '<span class="c1"># Parameters</span>' not in page, f"{name} still shows papermill's injected cell"
+        assert page.count("# Parameters: the keys this notebook reads") == 1, name
+        line = re.search(r'<p class="provenance">(.*?)</p>', page, re.S)
+        assert line and "profile <b>smoke</b>" in line.group(1) and "commit <code>" in line.group(1), name
+        assert "seed 0" in line.group(1) and "torch " in line.group(1) and re.search(r"ran \d{4}-\d\d-\d\d", line.group(1))
+        assert 'class="code-toggle"' in page, name
+    assert "time per notebook:" in pages["index.html"]
+    # one parameters cell, with the values the run used rather than the cell's defaults
+    import nbformat
+    from unlearnkit import report
+
+    nb = nbformat.read(smoke_runs / "02_unlearning_npo.ipynb", as_version=4)
+    report.fold_injected_parameters(nb)
+    cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Parameters")]
+    assert len(cells) == 1 and 'profile = "smoke"' in cells[0] and "method = \"npo\"" in cells[0], cells
+    anchors = {m for page in pages.values() for m in re.findall(r'id="fig-([^"]+)"', page)}
+    assert {p.stem for p in (smoke_runs / "figures").glob("*.png")} <= anchors
+    links = re.findall(r'<a href="([^"#]+\.html)#fig-([^"]+)">', pages["index.html"])
+    assert len(links) >= 10, "the findings table links its figures"
+    for page, figure in links:
+        assert f'id="fig-{figure}"' in pages[page], f"{page} has no anchor for {figure}"
+        assert not figure.startswith("08_") or page == "index.html"
+        assert page == "index.html" or page.startswith(figure[:2]), (page, figure)
+
+
 def test_the_report_renders_offline_in_a_headless_browser(smoke_report):
     import re
     import shutil
@@ -163,3 +199,17 @@ def test_the_report_renders_offline_in_a_headless_browser(smoke_report):
     assert "Findings across the papers" in dom, done.stderr[-2000:]
     assert len(re.findall(r'<img[^>]*src="data:image/png', dom)) >= 2  # the overview and the key figures
     assert re.search(r"<table[^>]*>.*?verdict.*?</table>", dom, re.S)  # the findings table
+    # the reader's view: code folded away by default, shown with the toggle's ?code; the figure links land
+    assert re.search(r'<body[^>]*data-code="hidden"', dom), re.search(r"<body[^>]*>", dom)
+
+    def load(url):
+        return subprocess.run([*isolate, browser, "--headless", "--no-sandbox", "--disable-gpu", *flags,
+                               "--virtual-time-budget=5000", "--dump-dom", url],
+                              capture_output=True, text=True, timeout=120).stdout
+
+    page = smoke_report.parent / "01_tofu_finetune.html"
+    assert re.search(r'<body[^>]*data-code="hidden"', load(page.as_uri()))
+    assert re.search(r'<body[^>]*class="[^"]*show-code[^"]*"[^>]*data-code="shown"', load(page.as_uri() + "?code"))
+    target, figure = re.findall(r'<a href="([^"#]+\.html)#fig-([^"]+)">', dom)[0]
+    linked = load((smoke_report.parent / target).as_uri() + f"#fig-{figure}")
+    assert f'id="fig-{figure}"' in linked

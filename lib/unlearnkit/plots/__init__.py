@@ -72,17 +72,18 @@ def draw(name: str, profile: str, plot: Callable[..., Any], *args: Any, **kwargs
     path = _render(name, profile, plot, args, kwargs)
     recipe = {"plot": plot, "args": args, "kwargs": dict(kwargs)}
     config.atomic_write_bytes(figure_data_path(name, profile), pickle.dumps(recipe, pickle.HIGHEST_PROTOCOL))
-    _show(path)
+    _show(path, name)
 
 
-def _show(path: Path) -> None:
+def _show(path: Path, name: str) -> None:
+    """Show the saved PNG, its output tagged with the figure's name (the report anchors the figure there)."""
     try:
         from IPython import get_ipython
         from IPython.display import Image, display
     except ImportError:  # pragma: no cover - IPython comes with the notebooks
         return
     if get_ipython() is not None:
-        display(Image(filename=str(path)))
+        display(Image(filename=str(path)), metadata={"unlearnkit": {"figure": name}})
 
 
 def redraw(profile: str) -> list[Path]:

@@ -6,6 +6,13 @@ are nbconvert's (JupyterLab template) with every figure embedded and nothing fet
 the copy packaged by ``jupyter_server_mathjax``, placed beside the pages, and the template drops require.js and
 mermaid, which nbconvert otherwise loads from a CDN.
 
+Pages are a reader's view: code inputs are folded away (a toggle in the navigation bar shows them, and
+``?code`` in the address opens a page with them shown), papermill's injected-parameters cell is folded into the
+notebook's own parameters cell (one cell, with the values the run used), each page opens with a provenance line
+(profile, commit, seed, when it ran and how long it took, package versions; the front page lists every notebook's
+time), every figure has an anchor where its notebook draws it (``#fig-<name>``), and the findings table on the
+front page links each figure to that place.
+
 ``readme_section`` writes the README's results section from the committed summary ``docs/findings.json`` (which
 notebook 08 writes on the default profile), so that README and results cannot drift; ``python -m
 unlearnkit.report readme --check`` fails when they have.
@@ -84,6 +91,144 @@ def _mathjax(out: Path) -> None:
         shutil.copytree(str(source), target, ignore=shutil.ignore_patterns("localization"), dirs_exist_ok=True)
 
 
+#: The tag papermill gives the cell it injects.
+INJECTED = "injected-parameters"
+#: Where the runner records a run's wall time and provenance in an executed notebook's metadata.
+_META = "unlearnkit"
+#: Packages the provenance line names (the rest are in each notebook's metrics.json).
+_PROVENANCE_PACKAGES = ("python", "torch", "transformers", "peft", "accelerate", "papermill")
+
+
+def figure_anchor(name: str) -> str:
+    return f"fig-{name}"
+
+
+def _assignments(source: str) -> dict[str, str]:
+    """``name = value`` lines of a parameters cell, as the source text of each value."""
+    out = {}
+    for line in source.splitlines():
+        match = re.match(r"^(\w+)\s*=\s*(.*?)\s*(?:#.*)?$", line)
+        if match:
+            out[match.group(1)] = match.group(2)
+    return out
+
+
+def fold_injected_parameters(nb) -> None:
+    """Drop papermill's injected cell and write the values it set into the notebook's own parameters cell (a key
+    only the injected cell names is added at the end), so a page shows one parameters cell with what the run used."""
+    injected = [c for c in nb.cells if INJECTED in c.get("metadata", {}).get("tags", [])]
+    if not injected:
+        return
+    values = {k: v for c in injected for k, v in _assignments(c.source).items()}
+    nb.cells = [c for c in nb.cells if c not in injected]
+    own = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not own:
+        return
+    lines, seen = [], set()
+    for line in own[0].source.splitlines():
+        match = re.match(r"^(\w+)(\s*=\s*)(.*?)(\s*#.*)?$", line)
+        if match and match.group(1) in values:
+            key = match.group(1)
+            seen.add(key)
+            if values[key] != match.group(3):
+                line = f"{key}{match.group(2)}{values[key]}{match.group(4) or ''}"
+        lines.append(line)
+    lines += [f"{k} = {v}  # set for this run" for k, v in values.items() if k not in seen]
+    own[0].source = "\n".join(lines)
+
+
+def _figures_by_bytes(profile: str) -> dict[str, str]:
+    """base64 PNG -> figure name for the profile's saved figures: how a figure shown before the runner tagged its
+    outputs is recognised."""
+    import base64
+
+    from .. import plots
+
+    folder = plots.figure_path("x", profile).parent
+    return {base64.b64encode(p.read_bytes()).decode(): p.stem for p in sorted(folder.glob("*.png"))}
+
+
+def figure_outputs(nb, by_bytes: Mapping[str, str]) -> list[tuple[int, int, str]]:
+    """(cell, output, figure name) of every output that shows a saved figure: tagged by ``plots.draw`` in its
+    metadata, else recognised by its bytes."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for j, output in enumerate(cell.get("outputs", [])):
+            name = output.get("metadata", {}).get(_META, {}).get("figure")
+            if name is None and "image/png" in output.get("data", {}):
+                name = by_bytes.get("".join(output["data"]["image/png"].split()))
+            if name:
+                found.append((i, j, name))
+    return found
+
+
+def _anchor_figures(nb, placed: list[tuple[int, int, str]]) -> None:
+    """Put an anchor before each figure output (later outputs first, so the indices hold)."""
+    from nbformat.v4 import new_output
+
+    for i, j, name in sorted(placed, reverse=True):
+        anchor = new_output("display_data", data={"text/html": f'<a id="{figure_anchor(name)}" class="figure-anchor"></a>'})
+        nb.cells[i].outputs.insert(j, anchor)
+
+
+def _link_figures(nb, where: Mapping[str, str]) -> None:
+    """In the findings table (notebook 08's HTML outputs), each figure name becomes a link to where it is drawn."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            html_text = output.get("data", {}).get("text/html")
+            if not html_text:
+                continue
+            text = "".join(html_text) if isinstance(html_text, list) else html_text
+            for name, page in where.items():
+                link = f'<a href="{page}#{figure_anchor(name)}">{html.escape(name)}</a>'
+                text = re.sub(rf">\s*{re.escape(name)}\s*</td>", f">{link}</td>", text)
+            output["data"]["text/html"] = text
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def provenance(profile: str, notebook: Path) -> dict[str, Any]:
+    """Who made a page: profile, commit, seed, packages (the runner's record in the executed notebook, else the
+    notebook's metrics.json), when it ran and how long it took."""
+    nb = json.loads(notebook.read_text())
+    meta = nb.get("metadata", {}).get(_META, {})
+    record = dict(meta.get("provenance") or {})
+    if not record:
+        try:
+            stored = runs.read_metrics(profile, notebook.stem)["meta"]
+        except (FileNotFoundError, KeyError, ValueError):
+            stored = {}
+        record = {"git_revision": stored.get("git_revision"), "seed": stored.get("parameters", {}).get("seed"),
+                  "packages": stored.get("packages", {})}
+    timing = meta.get("timing") or {}
+    return {"profile": profile, **record, "started": timing.get("started"), "wall_s": timing.get("wall_s")}
+
+
+def provenance_line(record: Mapping[str, Any]) -> str:
+    import datetime as dt
+
+    parts = [f"profile <b>{html.escape(str(record['profile']))}</b>",
+             f"commit <code>{html.escape(str(record.get('git_revision') or 'unknown'))}</code>",
+             f"seed {html.escape(str(record.get('seed')))}"]
+    if record.get("started"):
+        when = dt.datetime.fromtimestamp(record["started"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        parts.append(f"ran {when}" + (f" in {_minutes(record['wall_s'])}" if record.get("wall_s") else ""))
+    packages = record.get("packages") or {}
+    named = [f"{k} {packages[k]}" for k in _PROVENANCE_PACKAGES if k in packages]
+    if named:
+        parts.append(html.escape(", ".join(named)))
+    return " · ".join(parts)
+
+
+def _times(entries: Sequence[tuple[str, Path]], records: Mapping[str, Mapping[str, Any]]) -> str:
+    """The front page's list of every notebook's time."""
+    items = [f'<a href="{file}">{html.escape(_title(nb.stem))}</a> {_minutes(records[file]["wall_s"])}'
+             for file, nb in entries if records[file].get("wall_s")]
+    return ("time per notebook: " + " · ".join(items)) if items else ""
+
+
 def build(profile: str, out: Path | None = None) -> Path:
     """Write the report of ``profile`` and return its index page."""
     import nbformat
@@ -95,12 +240,28 @@ def build(profile: str, out: Path | None = None) -> Path:
     exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)])
     exporter.mathjax_url = f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
     entries = pages(profile)
+    notebooks = {file: nbformat.read(notebook, as_version=4) for file, notebook in entries}
+    for nb in notebooks.values():
+        fold_injected_parameters(nb)  # before the figures are found: it removes a cell
+    by_bytes = _figures_by_bytes(profile)
+    placed = {file: figure_outputs(nb, by_bytes) for file, nb in notebooks.items()}
+    where: dict[str, str] = {}
+    for file, _ in [*entries[1:], entries[0]]:  # a figure's place is where its notebook draws it; 08 shows copies
+        for _, _, name in placed[file]:
+            where.setdefault(name, file)
+    records = {file: provenance(profile, notebook) for file, notebook in entries}
     for i, (file, notebook) in enumerate(entries):
-        nb = nbformat.read(notebook, as_version=4)
+        nb = notebooks[file]
+        _anchor_figures(nb, [p for p in placed[file] if where.get(p[2]) == file])
+        if file == INDEX:
+            _link_figures(nb, where)
         nb.metadata["title"] = f"{_title(notebook.stem)} ({profile})"
+        line = provenance_line(records[file])
+        if file == INDEX:
+            line += "<br>" + _times(entries, records)
         body, _ = exporter.from_notebook_node(nb, resources={
             "workbook_nav": _nav(entries, file, profile), "workbook_footer": _footer(entries, i),
-            "metadata": {"name": notebook.stem}})
+            "workbook_provenance": line, "metadata": {"name": notebook.stem}})
         config.atomic_write_text(out / file, body)
     return out / INDEX
 
