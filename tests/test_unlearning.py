@@ -392,3 +392,42 @@ def test_errors_are_clear(tiny_model, batch):
     with pytest.warns(UserWarning, match="ignores cap_delta"):
         ul.UnlearningLoss("npo", ref_model="disable_adapters", cap_delta=2.0)
     assert ul.UnlearningLoss("npo", ref_model="disable_adapters").params()["beta"] == 0.1
+
+
+# --------------------------------------------------------------------------- entropy on the model's own samples
+
+
+def test_the_sampled_placement_takes_the_entropy_on_the_models_own_answers(tiny_model, batch, tiny_tokenizer):
+    from unlearnkit import pipeline
+
+    plain = ul.UnlearningLoss("ga", forget_weight=0.0, lambda_f=1.0, entropy_positions="sampled")
+    with pytest.raises(ValueError, match="forget_sampled"):
+        plain(tiny_model, batch)  # without the samples it refuses rather than fall back
+    seen = {}
+
+    def inner(model, b):
+        seen["batch"] = b
+        return plain(model, b)
+
+    wrapped = pipeline.OnPolicySamples(inner, tiny_tokenizer, max_new_tokens=6, seed=0)
+    loss, logs = wrapped(tiny_model, batch)
+    sampled, forget = seen["batch"][ul.SAMPLED], batch["forget"]
+    for i in range(len(forget["input_ids"])):
+        prompt = forget["input_ids"][i][(forget["attention_mask"][i] == 1) & (forget["labels"][i] == -100)]
+        ids = sampled["input_ids"][i][sampled["attention_mask"][i] == 1]
+        labels = sampled["labels"][i][sampled["attention_mask"][i] == 1]
+        assert torch.equal(ids[:len(prompt)], prompt)  # each forget prompt, then the model's own answer
+        assert (labels[:len(prompt)] == -100).all() and 0 < (labels != -100).sum() <= 7  # at most 6 tokens + EOS
+    with torch.no_grad():
+        logits = tiny_model(input_ids=sampled["input_ids"], attention_mask=sampled["attention_mask"]).logits
+    expected = ul.mean_entropy(logits, ul.answer_positions(sampled["labels"])).mean().item()
+    assert logs["forget_entropy"] == pytest.approx(expected, rel=1e-5) and loss.item() == pytest.approx(expected, rel=1e-5)
+    # the draw is seeded by the batch: the same batch draws the same answers (a resumed run draws what it would have)
+    wrapped(tiny_model, batch)
+    assert torch.equal(seen["batch"][ul.SAMPLED]["input_ids"], sampled["input_ids"])
+    # and one step lowers the entropy on those answers
+    before = expected
+    _step(tiny_model, wrapped, batch, lr=1e-2)
+    with torch.no_grad():
+        logits = tiny_model(input_ids=sampled["input_ids"], attention_mask=sampled["attention_mask"]).logits
+    assert ul.mean_entropy(logits, ul.answer_positions(sampled["labels"])).mean().item() < before

@@ -475,7 +475,8 @@ def _run_overrides(params: Params, run: str) -> dict[str, Any]:
 
 
 #: The keys that name unlearning runs (a method, or a key of ``method_settings``).
-RUN_LIST_KEYS = ("methods", "calibration_methods", "interference_runs", "regime_runs", "eo_table_runs", "eo_method")
+RUN_LIST_KEYS = ("methods", "calibration_methods", "interference_runs", "regime_runs", "eo_table_runs", "eo_method",
+                 "eo_regime_runs")
 #: The keys that name splits of the data: forget splits, retain splits.
 FORGET_SPLIT_KEYS, RETAIN_SPLIT_KEYS = ("forget_split", "calibration_splits"), ("retain_splits",)
 
@@ -582,6 +583,38 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
         return _unlearn(params, profile, run, settings, key, source)
 
 
+class OnPolicySamples:
+    """An unlearning loss with the model's own answers in its batch: before each step it samples one answer to every
+    forget question from the model being trained (temperature 1, at most ``max_new_tokens``) and adds the prompts
+    followed by those answers as ``batch["forget_sampled"]`` (the answer tokens labelled, and EOS where the answer
+    ended), which the entropy term's ``sampled`` placement reads (:data:`unlearning.ENTROPY_POSITIONS`). Each draw
+    is seeded by the batch's own token ids and ``seed``, so a resumed run draws what it would have."""
+
+    def __init__(self, loss, tokenizer, max_new_tokens: int, seed: int):
+        self.loss, self.tokenizer, self.max_new_tokens, self.seed = loss, tokenizer, int(max_new_tokens), int(seed)
+
+    def __call__(self, model, batch):
+        import zlib
+
+        from .generation import sample_continuations
+        from .unlearning import SAMPLED
+
+        forget = batch["forget"]
+        prompts = [ids[(mask == 1) & (labels == -100)].tolist() for ids, mask, labels
+                   in zip(forget["input_ids"], forget["attention_mask"], forget["labels"])]
+        seed = (zlib.crc32(forget["input_ids"].cpu().numpy().tobytes()) + self.seed) % 2**31
+        answers, confidences = sample_continuations(getattr(model, "module", model), self.tokenizer, prompts, n=1,
+                                                    max_new_tokens=self.max_new_tokens, seed=seed, progress=False)
+        eos = self.tokenizer.eos_token_id
+        examples = []
+        for prompt, [answer], [steps] in zip(prompts, answers, confidences):
+            answer = answer + ([eos] if len(steps) > len(answer) else [])  # it ended: the EOS step was generated
+            examples.append({"input_ids": prompt + answer, "labels": [-100] * len(prompt) + answer})
+        sampled = models.collate(examples, models.pad_token_id(self.tokenizer))
+        device = forget["input_ids"].device
+        return self.loss(model, {**batch, SAMPLED: {k: v.to(device) for k, v in sampled.items()}})
+
+
 def unlearned_models(params: Mapping[str, Any], profile: str, run_names: Sequence[str], jobs: int | None = 1) -> None:
     """Train (or find cached) the unlearning runs ``run_names`` side by side in up to ``jobs`` worker processes
     (None: one per core); the models are then in the run store (:func:`unlearned_model` loads one)."""
@@ -612,6 +645,8 @@ def _unlearn(params: Params, profile: str, run: str, settings: dict[str, Any], k
     if method in ("kl", "dpo", "npo", "rmu"):
         ref = DISABLE_ADAPTERS if is_peft_model(model) else frozen_reference(model)
     loss = UnlearningLoss(ref_model=ref, **settings)
+    if settings.get("entropy_positions") == "sampled" and settings.get("lambda_f"):
+        loss = OnPolicySamples(loss, tokenizer, params.sample_max_new_tokens, params.seed)
 
     cfg = _train_config(params, "unlearn", folder.with_name(name + ".train"), f"unlearn {run}")
     trajectory = runs.trajectory_dir(profile, run)

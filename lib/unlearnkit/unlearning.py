@@ -50,6 +50,13 @@ DISABLE_ADAPTERS = "disable_adapters"
 
 #: Parameters every method uses.
 COMMON_PARAMETERS = ("forget_weight", "lambda_f", "lambda_r", "entropy_positions")
+#: Where the entropy-optimisation term takes ℓ (docs/metrics.md §3): ``answer``, the positions predicting the true
+#: answer's tokens; ``all``, every non-padding position of the sequence (the paper's text: "all tokens of the
+#: sequence"); ``sampled``, on forget, the positions predicting the model's own sampled answer (on-policy, ours: the
+#: training step samples one answer per forget question into ``batch["forget_sampled"]``), on retain the answer's.
+ENTROPY_POSITIONS = ("answer", "all", "sampled")
+#: The sub-batch that ``entropy_positions="sampled"`` reads: each forget prompt followed by the model's own answer.
+SAMPLED = "forget_sampled"
 #: The method-specific parameters of :class:`UnlearningLoss`; any other one is ignored by that method.
 METHOD_PARAMETERS: dict[str, tuple[str, ...]] = {
     "ga": ("cap_delta", "cap_on"),
@@ -401,9 +408,11 @@ class UnlearningLoss:
     ℓ(x, y) the mean entropy of the next-token distribution over the answer positions (those whose next token
     is scored). Minimising it with λ_f > 0 makes the model *confident* (low entropy) on forget prompts, so
     samples stop spreading over leaked answers; λ_r ≤ 0 keeps retain diverse. Reference values λ_f = 1,
-    λ_r = −0.25; both default to 0 (off). The reference code averages over every position, prompt and
-    padding included; ``entropy_positions="all"`` averages over every non-padding position instead of the
-    answer positions (padding is never a real prediction, so it is left out either way).
+    λ_r = −0.25; both default to 0 (off). Where ℓ is taken (``entropy_positions``, :data:`ENTROPY_POSITIONS`):
+    ``answer`` (default); ``all``, every non-padding position, the paper's "all tokens of the sequence" (the
+    reference code averages over every position, padding included: padding is never a real prediction, so it is
+    left out here); ``sampled``, the forget term on the model's own sampled answer to each forget question
+    (on-policy, ours; ``batch["forget_sampled"]``), which is what a sample follows, the retain term on its answers.
 
     Objective capping (Wang et al., docs/metrics.md §5), GA family only, δ = ``cap_delta`` (None = no cap): an
     example stops pushing once its NLL reaches δ (its gradient is exactly zero). ``cap_on="sequence"`` (the
@@ -426,8 +435,8 @@ class UnlearningLoss:
         method = str(method).lower()
         if method not in METHODS:
             raise ValueError(f"unknown unlearning method {method!r}; valid methods: {', '.join(METHODS)}")
-        if entropy_positions not in ("answer", "all"):
-            raise ValueError(f"entropy_positions must be 'answer' or 'all', got {entropy_positions!r}")
+        if entropy_positions not in ENTROPY_POSITIONS:
+            raise ValueError(f"entropy_positions must be one of {', '.join(ENTROPY_POSITIONS)}, got {entropy_positions!r}")
         if isinstance(ref_model, str) and ref_model != DISABLE_ADAPTERS:
             raise ValueError(f"ref_model must be a model, None or {DISABLE_ADAPTERS!r}; got {ref_model!r}")
         if beta <= 0:
@@ -581,18 +590,25 @@ class UnlearningLoss:
 
         for key, weight in (("forget", self.lambda_f), ("retain", self.lambda_r)):
             if weight != 0.0:
-                logits, _ = forward(key)
-                entropy = self.entropy(logits, batch[key]).mean()
+                source = key
+                if key == "forget" and self.entropy_positions == "sampled":
+                    if SAMPLED not in batch:
+                        raise ValueError(f"entropy_positions='sampled' needs batch[{SAMPLED!r}], the forget prompts with "
+                                         "the model's own sampled answers (pipeline.OnPolicySamples adds it)")
+                    source = SAMPLED
+                logits, _ = forward(source)
+                entropy = self.entropy(logits, batch[source]).mean()
                 total = total + weight * entropy
                 logs[f"{key}_entropy"] = float(entropy.detach())
         return total, logs
 
     def entropy(self, logits: torch.Tensor, sub_batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """ℓ per example over the configured positions (``entropy_positions``)."""
-        if self.entropy_positions == "answer":
-            positions = answer_positions(sub_batch["labels"])
-        else:
+        """ℓ per example over the configured positions (``entropy_positions``; ``sampled`` reads the answer
+        positions of the sampled sub-batch it is given)."""
+        if self.entropy_positions == "all":
             positions = sub_batch["attention_mask"].bool()
+        else:
+            positions = answer_positions(sub_batch["labels"])
         return mean_entropy(logits, positions)
 
     def _forget_term(self, model, batch, forward: Callable, layer: int | None, logs: dict[str, float]) -> torch.Tensor:
