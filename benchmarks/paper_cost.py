@@ -711,14 +711,27 @@ def notebook_06(params: config.Params, lengths: Lengths, trained: set[str] | Non
     n, longest = swept.eo_n_samples, swept.sample_max_new_tokens
     others = [t for t in swept.eo_temperatures if float(t) != float(swept.sample_temperature)]
     cost = Cost("06", f"{len(all_runs)} runs (Table 1, {len(f_points)} lambda_f x lr points, {len(r_points)} lambda_r "
-                      f"points), each sampled {n} x {questions} forget questions, TOFU utility; {len(others)} more "
+                      f"points) and EO on {', '.join(swept.eo_regime_runs)} in the regime ({len(swept.eo_regime_lambda_f_grid)}"
+                      f" lambda_f x {len(swept.eo_positions)} placements), each sampled {n} x {questions} forget "
+                      f"questions, TOFU utility; {len(others)} more "
                       "temperatures x 2 runs; diversity samples; entropy along 2 runs")
     for run in all_runs:
         train_unlearning(cost, swept, run, lengths, trained)
-    sample_and_score(cost, "forget questions", size, len(all_runs) * questions, lengths.prompt(forget), n, longest,
-                     lengths)
+    # Table 1 and EO in the paper's regime: notebook 05's step of each regime run (here its last step: the paper
+    # profile's runs are already in the regime at their end), EO added there at each weight and entropy placement
+    regime = {f"{run}@{schedule(swept, run, lengths).total_steps}": (run, schedule(swept, run, lengths).total_steps)
+              for run in swept.regime_runs}
+    swept, regime_points = entropy.regime_eo_points(swept, regime)
+    for point in regime_points:
+        plan = train_unlearning(cost, swept, point.run, lengths, trained)
+        if point.positions == "sampled":  # one answer sampled per forget example at every step
+            cost.add("on-policy samples of EO", GENERATED, size, plan.examples * plan.epochs * lengths.decoded(longest),
+                     rows=swept.unlearn_batch_size)
+    stepped = len(regime) + len(regime_points) - len({p.base for p in regime_points})
+    sample_and_score(cost, "forget questions", size, (len(all_runs) + stepped) * questions, lengths.prompt(forget), n,
+                     longest, lengths)
     tofu_evaluation(cost, "model utility", size, swept, lengths, forget, roles=entropy.DIVERSITY_ROLES,
-                    max_items=swept.eo_utility_items, models_evaluated=len(all_runs))
+                    max_items=swept.eo_utility_items, models_evaluated=len(all_runs) + stepped)
     sample_and_score(cost, "other temperatures", size, 2 * len(others) * questions, lengths.prompt(forget), n, longest,
                      lengths)
     files = tofu_eval_splits(forget)

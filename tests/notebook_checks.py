@@ -224,20 +224,29 @@ def check_06(smoke_runs_dir) -> None:
     meta = metrics.pop("meta")
     params = meta["parameters"]
     assert meta["profile"] == "smoke" and meta["notebook"] == "06_entropy_optimisation"
-    assert set(params["eo_table_runs"]) <= set(metrics) and set(metrics) == set(meta["runs"])
+    # beside the runs' final models: the steps in the paper's regime (notebook 05) and the EO points added there
+    regime_eo = meta["regime_eo"]
+    assert set(params["eo_table_runs"]) <= set(metrics)
+    assert set(meta["runs"]) - {p["run"] for p in regime_eo} <= set(metrics)
+    assert {p["label"] for p in regime_eo} <= set(metrics) and all(m in meta["runs"] or "@" in m for m in metrics)
+    assert {p["positions"] for p in regime_eo if p["lambda_f"]} == set(params["eo_positions"])
+    assert len(regime_eo) == 1 + len(params["eo_regime_lambda_f_grid"]) * len(params["eo_positions"])
     n, alpha = params["eo_n_samples"], params["alpha"]
     for run, entry in metrics.items():
         row = entry["forget"]
         for key in ("greedy ROUGE-L", "ED mean", "ED sd", "M_bin", "M_mu", "M_sigma", "leak rate", "model utility"):
             assert 0.0 <= row[key] <= 1.0, (run, key, row[key])
         assert row["M_bin"] >= 1 - alpha ** (1 / n) - 1e-9 and row["ED mean"] <= row["M_mu"] + 1e-9, run
+        if "ED score" in row:  # mean + rho sd
+            assert row["ED score"] == pytest.approx(row["ED mean"] + params["ed_rho"] * row["ED sd"], abs=1e-9), run
     sweep = meta["lambda_f_sweep"]
     assert len(sweep) == len(params["eo_lambda_f_grid"]) * len(params["eo_lr_grid"])
     assert {p["run"] for p in sweep + meta["lambda_r_sweep"]} <= set(metrics)
     assert {p["lambda_f"] for p in sweep} == set(params["eo_lambda_f_grid"])
     assert [f["verdict"] for f in meta["findings"]] and all(
         f["verdict"] in ("reproduced", "partly", "elsewhere", "not") for f in meta["findings"])
-    for figure in ("table1", "general_leak", "lambda_f", "temperature", "diversity", "entropy_along",
+    assert [f["paper"].split(":")[0] for f in meta["findings"][:2]] == ["Table 1", "NPO + EO on models in the paper's regime"]
+    for figure in ("table1", "regime_eo", "general_leak", "lambda_f", "temperature", "diversity", "entropy_along",
                    "ed_vs_utility", "adaptive"):
         assert (runs / "figures" / f"06_entropy_optimisation_{figure}.png").stat().st_size > 1000, figure
 

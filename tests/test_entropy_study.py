@@ -68,7 +68,10 @@ def test_lambda_f_points_of_the_default_profile(params):
     p, points = entropy.lambda_f_points(params)
     assert len(points) == len(params.eo_lr_grid) * len(params.eo_lambda_f_grid)
     reused = [pt.run for pt in points if pt.run in params.methods or pt.run in params.method_settings]
-    assert reused == ["npo", "npo_eo", "npo_mild"]  # the method alone at 3e-4 is npo_mild of notebook 05
+    assert reused == ["npo", "npo_eo"]
+    # a grid at the gentle runs' 3e-4 finds npo_mild of notebook 05 for the method alone
+    _, gentle = entropy.lambda_f_points(params.replace(eo_lr_grid=[1.0e-3, 3.0e-4]))
+    assert [pt.run for pt in gentle if pt.lambda_f == 0] == ["npo", "npo_mild"]
     assert len({pt.run for pt in points}) == len(points)
     for pt in points:
         assert pt.lambda_r == (params.eo_lambda_r if pt.lambda_f else 0.0)
@@ -212,3 +215,108 @@ def test_a_more_confident_model_has_a_lower_answer_entropy(tiny_model, tiny_toke
     flat = entropy.answer_entropy(_Sharpened(tiny_model, 0.0), tiny_tokenizer, template, qa_rows)
     assert sharp < plain < flat
     assert flat == pytest.approx(math.log(tiny_model.config.vocab_size), rel=1e-5)  # uniform: ln(vocab)
+
+
+# --------------------------------------------------------------------------- Table 1 as the paper defines it
+
+
+def _rouge(mean_sd, n=64, q=4):
+    """Scores whose every question has exactly mean m and sd s (half the samples at m - s, half at m + s)."""
+    m, s = mean_sd
+    row = np.r_[np.full(n // 2, m - s), np.full(n // 2, m + s)]
+    return np.tile(row, (q, 1))
+
+
+def _result(greedy, mean_sd) -> SampledScores:
+    rouge = _rouge(mean_sd)
+    q, n = rouge.shape
+    return SampledScores(questions=[f"q{i}" for i in range(q)], keys=["k"] * q, greedy_answers=["a"] * q,
+                         greedy_leak=np.zeros(q, dtype=np.int8), certainty=np.full(q, 0.8),
+                         leak=np.zeros((q, n), dtype=np.int8), self_bleu=np.full(q, 0.5), examples=[["s"]] * q,
+                         greedy_rouge=np.full(q, greedy), rouge=rouge)
+
+
+def test_the_ed_score_is_the_mean_plus_rho_sd_of_each_question():
+    result = _result(0.3, (0.3, 0.05))
+    assert entropy.ed_score(result, 2.0) == pytest.approx(0.3 + 2 * 0.05)
+    assert entropy.ed_score(result, 0.0) == pytest.approx(0.3)
+    # the paper's numbers fit greedy + 2 sd: GA 0.32 + 2 x 0.05 = 0.42 against its 0.41
+    for method in ("ga", "gd", "npo", "npo_eo"):
+        greedy, ed, sd = entropy.PAPER_TABLE1[method]
+        assert abs(greedy + 2 * sd - ed) <= 0.011, method
+
+
+def _table1_row(method, kind, greedy, mean, sd, rho=2.0):
+    return pd.Series({"method": method, "kind": kind, "greedy ROUGE-L": greedy, "ED mean": mean, "ED sd": sd,
+                      "ED score": mean + rho * sd})
+
+
+def test_table1_check_reads_the_papers_claim_and_each_way_it_can_fail():
+    regime = entropy.REGIME
+    assert entropy.table1_check(_table1_row("ga", regime, 0.32, 0.31, 0.05), 0.05, 0.03).holds  # the paper's GA
+    # the sample mean far above greedy: not the paper's reading (it says they match)
+    assert not entropy.table1_check(_table1_row("ga", regime, 0.10, 0.30, 0.05), 0.05, 0.03).holds
+    # no spread: the ED score is greedy's
+    assert not entropy.table1_check(_table1_row("gd", regime, 0.33, 0.33, 0.01), 0.05, 0.03).holds
+    # with EO: the spread gone and ED = greedy holds, a spread left does not
+    assert entropy.table1_check(_table1_row("npo_eo", entropy.REGIME_EO, 0.20, 0.20, 0.0), 0.05, 0.03).holds
+    assert not entropy.table1_check(_table1_row("npo_eo", entropy.REGIME_EO, 0.20, 0.20, 0.06), 0.05, 0.03).holds
+
+
+def test_table1_verdict_counts_only_the_in_regime_models_of_the_papers_methods():
+    rows = {"ga_mild@18": _table1_row("ga", entropy.REGIME, 0.32, 0.31, 0.05),
+            "npo_mild@18": _table1_row("npo", entropy.REGIME, 0.22, 0.22, 0.01),
+            "ga": _table1_row("ga", entropy.COLLAPSED, 0.0, 0.0, 0.0),  # collapsed: shown, never counted
+            "npo_mild_eo1_all@18": _table1_row("npo_eo", entropy.REGIME_EO, 0.2, 0.2, 0.0)}
+    table = pd.DataFrame(rows).T
+    found = entropy.table1_verdict(table, 0.05, 0.03)
+    assert found.label == "partly" and "holds in full for 1 of 2 in-regime models (ga_mild@18)" in found.text
+    assert "for 1 of 2; the sampled mean minus greedy ranges from -0.01 to +0.00" in found.text
+    assert found.text.count("(not counted)") == 2
+    table.loc["npo_mild@18", "ED sd"], table.loc["npo_mild@18", "ED score"] = 0.06, 0.34
+    assert entropy.table1_verdict(table, 0.05, 0.03).label == "reproduced"
+    # the sampled mean far below greedy while the spread lifts the ED score above it: only the sampling part holds
+    below = table.copy()
+    below.loc[["ga_mild@18", "npo_mild@18"], "greedy ROUGE-L"] = 0.5
+    below.loc[["ga_mild@18", "npo_mild@18"], "ED score"] = 0.7
+    found = entropy.table1_verdict(below, 0.05, 0.03)
+    assert found.label == "partly" and "in full for 0 of 2" in found.text and "sampling" in found.text
+    assert entropy.table1_verdict(table.drop(index=["ga_mild@18", "npo_mild@18"]), 0.05, 0.03).label == "not"
+
+
+# --------------------------------------------------------------------------- EO where the paper's models are
+
+
+def test_regime_eo_points_add_each_weight_and_placement_to_the_in_regime_run(params):
+    regime = {"npo_mild@18": ("npo_mild", 18), "rmu@21": ("rmu", 21)}
+    p, points = entropy.regime_eo_points(params.replace(eo_regime_runs=["npo_mild", "gd_mild"]), regime)
+    assert [pt.run for pt in points][0] == "npo_mild" and {pt.base for pt in points} == {"npo_mild"}  # gd_mild: no regime
+    assert len(points) == 1 + len(params.eo_regime_lambda_f_grid) * len(params.eo_positions)
+    for pt in points[1:]:
+        settings, trained = pipeline.unlearning_settings(p, pt.run), pipeline.run_params(p, pt.run)
+        assert settings["method"] == "npo" and settings["lambda_f"] == pt.lambda_f > 0
+        assert settings["entropy_positions"] == pt.positions and settings["lambda_r"] == params.eo_lambda_r
+        # the in-regime run's own schedule, with the regime step kept
+        assert trained.unlearn_lr == pipeline.run_params(params, "npo_mild").unlearn_lr == 3.0e-4
+        assert trained.unlearn_save_every == 18 and pt.step == 18 and pt.label == f"{pt.run}@18"
+    assert {pt.positions for pt in points[1:]} == set(params.eo_positions)
+
+
+def _regime_table(rows):
+    """rows: (model, lambda_f, positions, sd, utility, greedy)."""
+    return pd.DataFrame([{"model": m, "base": "npo_mild", "lambda_f": f, "positions": pos, "ED sd": sd, "ED score": 0.3,
+                          "greedy ROUGE-L": g, "leak rate": 0.1, "certainty": 0.8, "model utility": u}
+                         for m, f, pos, sd, u, g in rows]).set_index("model")
+
+
+def test_regime_eo_verdict_says_which_placement_reproduces_the_collapse():
+    alone = ("npo_mild@18", 0.0, "none", 0.10, 0.60, 0.30)
+    only_ours = _regime_table([alone, ("a@18", 1.0, "answer", 0.09, 0.60, 0.30), ("l@18", 1.0, "all", 0.08, 0.60, 0.30),
+                               ("s@18", 1.0, "sampled", 0.01, 0.58, 0.32)])
+    found = entropy.regime_eo_verdict(only_ours)
+    assert found.label == "partly" and "own sampled answers" in found.text and found.text.count("<- sd") == 1
+    papers = _regime_table([alone, ("l@18", 3.0, "all", 0.02, 0.59, 0.31)])
+    assert entropy.regime_eo_verdict(papers).label == "reproduced"
+    # sd gone but utility lost, or the model stopped unlearning: not
+    broken = _regime_table([alone, ("l@18", 1.0, "all", 0.0, 0.30, 0.30), ("a@18", 1.0, "answer", 0.0, 0.6, 0.9)])
+    assert entropy.regime_eo_verdict(broken).label == "not"

@@ -88,7 +88,7 @@ def test_the_studies_own_verdicts_are_read_not_rejudged():
                                      {"paper": "EO", "this run": "y", "verdict": "reproduced"}]}}
     rows = verdicts.of_notebook(runs.ENTROPY, entropy, "p")
     assert [(f.verdict, f.figure) for f in rows] == [(verdicts.NOT, f"{runs.ENTROPY}_table1"),
-                                                     (verdicts.REPRODUCED, f"{runs.ENTROPY}_lambda_f")]
+                                                     (verdicts.REPRODUCED, f"{runs.ENTROPY}_regime_eo")]
     leakage = {"meta": {"verdict_label": "reproduced", "revealing": ["m@3"], "regime": {"m@3": {}, "n@4": {}}}}
     (leak,) = verdicts.of_notebook(runs.LEAKAGE, leakage, "p")
     assert leak.verdict == verdicts.REPRODUCED and "for 1 of 2 models" in leak.this_run

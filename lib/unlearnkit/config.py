@@ -241,6 +241,12 @@ class Params(Mapping):
     eo_diversity_items: int
     eo_utility_items: int | None
     adaptive_thresholds: list
+    ed_rho: float
+    table1_tolerance: float
+    table1_sd_min: float
+    eo_regime_runs: list
+    eo_regime_lambda_f_grid: list
+    eo_positions: list
     # format-transformed evaluation
     format_max_items: int | None
     format_options: int
@@ -436,6 +442,8 @@ CONSTRAINTS: dict[str, Constraint] = {
     "eo_lr_grid": _each(_POSITIVE, non_empty=True), "eo_lambda_r": _at_most(0), "eo_lambda_r_grid": _each(_at_most(0)),
     "eo_temperatures": _each(_POSITIVE), "eo_n_samples": _COUNT, "eo_max_items": _or_null(_COUNT),
     "eo_diversity_items": _COUNT, "eo_utility_items": _or_null(_COUNT), "adaptive_thresholds": _each(_PROBABILITY),
+    "ed_rho": _NON_NEGATIVE, "table1_tolerance": _PROBABILITY, "table1_sd_min": _PROBABILITY,
+    "eo_regime_lambda_f_grid": _each(_POSITIVE), "eo_positions": _each(_one_of("answer", "all", "sampled")),
     "format_max_items": _or_null(_COUNT), "format_options": _above(2, inclusive=True), "format_margin": _PROBABILITY,
     "format_min_items": _COUNT, "format_alpha": _LEVEL,
     "alignment_template": _one_of("phi", "chat"), "alignment_heldout_templates": _NON_NEGATIVE,

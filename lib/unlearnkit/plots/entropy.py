@@ -1,5 +1,5 @@
 """Figures of the entropy-optimisation study (:mod:`unlearnkit.studies.entropy`, Scholten et al. section 5):
-Table 1 as a figure, the λ_f and temperature sweeps (Fig. 4), diversity against λ_r, entropy along unlearning and
+Table 1 as a figure, EO on the in-regime runs, the λ_f and temperature sweeps (Fig. 4), diversity against λ_r, entropy along unlearning and
 ED against utility (Fig. 5), and the c_T sweep of adaptive temperature."""
 
 from __future__ import annotations
@@ -10,33 +10,68 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["plot_table1", "plot_lambda_f_sweep", "plot_temperature_sweep", "plot_diversity", "plot_entropy_along",
+__all__ = ["plot_table1", "plot_regime_eo", "plot_lambda_f_sweep", "plot_temperature_sweep", "plot_diversity", "plot_entropy_along",
            "plot_ed_vs_utility", "plot_adaptive_sweep"]
 
 
-def plot_table1(table: pd.DataFrame, paper: Mapping[str, tuple[float, float, float]]):
-    """Per run: greedy ROUGE-L (cross) and the sampled ROUGE-L's ED mean ± sd (dot and bar), ours filled, the
-    paper's (Phi-1.5 on TOFU) hollow beside them where it reports the run; right: the model utility."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2, 1]})
+def plot_table1(table: pd.DataFrame):
+    """Table 1 as the paper defines it, like with like: per model our greedy ROUGE-L (cross), the sampled mean ± sd
+    (dot and bar) and the ED score, mean + ρ·sd (diamond); beside it, grey and hollow, the paper's greedy and ED score
+    for the method the model stands for. Models in the paper's regime (notebook 05's step) are drawn apart from
+    notebook 02's collapsed runs; right: model utility."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), gridspec_kw={"width_ratios": [2.4, 1]})
     x = np.arange(len(table))
     ax = axes[0]
-    ax.errorbar(x - 0.12, table["ED mean"], yerr=table["ED sd"], fmt="o", color="C0", capsize=4,
-                label="this run: ED mean ± sd (sampled)")
-    ax.plot(x - 0.12, table["greedy ROUGE-L"], "x", color="C3", ms=8, label="this run: greedy")
-    shown = False
-    for i, run in enumerate(table.index):
-        if run in paper:
-            greedy, mean, sd = paper[run]
-            ax.errorbar(i + 0.12, mean, yerr=sd, fmt="o", mfc="white", color="grey", capsize=4,
-                        label=None if shown else "paper: ED mean ± sd")
-            ax.plot(i + 0.12, greedy, "x", color="grey", ms=8, label=None if shown else "paper: greedy")
-            shown = True
-    ax.set_xticks(x, table.index)
-    ax.set(ylabel="ROUGE-L recall on forget", ylim=(-0.03, 1.05), title="Table 1: greedy against sampled ROUGE-L")
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
-    axes[1].bar(x, table["model utility"].astype(float), color="C2")
-    axes[1].set_xticks(x, table.index, rotation=30)
+    ax.errorbar(x - 0.14, table["ED mean"], yerr=table["ED sd"], fmt="o", color="C0", capsize=4,
+                label="this run: sampled mean ± sd")
+    ax.plot(x - 0.14, table["ED score"], "D", color="C1", ms=6, label="this run: ED score (mean + ρ·sd)")
+    ax.plot(x - 0.14, table["greedy ROUGE-L"], "x", color="C3", ms=9, mew=2, label="this run: greedy")
+    paper = table.dropna(subset=["paper greedy"])
+    px = np.array([list(table.index).index(m) for m in paper.index]) + 0.14
+    ax.plot(px, paper["paper ED score"], "D", mfc="white", color="grey", ms=6, label="paper: ED score")
+    ax.plot(px, paper["paper greedy"], "x", color="grey", ms=9, mew=2, label="paper: greedy")
+    kinds = list(dict.fromkeys(table["kind"]))
+    for i, kind in enumerate(kinds):
+        where = np.flatnonzero(table["kind"].to_numpy() == kind)
+        ax.axvspan(where.min() - 0.45, where.max() + 0.45, color=f"C{i + 4}", alpha=0.08, lw=0)
+        ax.text(where.mean(), 1.07, kind, ha="center", fontsize=8, color="0.3")
+    ax.set_xticks(x, table.index, rotation=30, ha="right")
+    ax.set(ylabel="ROUGE-L recall on forget", ylim=(-0.03, 1.12))
+    ax.set_title("Table 1: greedy, the sampled mean and spread, the ED score", fontsize=10, pad=18)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=5, frameon=False)
+    axes[1].bar(x, table["model utility"].astype(float), color=[f"C{kinds.index(k) + 4}" for k in table["kind"]])
+    axes[1].set_xticks(x, table.index, rotation=60, ha="right", fontsize=8)
     axes[1].set(ylabel="model utility", ylim=(0, 1), title="Utility kept")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def plot_regime_eo(table: pd.DataFrame):
+    """EO where the paper's models are: per in-regime run and entropy placement (colour), against λ_f (0: the run
+    alone), the sd of the sampled ROUGE-L, the ED score beside greedy ROUGE-L (dashed), the certainty c(x) on the
+    model's own greedy answer, and utility."""
+    columns = (("ED sd", "sd of sampled ROUGE-L (forget)"), ("ED score", "ED score (solid), greedy (dashed)"),
+               ("certainty", "certainty c(x) on own greedy answer"), ("model utility", "model utility"))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+    placements = [p for p in dict.fromkeys(table["positions"]) if p != "none"]
+    for b, (base, group) in enumerate(table.groupby("base", sort=False)):
+        alone = group[group["lambda_f"] == 0]
+        for i, placement in enumerate(placements):
+            line = pd.concat([alone, group[group["positions"] == placement]]).sort_values("lambda_f")
+            if len(line) <= len(alone):
+                continue
+            style = dict(color=f"C{i}", marker="os^"[b % 3], label=f"{base}: {placement}")
+            for ax, (column, _) in zip(axes, columns):
+                ax.plot(line["lambda_f"], line[column].astype(float), "-", **style)
+            axes[1].plot(line["lambda_f"], line["greedy ROUGE-L"].astype(float), "--", color=f"C{i}", alpha=0.6)
+    for ax, (_, label) in zip(axes, columns):
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set(xlabel="λ_f (0: the run alone)", ylabel=label)
+    axes[0].set_ylim(bottom=0)
+    axes[3].set_ylim(0, 1)
+    axes[0].legend(fontsize=7)
+    axes[0].set_title("EO on in-regime runs, by where the entropy is taken", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -40,7 +40,9 @@ from . import leakage
 #: Bump when :func:`utility` or :func:`entropy_along` measure differently.
 ENTROPY_VERSION = "1"
 
-#: Table 1 of the paper (Phi-1.5, TOFU forget10): greedy ROUGE-L and the ED mean ± sd of sampled ROUGE-L.
+#: Table 1 of the paper (Phi-1.5, TOFU forget10) as it reports it: greedy ROUGE-L, the ED score (mean + ρ·sd of the
+#: sampled ROUGE-L, ρ = 2; the column the paper heads "ED Score – Mean") and the sd. Its numbers fit greedy + 2·sd
+#: (docs/metrics.md §3): the sampled mean is close to greedy and the spread lifts the ED score above it.
 PAPER_TABLE1 = {"rmu": (0.70, 0.81, 0.10), "gd": (0.33, 0.42, 0.05), "ga": (0.32, 0.41, 0.05),
                 "npo": (0.22, 0.34, 0.06), "npo_eo": (0.20, 0.20, 0.00)}
 
@@ -205,8 +207,10 @@ def utility(profile: str, run_names: Sequence[str], params: Mapping[str, Any], s
 
 
 def _utility_of(profile: str, run: str, params: Params, source) -> float:
-    folder = runs.model_dir(profile, runs.unlearned_name(run))
+    return _utility_of_folder(profile, run, runs.model_dir(profile, runs.unlearned_name(run)), params, source)
 
+
+def _utility_of_folder(profile: str, run: str, folder, params: Params, source) -> float:
     def measure() -> dict[str, Any]:
         model, tokenizer, template = models.load_model(folder)
         with models.cpu_threads(model):
@@ -329,19 +333,6 @@ def model_row(result: SampledScores, alpha: float) -> dict[str, float]:
             "M_mu": float(upper.mean()), "M_sigma": float(bounds.std_bound(result.rouge, alpha).mean())}
 
 
-def table1(results: Mapping[str, SampledScores], utilities: Mapping[str, float], alpha: float) -> pd.DataFrame:
-    """The analogue of the paper's Table 1, one row per run, with the paper's greedy ROUGE-L and ED mean ± sd
-    beside ours where it reports the run."""
-    records = []
-    for run, result in results.items():
-        row = {"run": run, **model_row(result, alpha), "model utility": utilities.get(run)}
-        row["ED mean ± sd"] = f"{row['ED mean']:.2f} ± {row['ED sd']:.2f}"
-        paper = PAPER_TABLE1.get(run)
-        row["paper: greedy / ED mean ± sd"] = f"{paper[0]:.2f} / {paper[1]:.2f} ± {paper[2]:.2f}" if paper else ""
-        records.append(row)
-    return pd.DataFrame(records).set_index("run")
-
-
 def sweep_table(points: Sequence[SweepPoint], results: Mapping[str, SampledScores],
                 utilities: Mapping[str, float], alpha: float) -> pd.DataFrame:
     """One row per sweep point: its setting, :func:`model_row` of its samples and its model utility."""
@@ -420,6 +411,284 @@ def eo_verdict(sweep: pd.DataFrame, paper_lambda_f: float, paper_lr: float) -> V
     return Verdict(label, head + "\n" + "\n".join(lines))
 
 
+# --------------------------------------------------------------------------- Table 1 as the paper defines it
+
+
+def ed_score(result: SampledScores, rho: float) -> float:
+    """The paper's ED score on forget: per question the sampled ROUGE-L's mean + ρ·sd (sd normalised by 1/n,
+    :func:`unlearnkit.bounds.ed_score`), averaged over questions (Scholten et al. §4.3; docs/metrics.md §3)."""
+    return float(np.mean(bounds.ed_score(np.atleast_2d(result.rouge), rho)))
+
+
+def regime_of_leakage(profile: str) -> dict[str, tuple[str, int]]:
+    """The models of the paper's regime that notebook 05 found: ``{label: (run, step)}``, e.g.
+    ``{"npo_mild@18": ("npo_mild", 18)}``, from its metrics.json (run notebook 05 first)."""
+    meta = runs.read_metrics(profile, runs.LEAKAGE)["meta"]
+    return {label: (str(m["run"]), int(m["step"])) for label, m in (meta.get("regime") or {}).items()}
+
+
+def kept_step(profile: str, run: str, step: int):
+    """The folder of the weights an unlearning run kept at ``step``."""
+    kept = dict(runs.trajectory_steps(profile, run))
+    if step not in kept:
+        raise FileNotFoundError(f"run {run!r} of profile {profile!r} kept no weights at step {step} (kept: "
+                                f"{sorted(kept)[:5]}...): its unlearn_save_every does not divide {step}")
+    return kept[step]
+
+
+class Table1Model(NamedTuple):
+    """One model of the Table 1 analogue: its label, the paper's method it stands for, what kind of model it is
+    (``regime``: the step of a gentle run where greedy decoding says unlearned, notebook 05; ``collapsed``:
+    notebook 02's final model; ``regime EO``) and its folder."""
+
+    label: str
+    method: str
+    kind: str
+    folder: Any
+
+
+#: The kinds of Table 1 rows, as the table and the figure name them.
+REGIME, COLLAPSED, REGIME_EO = "in regime (05)", "collapsed (02)", "EO, in regime"
+
+
+def table1_models(params: Mapping[str, Any], profile: str, regime: Mapping[str, tuple[str, int]],
+                  eo: Sequence[RegimePoint] = ()) -> list[Table1Model]:
+    """The models of Table 1: for each method of ``eo_table_runs`` (and RMU), the in-regime step of notebook 05
+    where it has one, the collapsed run of notebook 02 beside it, and the EO points given (in the regime)."""
+    params = config.as_params(params)
+    out = []
+    for label, (run, step) in regime.items():
+        method = pipeline.unlearning_settings(params, run)["method"]
+        out.append(Table1Model(label, method, REGIME, kept_step(profile, run, step)))
+    for run in params.eo_table_runs:
+        settings = pipeline.unlearning_settings(params, run)
+        method = settings["method"] + ("_eo" if settings.get("lambda_f") else "")
+        out.append(Table1Model(run, method, COLLAPSED, runs.model_dir(profile, runs.unlearned_name(run))))
+    for point in eo:
+        out.append(Table1Model(point.label, f"{point.method}_eo", REGIME_EO, point.folder(profile)))
+    return out
+
+
+def table1(models_: Sequence[Table1Model], results: Mapping[str, SampledScores], utilities: Mapping[str, float],
+           alpha: float, rho: float) -> pd.DataFrame:
+    """The paper's Table 1 as it defines it: per model greedy ROUGE-L, the sampled ROUGE-L's mean and sd, the ED
+    score (mean + ρ·sd), the bounds and utility, with the paper's greedy / ED score / sd for the method it stands for."""
+    records = []
+    for m in models_:
+        result = results[m.label]
+        row = {"model": m.label, "method": m.method, "kind": m.kind, **model_row(result, alpha),
+               "ED score": ed_score(result, rho), "model utility": utilities.get(m.label)}
+        paper = PAPER_TABLE1.get(m.method)
+        row.update({"paper greedy": paper[0] if paper else np.nan, "paper ED score": paper[1] if paper else np.nan,
+                    "paper sd": paper[2] if paper else np.nan})
+        records.append(row)
+    return pd.DataFrame(records).set_index("model")
+
+
+class Table1Check(NamedTuple):
+    holds: bool  # every part of the reading
+    spread: bool  # its consequence for sampling: a considerable spread lifts the ED score above greedy (EO: gone)
+    text: str
+
+
+def table1_check(row: pd.Series, tolerance: float, sd_min: float) -> Table1Check:
+    """The paper's Table 1 reading for one model: without EO, the sampled mean matches greedy (within
+    ``tolerance``), the sd is considerable (at least ``sd_min``) and so the ED score exceeds greedy (by more than
+    ``tolerance``); with EO, the sd is gone (at most SD_NEAR_ZERO) and the ED score equals greedy (within
+    ``tolerance``). ``spread`` is the part about sampling alone (sd and ED score), ``holds`` the whole reading."""
+    greedy, mean, sd, ed = (float(row[k]) for k in ("greedy ROUGE-L", "ED mean", "ED sd", "ED score"))
+    if str(row["method"]).endswith("_eo"):
+        holds = sd <= SD_NEAR_ZERO and abs(ed - greedy) <= tolerance
+        parts = [f"sd {sd:.3f} {'<=' if sd <= SD_NEAR_ZERO else '>'} {SD_NEAR_ZERO}",
+                 f"ED {ed:.2f} {'=' if abs(ed - greedy) <= tolerance else '!='} greedy {greedy:.2f}"]
+        return Table1Check(holds, holds, ", ".join(parts))
+    matches, considerable, above = abs(mean - greedy) <= tolerance, sd >= sd_min, ed > greedy + tolerance
+    parts = [f"mean {mean:.2f} {'≈' if matches else '≠'} greedy {greedy:.2f}",
+             f"sd {sd:.3f} {'considerable' if considerable else 'small'}",
+             f"ED {ed:.2f} {'above' if above else 'not above'} greedy"]
+    return Table1Check(matches and considerable and above, considerable and above, ", ".join(parts))
+
+
+#: The paper's methods of Table 1 without EO, whose rows its claim is about.
+TABLE1_METHODS = ("ga", "gd", "npo", "rmu")
+
+
+def table1_verdict(table: pd.DataFrame, tolerance: float, sd_min: float) -> Verdict:
+    """Table 1's finding on the models in the paper's regime (the collapsed and EO rows are shown, never counted):
+    for GA, GD, NPO and RMU the sampled mean is close to greedy, the spread considerable and the ED score above
+    greedy. "reproduced": the whole reading holds for every such method with an in-regime model; "partly": for
+    some, or only its part about sampling (a considerable spread lifting the ED score above greedy) holds; "not":
+    neither holds for any."""
+    lines, held, spread, tested, gaps = [], [], [], [], []
+    for model, row in table.iterrows():
+        check = table1_check(row, tolerance, sd_min)
+        counted = row["kind"] == REGIME and row["method"] in TABLE1_METHODS
+        lines.append(f"  {model} [{row['kind']}]: {check.text}{' -> holds' if check.holds else ''}"
+                     f"{'' if counted else ' (not counted)'}")
+        if counted:
+            tested.append(str(model))
+            gaps.append(float(row["ED mean"]) - float(row["greedy ROUGE-L"]))
+            held += [str(model)] if check.holds else []
+            spread += [str(model)] if check.spread else []
+    label = ("reproduced" if tested and len(held) == len(tested) else "partly" if held or spread else "not")
+    head = (f"The paper's Table 1 reading (mean within {tolerance} of greedy, sd at least {sd_min}, ED score = mean "
+            f"+ ρ·sd more than {tolerance} above greedy) holds in full for {len(held)} of {len(tested)} in-regime "
+            f"models" + (f" ({', '.join(held)})" if held else "") + f"; its part about sampling (a considerable "
+            f"spread lifting the ED score above greedy) for {len(spread)} of {len(tested)}"
+            + (f"; the sampled mean minus greedy ranges from {min(gaps):+.2f} to {max(gaps):+.2f}" if gaps else "")
+            + ".")
+    return Verdict(label, head + "\n" + "\n".join(lines))
+
+
+def curve_pair(table: pd.DataFrame, results: Mapping[str, SampledScores]) -> dict[str, SampledScores] | None:
+    """Fig. 3c's two models: of the models in the paper's regime, two with the same greedy leak rate whose sampled
+    ROUGE-L differs the most on average; None when no two share a greedy leak rate."""
+    regime = [m for m in table.index if table.loc[m, "kind"] == REGIME]
+    best, gap = None, -1.0
+    for i, a in enumerate(regime):
+        for b in regime[i + 1:]:
+            ra, rb = results[a], results[b]
+            if abs(float(ra.greedy_leak.mean()) - float(rb.greedy_leak.mean())) > 1e-9:
+                continue
+            diff = abs(float(ra.rouge.mean()) - float(rb.rouge.mean()))
+            if diff > gap:
+                best, gap = (a, b), diff
+    if best is None:
+        return None
+    return {f"{m}, greedy leak {results[m].greedy_leak.mean():.2f}": results[m] for m in best}
+
+
+# --------------------------------------------------------------------------- EO where the paper's models are
+
+
+class RegimePoint(NamedTuple):
+    """One EO run added to an in-regime run: the base run (``npo_mild``), its method, λ_f, λ_r, where the entropy
+    is taken (``answer``, ``all``, ``sampled``) and the step compared (the base run's regime step); λ_f = 0 is the
+    base run alone."""
+
+    run: str
+    base: str
+    method: str
+    lambda_f: float
+    lambda_r: float
+    positions: str
+    step: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.run}@{self.step}"
+
+    def folder(self, profile: str):
+        return kept_step(profile, self.run, self.step)
+
+
+def regime_eo_points(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int]]) -> tuple[Params, list[RegimePoint]]:
+    """EO added where the paper's models are: each run of ``eo_regime_runs`` that notebook 05 put in the regime,
+    alone (λ_f 0) and with each λ_f of ``eo_regime_lambda_f_grid`` (λ_r = ``eo_lambda_r``) at each entropy placement
+    of ``eo_positions``, on the run's own schedule and learning rate, compared at its regime step (the EO runs keep
+    their weights every that many steps). Returns the parameters that know the new runs, and the points."""
+    params = config.as_params(params)
+    steps = {run: step for run, step in regime.values()}
+    points = []
+    for base in params.eo_regime_runs:
+        if base not in steps:
+            continue
+        step = steps[base]
+        own = {k: v for k, v in params.method_settings.get(base, {"method": base}).items()
+               if k not in ("lambda_f", "lambda_r", "entropy_positions", "unlearn_save_every")}
+        method = pipeline.unlearning_settings(params, base)["method"]
+        points.append(RegimePoint(base, base, method, 0.0, 0.0, "none", step))
+        for lambda_f in params.eo_regime_lambda_f_grid:
+            for positions in params.eo_positions:
+                name = f"{base}_eo{lambda_f:g}_{positions}"
+                params = pipeline.with_run(params, name, **{**own, "lambda_f": float(lambda_f),
+                                                            "lambda_r": float(params.eo_lambda_r),
+                                                            "entropy_positions": positions,
+                                                            "unlearn_save_every": int(step)})
+                points.append(RegimePoint(name, base, method, float(lambda_f), float(params.eo_lambda_r), positions,
+                                          step))
+    return params, points
+
+
+def regime_eo_table(points: Sequence[RegimePoint], results: Mapping[str, SampledScores],
+                    utilities: Mapping[str, float], alpha: float, rho: float) -> pd.DataFrame:
+    """One row per point: its setting, the sampled sd, the ED score, the leak rate, the certainty c(x) on the
+    model's own greedy answer, greedy ROUGE-L and utility."""
+    records = [{"model": p.label, "base": p.base, "lambda_f": p.lambda_f, "lambda_r": p.lambda_r,
+                "positions": p.positions, **model_row(results[p.label], alpha), "ED score": ed_score(results[p.label], rho),
+                "model utility": utilities.get(p.label)} for p in points]
+    return pd.DataFrame(records).set_index("model")
+
+
+#: Where the entropy is taken, as the verdict names each placement.
+POSITION_NAMES = {"answer": "the answer tokens (the workbook's default)",
+                  "all": "all tokens of the sequence (the paper's text and its reference code)",
+                  "sampled": "the model's own sampled answers (on-policy, ours)"}
+#: The placement the paper describes; the others are ours.
+PAPER_POSITIONS = ("all",)
+
+
+def regime_eo_verdict(table: pd.DataFrame) -> Verdict:
+    """Which placement of the entropy, if any, reproduces "sd -> 0 with utility kept" on in-regime runs: a point
+    counts as for :func:`eo_verdict` (sd at most SD_NEAR_ZERO or cut by SD_CUT against the run alone, utility at
+    least UTILITY_KEPT of it, greedy ROUGE-L within ROUGE_SLACK of it). "reproduced": some point with the entropy
+    where the paper takes it (all tokens, :data:`PAPER_POSITIONS`) counts; "partly": only a placement of ours
+    (answer tokens, the model's own samples); "not": none."""
+    lines, hits = [], []
+    for _base, group in table.groupby("base", sort=False):
+        alone = group[group["lambda_f"] == 0]
+        if alone.empty:
+            continue
+        alone = alone.iloc[0]
+        lines.append(f"  {alone.name} (alone): sd {alone['ED sd']:.3f}, ED {alone['ED score']:.2f}, greedy "
+                     f"{alone['greedy ROUGE-L']:.2f}, leak rate {alone['leak rate']:.3f}, certainty "
+                     f"{alone['certainty']:.3f}, utility {alone['model utility']:.3f}")
+        for model, row in group[group["lambda_f"] > 0].iterrows():
+            ok = _collapses(row, alone)
+            if ok:
+                hits.append((row["positions"], row["lambda_f"], str(model)))
+            lines.append(f"  {model} ({row['positions']}, λf {row['lambda_f']:g}): sd {row['ED sd']:.3f}, ED "
+                         f"{row['ED score']:.2f}, greedy {row['greedy ROUGE-L']:.2f}, leak rate {row['leak rate']:.3f}, "
+                         f"certainty {row['certainty']:.3f}, utility {row['model utility']:.3f}"
+                         f"{' <- sd -> 0 with utility kept' if ok else ''}")
+    paper_placements = {h[0] for h in hits} & set(PAPER_POSITIONS)
+    if paper_placements:
+        label = "reproduced"
+    elif hits:
+        label = "partly"
+    else:
+        label = "not"
+    placements = sorted({h[0] for h in hits})
+    summary = []
+    for placement, group in table[table["lambda_f"] > 0].groupby("positions", sort=False):
+        summary.append(f"{placement}: sd {group['ED sd'].min():.3f}-{group['ED sd'].max():.3f}, greedy ROUGE-L "
+                       f"{group['greedy ROUGE-L'].min():.2f}-{group['greedy ROUGE-L'].max():.2f}, certainty "
+                       f"{group['certainty'].min():.3f}-{group['certainty'].max():.3f}")
+    alone_rows = table[table["lambda_f"] == 0]
+    if len(alone_rows) and summary:
+        a = alone_rows.iloc[0]
+        summary.insert(0, f"{a.name} alone: sd {a['ED sd']:.3f}, greedy ROUGE-L {a['greedy ROUGE-L']:.2f}, certainty "
+                          f"{a['certainty']:.3f}")
+    head = ("On the runs in the paper's regime, sd -> 0 with utility kept " +
+            (f"with the entropy on {'; on '.join(POSITION_NAMES[p] for p in placements)}: "
+             + ", ".join(f"{m}" for _, _, m in hits) if hits else "at no point of the grid and no placement")
+            + f". (A point counts when its sd is at most {SD_NEAR_ZERO} or {SD_CUT:.0%} below the run alone's, it "
+            f"keeps {UTILITY_KEPT:.0%} of that model's utility and its greedy ROUGE-L stays within {ROUGE_SLACK} of it.)")
+    if summary:
+        head += " " + "; ".join(summary) + "."
+    return Verdict(label, head + "\n" + "\n".join(lines))
+
+
+def folder_utility(profile: str, named_folders: Mapping[str, Any], params: Mapping[str, Any], source,
+                   jobs: int | None = 1) -> dict[str, float]:
+    """:func:`utility` of models given by folder (a step kept along a run), keyed by their labels."""
+    params = config.as_params(params)
+    names = list(named_folders)
+    found = models.side_by_side(_utility_of_folder, [(profile, name, named_folders[name], params, source)
+                                                     for name in names], jobs, desc="utility")
+    return dict(zip(names, found))
+
+
 #: The least change of the mean M_bin that the adaptive-temperature verdict reads as an effect.
 MIN_M_BIN_CHANGE = 0.01
 
@@ -446,10 +715,10 @@ def adaptive_verdict(sweep: pd.DataFrame, threshold: float, leaking: str, eo_run
     return Verdict(label, text)
 
 
-def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """``{run: {"forget": Table 1 row}}`` for metrics.json, sweep points included (with their setting)."""
+def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame, *more: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """``{model: {"forget": Table 1 row}}`` for metrics.json, sweep points included (with their setting)."""
     entries: dict[str, dict[str, Any]] = {}
-    for frame in (table, sweep):
+    for frame in (table, sweep, *more):
         for run, row in frame.iterrows():
             values = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
                       if not isinstance(v, str)}
@@ -463,20 +732,6 @@ def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame) -> dict[str, dict[
 def most_leaking(table: pd.DataFrame, exclude: Sequence[str] = ()) -> str:
     """The Table 1 run whose samples name the key entity most often (the one adaptive temperature can hurt)."""
     return str(table.drop(index=[r for r in exclude if r in table.index])["leak rate"].idxmax())
-
-
-def table1_text(table: pd.DataFrame) -> str:
-    """Where sampling sits against greedy, per run, from Table 1's numbers."""
-    lines = []
-    for run, row in table.iterrows():
-        gap = row["ED mean"] - row["greedy ROUGE-L"]
-        side = "above" if gap > 0.01 else "below" if gap < -0.01 else "at"
-        lines.append(f"  {run}: greedy {row['greedy ROUGE-L']:.2f}, sampled {row['ED mean']:.2f} ± {row['ED sd']:.2f} "
-                     f"({side} greedy), leak rate {row['leak rate']:.3f}, utility {row['model utility']:.3f}")
-    above = [str(r) for r, row in table.iterrows() if row["ED mean"] > row["greedy ROUGE-L"] + 0.01]
-    head = (f"The paper reports the sampled mean above greedy for every method but NPO + EO. Here it is above for "
-            f"{len(above)} of {len(table)} runs" + (f" ({', '.join(above)})" if above else "") + ".")
-    return head + "\n" + "\n".join(lines)
 
 
 def curves_text(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> str:
@@ -513,20 +768,16 @@ def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, 
     return " ".join(lines)
 
 
-def findings(table: pd.DataFrame, eo: Verdict, adaptive: Verdict, eo_run: str, alone_run: str,
-             diversity: pd.DataFrame | None = None, lambda_r: Sequence[float] = ()) -> pd.DataFrame:
+def findings(table1_found: Verdict, regime_eo: Verdict, adaptive: Verdict, diversity: pd.DataFrame | None = None,
+             lambda_r: Sequence[float] = ()) -> pd.DataFrame:
     """The notebook's findings: the paper's claim, this run's numbers, the verdict."""
-    eo_row, alone_row = table.loc[eo_run] if eo_run in table.index else None, table.loc[alone_run]
-    above = [str(r) for r, row in table.iterrows() if row["ED mean"] > row["greedy ROUGE-L"] + 0.01]
     rows = [
-        {"paper": "Table 1: sampled ROUGE-L above greedy for GA, GD, NPO and RMU",
-         "this run": f"above for {len(above)} of {len(table)} runs: {', '.join(above) or 'none'}",
-         "verdict": "reproduced" if len(above) >= 3 else "partly" if above else "not"},
-        {"paper": "NPO + EO: sampled sd 0.00 (NPO 0.06) with utility kept",
-         "this run": (f"{eo_run}: sd {eo_row['ED sd']:.3f} against {alone_run} {alone_row['ED sd']:.3f}; utility "
-                      f"{eo_row['model utility']:.3f} against {alone_row['model utility']:.3f}"
-                      if eo_row is not None else f"{eo_run} not in the table"),
-         "verdict": eo.label},
+        {"paper": "Table 1: for GA, GD, NPO and RMU the sampled mean matches greedy, but the spread is considerable, so "
+                  "the ED score (mean + 2 sd) exceeds what greedy decoding reports; with EO the spread is gone",
+         "this run": _first_sentence(table1_found.text) + " " + _counted_lines(table1_found.text),
+         "verdict": table1_found.label},
+        {"paper": "NPO + EO on models in the paper's regime: the sampled sd falls to 0 with utility kept",
+         "this run": _first_sentence(regime_eo.text), "verdict": regime_eo.label},
         {"paper": "adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
          "this run": adaptive.text.split(": ", 1)[1].split(" The paper")[0], "verdict": adaptive.label},
     ]
@@ -541,15 +792,32 @@ def findings(table: pd.DataFrame, eo: Verdict, adaptive: Verdict, eo_run: str, a
     return pd.DataFrame(rows)
 
 
+def _first_sentence(text: str) -> str:
+    """A verdict's first line without its parenthesis on what counts."""
+    line = text.split("\n", 1)[0]
+    if " (A point counts" in line:
+        before, after = line.split(" (A point counts", 1)
+        line = before + (after.split(".)", 1)[1] if ".)" in after else "")
+    return line
+
+
+def _counted_lines(text: str) -> str:
+    """The per-model lines of a Table 1 verdict that it counts, joined."""
+    lines = [line.strip() for line in text.splitlines()[1:] if "(not counted)" not in line]
+    return "; ".join(lines)
+
+
 def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
              scored: leakage.Scored, found: pd.DataFrame, lambda_f: Sequence[SweepPoint],
-             lambda_r: Sequence[SweepPoint]) -> dict[str, Any]:
+             lambda_r: Sequence[SweepPoint], regime_points: Sequence[RegimePoint] = (),
+             lambda_f_verdict: str = "") -> dict[str, Any]:
     """What metrics.json records beside the parameters: the runs, the sweeps' settings, sampling, the questions,
-    the seconds spent and the findings."""
+    the seconds spent, the findings, and the verdict of the λ_f grid at notebook 02's learning rate."""
     return {"runs": list(all_runs), "sampling": dict(settings), "questions": [r["question"] for r in rows],
             "sampling_seconds": sum(scored.seconds.values()),
             "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
-            "findings": found.to_dict(orient="records")}
+            "regime_eo": [{**p._asdict(), "label": p.label} for p in regime_points],
+            "lambda_f_verdict": lambda_f_verdict, "findings": found.to_dict(orient="records")}
 
 
 def temperature_text(table: pd.DataFrame) -> str:

@@ -191,7 +191,7 @@ def _leakage(metrics: Mapping[str, Any], profile: str) -> list[Finding]:
 
 
 #: The figure and the short name of each finding of entropy.findings, in its order.
-_ENTROPY_FIGURES = (("table1", "Table 1"), ("lambda_f", "EO loss"), ("adaptive", "adaptive T"),
+_ENTROPY_FIGURES = (("table1", "Table 1"), ("regime_eo", "EO in regime"), ("adaptive", "adaptive T"),
                     ("diversity", "λ_r diversity"))
 
 
