@@ -177,6 +177,12 @@ def test_every_declared_constraint_names_a_declared_key_and_holds_on_every_profi
     assert [alpha.holds(v) for v in (0.5, 0.01, 0.0, 0.51, float("nan"), True, "0.1")] == [True, True] + [False] * 5
     with pytest.raises(ValueError, match="'lambda_r'.*0.5; it must be <= 0"):
         config.Params.load("smoke").replace(lambda_r=0.5)
+    # an enumeration lists what the library itself accepts (config cannot import the modules that own the lists)
+    from unlearnkit.metrics.sampling import SAMPLERS
+    from unlearnkit.unlearning import ENTROPY_POSITIONS
+
+    assert config.CONSTRAINTS["sampler"].choices == tuple(SAMPLERS)
+    assert config._POSITIONS.choices == tuple(ENTROPY_POSITIONS)
 
 
 def test_every_notebook_reads_declared_sections():

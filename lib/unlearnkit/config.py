@@ -365,6 +365,7 @@ class Constraint:
 
     text: str
     test: Callable[[Any], bool]
+    choices: tuple[str, ...] = ()  # the allowed values of an enumeration, which the library's own lists must match
 
     def holds(self, value: Any) -> bool:
         try:
@@ -394,7 +395,7 @@ def _at_most(high: float) -> Constraint:
 
 
 def _one_of(*choices: str) -> Constraint:
-    return Constraint(f"one of {', '.join(choices)}", lambda v: v in choices)
+    return Constraint(f"one of {', '.join(choices)}", lambda v: v in choices, tuple(choices))
 
 
 def _or_null(c: Constraint) -> Constraint:
@@ -409,6 +410,7 @@ def _each(c: Constraint, non_empty: bool = False) -> Constraint:
 _COUNT, _NON_NEGATIVE, _POSITIVE = _above(1, inclusive=True), _above(0, inclusive=True), _above(0)
 _PROBABILITY, _LEVEL = _in(0, 1), _in(0, 0.5, low_open=True)
 _SCHEDULES = _one_of("linear", "cosine", "constant")
+_POSITIONS = _one_of("answer", "all", "sampled")
 
 #: The declared keys' constraints, checked whenever a :class:`Params` is made (the runner, a notebook, a study's
 #: derived parameters). Types are checked first, from the annotations.
@@ -423,7 +425,6 @@ CONSTRAINTS: dict[str, Constraint] = {
     "finetune_epochs": _POSITIVE, "finetune_lr": _POSITIVE, "finetune_batch_size": _COUNT,
     "finetune_grad_accum": _COUNT, "finetune_warmup": _PROBABILITY, "finetune_weight_decay": _NON_NEGATIVE,
     "finetune_schedule": _SCHEDULES, "world_replay": _NON_NEGATIVE, "checkpoint_every": _NON_NEGATIVE,
-    "methods": _each(Constraint("a run name", lambda v: isinstance(v, str))),
     "unlearn_epochs": _POSITIVE, "unlearn_lr": _POSITIVE, "unlearn_batch_size": _COUNT, "unlearn_grad_accum": _COUNT,
     "unlearn_warmup": _PROBABILITY, "unlearn_weight_decay": _NON_NEGATIVE, "unlearn_schedule": _SCHEDULES,
     "trajectory_max_items": _or_null(_COUNT), "unlearn_save_every": _NON_NEGATIVE, "heldout_authors": _NON_NEGATIVE,
@@ -443,7 +444,7 @@ CONSTRAINTS: dict[str, Constraint] = {
     "eo_temperatures": _each(_POSITIVE), "eo_n_samples": _COUNT, "eo_max_items": _or_null(_COUNT),
     "eo_diversity_items": _COUNT, "eo_utility_items": _or_null(_COUNT), "adaptive_thresholds": _each(_PROBABILITY),
     "ed_rho": _NON_NEGATIVE, "table1_tolerance": _PROBABILITY, "table1_sd_min": _PROBABILITY,
-    "eo_regime_lambda_f_grid": _each(_POSITIVE), "eo_positions": _each(_one_of("answer", "all", "sampled")),
+    "eo_regime_lambda_f_grid": _each(_POSITIVE), "eo_positions": _each(_POSITIONS),
     "format_max_items": _or_null(_COUNT), "format_options": _above(2, inclusive=True), "format_margin": _PROBABILITY,
     "format_min_items": _COUNT, "format_alpha": _LEVEL,
     "alignment_template": _one_of("phi", "chat"), "alignment_heldout_templates": _NON_NEGATIVE,

@@ -15,6 +15,7 @@ import copy
 import json
 import os
 import shutil
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,13 +35,14 @@ from .data.tofu import (
     TofuSource,
     retain_split_for,
 )
-from .generation import greedy_answers
+from .generation import greedy_answers, sample_continuations
 from .metrics.tofu import evaluate_tofu, forget_quality, rouge_l, tofu_eval_splits
 from .unlearning import (
     COMMON_PARAMETERS,
     DISABLE_ADAPTERS,
     METHOD_PARAMETERS,
     METHODS,
+    SAMPLED,
     UnlearningLoss,
     collate_pairs,
     encode_pairs,
@@ -594,11 +596,6 @@ class OnPolicySamples:
         self.loss, self.tokenizer, self.max_new_tokens, self.seed = loss, tokenizer, int(max_new_tokens), int(seed)
 
     def __call__(self, model, batch):
-        import zlib
-
-        from .generation import sample_continuations
-        from .unlearning import SAMPLED
-
         forget = batch["forget"]
         prompts = [ids[(mask == 1) & (labels == -100)].tolist() for ids, mask, labels
                    in zip(forget["input_ids"], forget["attention_mask"], forget["labels"])]

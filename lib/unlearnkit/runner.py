@@ -41,8 +41,6 @@ def _kernel_config():
     return Config({"KernelManager": {"transport": "ipc"}})
 
 
-
-
 def source_notebooks() -> list[Path]:
     return sorted(p for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
@@ -63,6 +61,18 @@ class Refused(SystemExit):
         super().__init__(2)
 
 
+def checked_params(profile: str, overrides: dict | None = None, runs: list[str] | tuple[str, ...] = ()) -> config.Params:
+    """:func:`profile_params`, then the checks that need the data source and the runs (``pipeline.check_params``;
+    ``runs``: runs asked for by name), each refused (:class:`Refused`)."""
+    from . import pipeline
+
+    params = profile_params(profile, overrides)
+    try:
+        return pipeline.check_params(params, runs)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+
+
 def profile_params(profile: str, overrides: dict | None = None) -> config.Params:
     """The merged profile with ``overrides`` (profile keys only), checked: a bad profile, key or value is refused."""
     try:
@@ -71,19 +81,27 @@ def profile_params(profile: str, overrides: dict | None = None) -> config.Params
         raise Refused(str(exc)) from None
 
 
+def _assigned(lines: list[str]) -> list[str]:
+    """The names that ``name = value`` lines assign."""
+    return [m.group(1) for m in (re.match(r"^(\w+)\s*=", line) for line in lines) if m]
+
+
+def _cell_names(cell: dict) -> tuple[list[str], list[str]]:
+    """What a parameters cell assigns: the profile keys above the marker, the notebook's own parameters below it."""
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    lines = source.splitlines()
+    cut = lines.index(OWN_PARAMETERS_MARKER) if OWN_PARAMETERS_MARKER in lines else len(lines)
+    return _assigned(lines[:cut]), _assigned(lines[cut + 1:])
+
+
 def own_parameters(notebook: Path) -> list[str]:
     """The parameters a notebook takes besides the profile's (below the marker of its parameters cell: ``method``)."""
-    lines = own_parameter_lines(_parameters_cell(json.loads(notebook.read_text())))
-    return [m.group(1) for m in (re.match(r"^(\w+)\s*=", line) for line in lines) if m]
+    return _cell_names(_parameters_cell(json.loads(notebook.read_text())))[1]
 
 
 def _cell_keys(notebook: Path) -> list[str]:
     """The names a notebook's parameters cell assigns above the marker (each must be a profile key)."""
-    cell = _parameters_cell(json.loads(notebook.read_text()))
-    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    lines = source.splitlines()
-    lines = lines[:lines.index(OWN_PARAMETERS_MARKER)] if OWN_PARAMETERS_MARKER in lines else lines
-    return [m.group(1) for m in (re.match(r"^(\w+)\s*=", line) for line in lines) if m]
+    return _cell_names(_parameters_cell(json.loads(notebook.read_text())))[0]
 
 
 def reads(notebook: Path) -> set[str]:
@@ -120,18 +138,12 @@ def plan(target: str, profile: str, overrides: dict[str, Any]) -> Plan:
             config.check_known(_cell_keys(nb), f" in the parameters cell of {nb.name}")
         except KeyError as exc:
             raise Refused(str(exc)) from None
-    params = profile_params(profile, profile_keys)
     if "method" in own and not isinstance(own["method"], str):
         raise Refused(f"method must be a run name, got {own['method']!r}")
-    from . import pipeline
-
-    try:
-        pipeline.check_params(params, [own["method"]] if "method" in own else [])
-    except ValueError as exc:
-        raise Refused(str(exc)) from None
+    params = checked_params(profile, profile_keys, [own["method"]] if "method" in own else [])
+    read = [reads(nb) for nb in notebooks]
     for key in overrides:
-        readers = [nb for nb in notebooks if key in reads(nb)]
-        if not readers:
+        if not any(key in keys for keys in read):
             who = f"notebook {notebooks[0].stem[:2]}" if len(notebooks) == 1 else "no notebook"
             print(f"{who} {'does not read' if len(notebooks) == 1 else 'reads'} {key}", file=sys.stderr, flush=True)
     return Plan(notebooks, params, own, sorted(profile_keys))
@@ -154,7 +166,7 @@ def _parameterised(notebook: Path, parameters: dict[str, Any]):
 
     nb = nbformat.read(notebook, as_version=4)
     cell = _parameters_cell(nb)
-    assigned = set(_cell_keys(notebook)) | set(own_parameters(notebook))
+    assigned = {name for names in _cell_names(cell) for name in names}
     extra = [k for k in parameters if k not in assigned]
     if extra:
         cell["source"] = cell["source"] + "".join(f"\n{k} = {parameters[k]!r}  # set for this run" for k in extra)
@@ -272,7 +284,8 @@ def run(notebook: Path, params: config.Params, own: dict | None = None, timeout:
         models.release_workers()  # their CPU seconds counted now, not in the next notebook's
         return [*done, run_notebook(notebook, params, {**own, "method": last}, f"_{last}", timeout, changed)]
     suffix = f"_{own['method']}" if "method" in own and notebook.stem.startswith(PER_METHOD_PREFIXES) else ""
-    own = {k: v for k, v in own.items() if k in own_parameters(notebook)}
+    takes = own_parameters(notebook)
+    own = {k: v for k, v in own.items() if k in takes}
     return [run_notebook(notebook, params, own, suffix, timeout, changed)]
 
 
@@ -411,11 +424,7 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
     pipeline step shards each batch over the processes and only the main process writes."""
     from . import pipeline, runs
 
-    params = profile_params(profile, overrides)
-    try:
-        pipeline.check_params(params, [run] if step == "unlearn" and run else [])
-    except ValueError as exc:
-        raise Refused(str(exc)) from None
+    params = checked_params(profile, overrides, [run] if step == "unlearn" and run else [])
     if step == "base":
         pipeline.base_model(params, profile)
         name = "base"
@@ -464,11 +473,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)
-    try:
-        config.check_known(overrides)
-    except KeyError as exc:
-        raise Refused(str(exc)) from None
+    overrides = _overrides(args)  # an unknown key is refused when the profile is merged with them
     merged = dict(profile_params(args.profile, overrides))
     print(yaml.safe_dump(merged, sort_keys=False), end="")
     return 0
@@ -479,11 +484,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)
-    try:
-        config.check_known(overrides)
-    except KeyError as exc:
-        raise Refused(str(exc)) from None
+    overrides = _overrides(args)  # an unknown key is refused when the profile is merged with them
     summary = train_step(args.step, args.profile, overrides, args.split, args.run)
     from .training import processes
 

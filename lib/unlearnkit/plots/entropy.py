@@ -139,10 +139,10 @@ def plot_entropy_along(curves: Mapping[str, pd.DataFrame]):
 
 
 def plot_ed_vs_utility(sweep: pd.DataFrame):
-    """Fig. 5c: the ED score (mean + 2 sd of sampled ROUGE-L on forget) against model utility, one point per
-    sweep setting: colour the learning rate, marker the λ_r, the number beside it the λ_f."""
+    """Fig. 5c: the ED score (mean + ρ·sd of sampled ROUGE-L on forget, ``ed_rho``) against model utility, one point
+    per sweep setting: colour the learning rate, marker the λ_r, the number beside it the λ_f."""
     fig, ax = plt.subplots(figsize=(7, 4.4))
-    score = sweep["ED mean"] + 2 * sweep["ED sd"]
+    score = sweep["ED score"]
     lrs = list(dict.fromkeys(sweep["lr"]))
     markers = dict(zip(sorted(set(sweep["lambda_r"]), reverse=True), "so^vD"))
     for (_, row), value in zip(sweep.iterrows(), score):
@@ -154,7 +154,7 @@ def plot_ed_vs_utility(sweep: pd.DataFrame):
         ax.scatter([], [], color=f"C{i}", label=f"lr {lr:g}")
     for lambda_r, marker in markers.items():
         ax.scatter([], [], color="grey", marker=marker, label=f"λr {lambda_r:g}")
-    ax.set(xlabel="model utility", ylabel="ED score on forget (mean + 2 sd)",
+    ax.set(xlabel="model utility", ylabel="ED score on forget (mean + ρ·sd)",
            title="Fig. 5c: leakage under sampling against utility (numbers: λ_f)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()

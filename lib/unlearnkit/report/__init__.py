@@ -189,15 +189,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def provenance(profile: str, notebook: Path) -> dict[str, Any]:
-    """Who made a page: profile, commit, seed, packages (the runner's record in the executed notebook, else the
-    notebook's metrics.json), when it ran and how long it took."""
-    nb = json.loads(notebook.read_text())
-    meta = nb.get("metadata", {}).get(_META, {})
+def provenance(profile: str, stem: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Who made a page: profile, commit, seed, packages (the runner's record in the executed notebook's
+    ``metadata``, else the notebook's metrics.json), when it ran and how long it took."""
+    meta = metadata.get(_META, {})
     record = dict(meta.get("provenance") or {})
     if not record:
         try:
-            stored = runs.read_metrics(profile, notebook.stem)["meta"]
+            stored = runs.read_metrics(profile, stem)["meta"]
         except (FileNotFoundError, KeyError, ValueError):
             stored = {}
         record = {"git_revision": stored.get("git_revision"), "seed": stored.get("parameters", {}).get("seed"),
@@ -249,7 +248,7 @@ def build(profile: str, out: Path | None = None) -> Path:
     for file, _ in [*entries[1:], entries[0]]:  # a figure's place is where its notebook draws it; 08 shows copies
         for _, _, name in placed[file]:
             where.setdefault(name, file)
-    records = {file: provenance(profile, notebook) for file, notebook in entries}
+    records = {file: provenance(profile, notebook.stem, notebooks[file].metadata) for file, notebook in entries}
     for i, (file, notebook) in enumerate(entries):
         nb = notebooks[file]
         _anchor_figures(nb, [p for p in placed[file] if where.get(p[2]) == file])

@@ -325,19 +325,21 @@ def sample_stats(result: SampledScores) -> dict[str, float]:
             "self-BLEU": float(np.nanmean(result.self_bleu))}
 
 
-def model_row(result: SampledScores, alpha: float) -> dict[str, float]:
-    """Table 1's columns for one model: :func:`sample_stats` and the bounds M_bin (leak judge), M_μ (upper
-    expectation bound) and M_σ (std bound), each at level ``alpha`` per question and averaged over questions."""
+def model_row(result: SampledScores, alpha: float, rho: float) -> dict[str, float]:
+    """Table 1's columns for one model: :func:`sample_stats`, the ED score with ``rho`` (:func:`ed_score`) and the
+    bounds M_bin (leak judge), M_μ (upper expectation bound) and M_σ (std bound), each at level ``alpha`` per
+    question and averaged over questions."""
     _, upper = bounds.expectation_bounds(result.rouge, alpha)
-    return {**sample_stats(result), "M_bin": float(bounds.binary_leakage_bound(result.leak, alpha).mean()),
+    return {**sample_stats(result), "ED score": ed_score(result, rho),
+            "M_bin": float(bounds.binary_leakage_bound(result.leak, alpha).mean()),
             "M_mu": float(upper.mean()), "M_sigma": float(bounds.std_bound(result.rouge, alpha).mean())}
 
 
 def sweep_table(points: Sequence[SweepPoint], results: Mapping[str, SampledScores],
-                utilities: Mapping[str, float], alpha: float) -> pd.DataFrame:
+                utilities: Mapping[str, float], alpha: float, rho: float) -> pd.DataFrame:
     """One row per sweep point: its setting, :func:`model_row` of its samples and its model utility."""
     records = [{"run": p.run, "lambda_f": p.lambda_f, "lambda_r": p.lambda_r, "lr": p.lr,
-                **model_row(results[p.run], alpha), "model utility": utilities.get(p.run)} for p in points]
+                **model_row(results[p.run], alpha, rho), "model utility": utilities.get(p.run)} for p in points]
     return pd.DataFrame(records).set_index("run")
 
 
@@ -373,18 +375,23 @@ def _collapses(row: pd.Series, alone: pd.Series) -> bool:
     return bool(sd_ok and utility_ok and unlearned)
 
 
+def _against_alone(frame: pd.DataFrame, by: str):
+    """Per group of ``frame`` by ``by`` (a learning rate, a base run): the group's value, its run alone (λ_f = 0) and
+    its points with EO; a group without the run alone is left out."""
+    for value, group in frame.groupby(by, sort=False):
+        alone = group[group["lambda_f"] == 0]
+        if len(alone):
+            yield value, alone.iloc[0], group[group["lambda_f"] > 0]
+
+
 def eo_verdict(sweep: pd.DataFrame, paper_lambda_f: float, paper_lr: float) -> Verdict:
     """Does entropy optimisation collapse the forget distribution with little loss of utility? A point counts when
     its sampled sd is at most SD_NEAR_ZERO or below (1 − SD_CUT) of the method alone at the same learning rate,
     and it keeps at least UTILITY_KEPT of that model's utility. "reproduced": at the paper's λ_f and the
     profile's learning rate; "elsewhere": only at other points of the grid (named); "not": at none."""
     lines, hits = [], []
-    for lr, group in sweep.groupby("lr", sort=False):
-        alone = group[group["lambda_f"] == 0]
-        if alone.empty:
-            continue
-        alone = alone.iloc[0]
-        for run, row in group[group["lambda_f"] > 0].iterrows():
+    for lr, alone, points in _against_alone(sweep, "lr"):
+        for run, row in points.iterrows():
             ok = _collapses(row, alone)
             if ok:
                 hits.append((row["lambda_f"], lr, run))
@@ -476,8 +483,8 @@ def table1(models_: Sequence[Table1Model], results: Mapping[str, SampledScores],
     records = []
     for m in models_:
         result = results[m.label]
-        row = {"model": m.label, "method": m.method, "kind": m.kind, **model_row(result, alpha),
-               "ED score": ed_score(result, rho), "model utility": utilities.get(m.label)}
+        row = {"model": m.label, "method": m.method, "kind": m.kind, **model_row(result, alpha, rho),
+               "model utility": utilities.get(m.label)}
         paper = PAPER_TABLE1.get(m.method)
         row.update({"paper greedy": paper[0] if paper else np.nan, "paper ED score": paper[1] if paper else np.nan,
                     "paper sd": paper[2] if paper else np.nan})
@@ -615,8 +622,7 @@ def regime_eo_table(points: Sequence[RegimePoint], results: Mapping[str, Sampled
     """One row per point: its setting, the sampled sd, the ED score, the leak rate, the certainty c(x) on the
     model's own greedy answer, greedy ROUGE-L and utility."""
     records = [{"model": p.label, "base": p.base, "lambda_f": p.lambda_f, "lambda_r": p.lambda_r,
-                "positions": p.positions, **model_row(results[p.label], alpha), "ED score": ed_score(results[p.label], rho),
-                "model utility": utilities.get(p.label)} for p in points]
+                "positions": p.positions, **model_row(results[p.label], alpha, rho), "model utility": utilities.get(p.label)} for p in points]
     return pd.DataFrame(records).set_index("model")
 
 
@@ -635,15 +641,11 @@ def regime_eo_verdict(table: pd.DataFrame) -> Verdict:
     where the paper takes it (all tokens, :data:`PAPER_POSITIONS`) counts; "partly": only a placement of ours
     (answer tokens, the model's own samples); "not": none."""
     lines, hits = [], []
-    for _base, group in table.groupby("base", sort=False):
-        alone = group[group["lambda_f"] == 0]
-        if alone.empty:
-            continue
-        alone = alone.iloc[0]
+    for _base, alone, points in _against_alone(table, "base"):
         lines.append(f"  {alone.name} (alone): sd {alone['ED sd']:.3f}, ED {alone['ED score']:.2f}, greedy "
                      f"{alone['greedy ROUGE-L']:.2f}, leak rate {alone['leak rate']:.3f}, certainty "
                      f"{alone['certainty']:.3f}, utility {alone['model utility']:.3f}")
-        for model, row in group[group["lambda_f"] > 0].iterrows():
+        for model, row in points.iterrows():
             ok = _collapses(row, alone)
             if ok:
                 hits.append((row["positions"], row["lambda_f"], str(model)))
@@ -841,7 +843,7 @@ def diversity_text(table: pd.DataFrame, lambda_r: Sequence[float]) -> str:
 
 def ed_utility_text(points: pd.DataFrame) -> str:
     """The sweep point with the lowest ED score among those keeping the most utility, against the method alone."""
-    score = points["ED mean"] + 2 * points["ED sd"]
+    score = points["ED score"]
     alone = points[points["lambda_f"] == 0]
     kept = points[points["model utility"] >= UTILITY_KEPT * alone["model utility"].min()] if len(alone) else points
     best = (score[kept.index]).idxmin()
