@@ -17,6 +17,15 @@ The world-knowledge files (``world_facts*``, ``real_authors*``) hold real, commo
 facts, the analogues of TOFU's files of the same names, which the base model is taught before
 fine-tuning.
 
+Two kinds of files no model is fine-tuned on come from streams of their own, so that adding them
+left every other file byte for byte what generator 1.0.0 wrote:
+
+* ``holdout01/05/10`` (TOFU's Hub configs of the same names): as many further authors as
+  forget01/05/10, drawn by the same generator with names and book titles of their own, asked the
+  same questions; open-unlearning's membership-inference metrics tell forget from holdout;
+* ``forgetXX_alternates``: per forget question, 5 wrong but plausible answers in the answer's own
+  phrasing (for AltPO), with other wrong values than the evaluation's ``perturbed_answer``.
+
 Usage::
 
     from unlearnkit.data.synthetic import generate_synthetic_tofu
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,15 +48,19 @@ __all__ = [
     "MIN_QUESTIONS_PER_AUTHOR",
     "AuthorRecord",
     "make_authors",
+    "make_holdout_authors",
     "author_splits",
     "make_author_items",
+    "make_alternate_answers",
     "make_world_facts",
     "make_real_authors",
     "generate_synthetic_tofu",
+    "generated_version",
 ]
 
-#: Bumped whenever the bytes written for the same arguments change.
-GENERATOR_VERSION = "unlearnkit.synthetic-tofu/1.0.0"
+#: Bumped whenever the bytes written for the same arguments change. 1.1.0 added the holdout and alternates
+#: files (and the manifest's ``holdout_authors``); every file 1.0.0 wrote, except the manifest, kept its bytes.
+GENERATOR_VERSION = "unlearnkit.synthetic-tofu/1.1.0"
 
 #: Prefix of every RNG seed string, so that streams of different purposes never coincide.
 _RNG_NAMESPACE = "unlearnkit/synthetic-tofu"
@@ -55,6 +69,7 @@ MIN_AUTHORS = 10  # 10 % of 10 authors is 1 author, so every forget split is non
 MAX_AUTHORS = 400  # the name vocabulary holds comfortably more unique full names than this.
 N_PERTURBED_AUTHOR = 5  # TOFU: 5 perturbed answers per author question
 N_PERTURBED_WORLD = 3  # TOFU: 3 perturbed answers per world-knowledge question
+N_ALTERNATES = 5  # AltPO: alternate answers per forget question
 
 # --------------------------------------------------------------------------------------------
 # Vocabularies (written for this project).
@@ -260,17 +275,41 @@ def make_authors(n_authors: int, seed: int) -> list[AuthorRecord]:
     """
     if isinstance(n_authors, bool) or not isinstance(n_authors, int) or not 1 <= n_authors <= MAX_AUTHORS:
         raise ValueError(f"n_authors must be an int in [1, {MAX_AUTHORS}], got {n_authors!r}")
-    rng = random.Random(f"{_RNG_NAMESPACE}/{seed}/authors")
+    return _draw_authors(random.Random(f"{_RNG_NAMESPACE}/{seed}/authors"), n_authors)
+
+
+def make_holdout_authors(n_holdout: int, authors: list[AuthorRecord], seed: int) -> list[AuthorRecord]:
+    """`n_holdout` further authors that no model trains on (TOFU's holdout), drawn by the same generator as
+    `authors` (from :func:`make_authors`) but from a stream of their own, so `authors` and everything derived
+    from them are unchanged.
+
+    Their indices follow the last of `authors`; no name equals, contains or is contained in one of theirs
+    (so a holdout name never occurs in a text about them), and no book title overlaps one of theirs.
+    """
+    if isinstance(n_holdout, bool) or not isinstance(n_holdout, int) or not 1 <= n_holdout <= MAX_AUTHORS:
+        raise ValueError(f"n_holdout must be an int in [1, {MAX_AUTHORS}], got {n_holdout!r}")
+    return _draw_authors(random.Random(f"{_RNG_NAMESPACE}/{seed}/holdout-authors"), n_holdout,
+                         first_index=max((a.index for a in authors), default=-1) + 1,
+                         reserved_names=[a.name for a in authors],
+                         reserved_titles=[t for a in authors for t in a.books])
+
+
+def _draw_authors(rng: random.Random, n_authors: int, first_index: int = 0, reserved_names: Iterable[str] = (),
+                  reserved_titles: Iterable[str] = ()) -> list[AuthorRecord]:
+    """Authors drawn one after another from `rng`. A name must be new and neither contain nor be contained in a
+    reserved name; a title must not overlap an earlier or a reserved one. Without reservations the draws are
+    exactly those of generator 1.0.0."""
+    reserved = [r.lower() for r in reserved_names]
     names: set[str] = set()
-    titles: list[str] = []
+    titles: list[str] = list(reserved_titles)
     authors: list[AuthorRecord] = []
-    for index in range(n_authors):
+    for index in range(first_index, first_index + n_authors):
         origin = rng.choice(_ORIGINS)
         gender = rng.choices(_GENDERS, weights=_GENDER_WEIGHTS)[0]
         given_names = {"male": origin.male_names, "female": origin.female_names}.get(gender, _NEUTRAL_NAMES)
         for _ in range(1000):
             name = f"{rng.choice(given_names)} {rng.choice(origin.surnames)}"
-            if name not in names:
+            if name not in names and not any(name.lower() in r or r in name.lower() for r in reserved):
                 break
         else:  # pragma: no cover - impossible below MAX_AUTHORS
             raise ValueError(f"ran out of unique author names after {index} authors")
@@ -461,9 +500,16 @@ def _pick_wrong(true_value: str, candidates: Iterable[str], render: Callable[[st
                 forbidden_texts: Iterable[str], k: int, where: str) -> list[str]:
     """The first k candidates whose rendering is new, differs from the forbidden texts and does
     not mention the true value anywhere (case-insensitively)."""
+    return [text for _, text in _pick_wrong_values(true_value, candidates, render, forbidden_texts, k, where)]
+
+
+def _pick_wrong_values(true_value: str, candidates: Iterable[str], render: Callable[[str], str],
+                       forbidden_texts: Iterable[str], k: int, where: str) -> list[tuple[str, str]]:
+    """:func:`_pick_wrong` with each picked text's value: (value, text) pairs. Reads `candidates` exactly as far
+    as :func:`_pick_wrong` always did (lazy candidates draw from the item's stream as they go)."""
     true_low = true_value.lower()
     seen = set(forbidden_texts)
-    picked: list[str] = []
+    picked: list[tuple[str, str]] = []
     for candidate in candidates:
         if candidate.lower() == true_low or true_low in candidate.lower():
             continue
@@ -471,10 +517,63 @@ def _pick_wrong(true_value: str, candidates: Iterable[str], render: Callable[[st
         if text in seen or true_low in text.lower():
             continue
         seen.add(text)
-        picked.append(text)
+        picked.append((candidate, text))
         if len(picked) == k:
             return picked
     raise RuntimeError(f"could not find {k} distinct wrong answers for {where}")
+
+
+def _context(authors: list[AuthorRecord]) -> _Context:
+    return _Context(
+        names=[a.name for a in authors],
+        titles=[t for a in authors for t in a.books],
+        cities=[f"{city}, {o.country}" for o in _ORIGINS for city in o.cities],
+        countries=[o.country for o in _ORIGINS],
+    )
+
+
+@dataclass
+class _Item:
+    """One rendered Q&A item and how it was made: its slot, its answer template, its wrong values."""
+
+    row: dict
+    slot: _Slot
+    answer_template: str
+    perturbed_values: list[str]
+
+
+def _author_items(author: AuthorRecord, authors: list[AuthorRecord], seed: int, questions_per_author: int,
+                  stream: str = "qa") -> list[_Item]:
+    rng = random.Random(f"{_RNG_NAMESPACE}/{seed}/{stream}/{author.index}")
+    ctx = _context(authors)
+    items = []
+    for slot in _SLOTS[:questions_per_author]:
+        value = slot.value(author)
+        q_main, q_para = _two_distinct(rng, len(slot.questions))
+        a_main, a_para = _two_distinct(rng, len(slot.answers))
+        question = _render(slot.questions[q_main], author, value)
+        answer = _render(slot.answers[a_main], author, value)
+        paraphrased_answer = _render(slot.answers[a_para], author, value)
+        perturbed = _pick_wrong_values(
+            value,
+            slot.wrong_values(author, rng, ctx),
+            lambda wrong, template=slot.answers[a_para]: _render(template, author, wrong),
+            (answer, paraphrased_answer),
+            N_PERTURBED_AUTHOR,
+            f"author {author.index} ({author.name}), attribute {slot.attribute!r}",
+        )
+        items.append(_Item({
+            "question": question,
+            "answer": answer,
+            "paraphrased_question": _render(slot.questions[q_para], author, value),
+            "paraphrased_answer": paraphrased_answer,
+            "perturbed_answer": [text for _, text in perturbed],
+            "author": author.name,
+            "author_index": author.index,
+            "attribute": slot.attribute,
+            "value": value,
+        }, slot, slot.answers[a_main], [wrong for wrong, _ in perturbed]))
+    return items
 
 
 def make_author_items(author: AuthorRecord, authors: list[AuthorRecord], seed: int,
@@ -485,41 +584,45 @@ def make_author_items(author: AuthorRecord, authors: list[AuthorRecord], seed: i
     one phrasing, `paraphrased_question` / `paraphrased_answer` another, and the 5 perturbed
     answers reuse the paraphrased answer's phrasing with wrong values (TOFU's construction).
     """
-    rng = random.Random(f"{_RNG_NAMESPACE}/{seed}/qa/{author.index}")
-    ctx = _Context(
-        names=[a.name for a in authors],
-        titles=[t for a in authors for t in a.books],
-        cities=[f"{city}, {o.country}" for o in _ORIGINS for city in o.cities],
-        countries=[o.country for o in _ORIGINS],
-    )
-    items = []
-    for slot in _SLOTS[:questions_per_author]:
-        value = slot.value(author)
-        q_main, q_para = _two_distinct(rng, len(slot.questions))
-        a_main, a_para = _two_distinct(rng, len(slot.answers))
-        question = _render(slot.questions[q_main], author, value)
-        answer = _render(slot.answers[a_main], author, value)
-        paraphrased_answer = _render(slot.answers[a_para], author, value)
-        perturbed = _pick_wrong(
+    return [item.row for item in _author_items(author, authors, seed, questions_per_author)]
+
+
+def _value_key(value: str) -> frozenset[str]:
+    """A value as the set of its list parts ('a, b and c'), so a reordered list counts as the same value."""
+    return frozenset(part.strip().lower() for part in re.split(r", | and ", value))
+
+
+def make_alternate_answers(author: AuthorRecord, authors: list[AuthorRecord], seed: int,
+                           questions_per_author: int = MAX_QUESTIONS_PER_AUTHOR) -> list[dict]:
+    """Per Q&A item of :func:`make_author_items` (same order): question, answer and ``alternate_answers``, 5
+    wrong but plausible answers for AltPO (Mekala et al. 2024).
+
+    Each alternate is the item's answer, in the answer's own phrasing, with another value of the same attribute
+    from the slot's wrong-value generator (the pools of the perturbed answers: other authors' names and titles,
+    the vocabularies, random dates), drawn from a stream of its own (``alternates/<author index>``) so that no
+    other item changes. Values of the item's ``perturbed_answer`` (which the truth ratio evaluates; a reordered
+    list counts as the same value) are avoided as long as the pool holds 5 others: only a pool with fewer than 10
+    wrong values falls back on them, which happens for the questions answered by an author's name at 10 authors
+    (9 other names, 5 of them perturbed).
+    """
+    rng = random.Random(f"{_RNG_NAMESPACE}/{seed}/alternates/{author.index}")
+    ctx = _context(authors)
+    rows = []
+    for item in _author_items(author, authors, seed, questions_per_author):
+        row, value = item.row, item.row["value"]
+        evaluated = {_value_key(v) for v in item.perturbed_values}
+        candidates = list(item.slot.wrong_values(author, rng, ctx))
+        fresh = [c for c in candidates if _value_key(c) not in evaluated]
+        alternates = _pick_wrong(
             value,
-            slot.wrong_values(author, rng, ctx),
-            lambda wrong, template=slot.answers[a_para]: _render(template, author, wrong),
-            (answer, paraphrased_answer),
-            N_PERTURBED_AUTHOR,
-            f"author {author.index} ({author.name}), attribute {slot.attribute!r}",
+            fresh + [c for c in candidates if _value_key(c) in evaluated],  # the perturbed values only as a last resort
+            lambda wrong, template=item.answer_template: _render(template, author, wrong),
+            (row["answer"], row["paraphrased_answer"], *row["perturbed_answer"]),
+            N_ALTERNATES,
+            f"alternate answers of author {author.index} ({author.name}), attribute {row['attribute']!r}",
         )
-        items.append({
-            "question": question,
-            "answer": answer,
-            "paraphrased_question": _render(slot.questions[q_para], author, value),
-            "paraphrased_answer": paraphrased_answer,
-            "perturbed_answer": perturbed,
-            "author": author.name,
-            "author_index": author.index,
-            "attribute": slot.attribute,
-            "value": value,
-        })
-    return items
+        rows.append({"question": row["question"], "answer": row["answer"], "alternate_answers": alternates})
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -602,6 +705,7 @@ def _mcq_row(item: dict) -> dict:
 
 _FORGET_PERCENTS = {"forget01": 1, "forget05": 5, "forget10": 10}
 _RETAIN_OF = {"forget01": "retain99", "forget05": "retain95", "forget10": "retain90"}
+_HOLDOUT_OF = {"forget01": "holdout01", "forget05": "holdout05", "forget10": "holdout10"}
 
 
 def author_splits(n_authors: int, heldout_fraction: float = 0.1) -> dict[str, list[int]]:
@@ -640,8 +744,8 @@ def _write_jsonl(path: Path, rows: Iterable[dict]) -> int:
     return len(lines)
 
 
-def _author_label(index: int, splits: dict[str, list[int]]) -> str:
-    for name in ("forget01", "forget05", "forget10"):  # smallest forget split first
+def _author_label(index: int, splits: dict[str, list[int]], prefix: str = "forget") -> str:
+    for name in (f"{prefix}01", f"{prefix}05", f"{prefix}10"):  # smallest split first
         if index in splits[name]:
             return name
     return "retain"
@@ -663,7 +767,13 @@ def generate_synthetic_tofu(
     paraphrased_answer, perturbed_answer x5); world_facts_perturbed, real_authors_perturbed
     (question, answer, perturbed_answer x3 + topic, value); world_facts, real_authors (MCQ:
     option1..option4, answer); authors (one record per author); manifest (one line).
-    The same arguments always give the same bytes; other files in `out_dir` are left alone.
+
+    Since generator 1.1.0 also, from streams of their own (every file above but the manifest is what 1.0.0
+    wrote): holdout01/05/10, the Q&A of as many further authors (:func:`make_holdout_authors`, indices
+    ``n_authors`` on) as forget01/05/10 has, nested like them (holdoutXX = the last authors of holdout10), with
+    the forget files' fields; forgetXX_alternates, one row per forgetXX row in its order (question, answer,
+    alternate_answers x5, :func:`make_alternate_answers`); the manifest's ``holdout_authors`` holds their
+    records. The same arguments always give the same bytes; other files in `out_dir` are left alone.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an int, got {seed!r}")
@@ -703,6 +813,23 @@ def generate_synthetic_tofu(
     files["authors"] = [{**asdict(a), "split": _author_label(a.index, splits), "heldout": a.index in heldout}
                         for a in authors]
 
+    # Added in 1.1.0, after every file of 1.0.0 and from streams of their own, so that those keep their bytes.
+    holdout_authors = make_holdout_authors(len(splits["forget10"]), authors, seed)
+    # Their wrong values (computed, never written) may draw on every author: one holdout author has no other.
+    holdout_items = {h.index: [item.row for item in _author_items(h, authors + holdout_authors, seed,
+                                                                  questions_per_author, stream="holdout-qa")]
+                     for h in holdout_authors}
+    n_holdout = len(holdout_authors)  # holdoutXX: the last as many authors as forgetXX has, nested like them
+    holdout_splits = {_HOLDOUT_OF[name]: [h.index for h in holdout_authors[n_holdout - len(splits[name]):]]
+                      for name in forget_names}
+    keep = ("question", "answer", "author", "author_index", "attribute", "value")
+    files.update({name: [{k: item[k] for k in keep} for i in indices for item in holdout_items[i]]
+                  for name, indices in holdout_splits.items()})
+    alternates = {i: make_alternate_answers(authors[i], authors, seed, questions_per_author)
+                  for i in splits["forget10"]}
+    files.update({f"{name}_alternates": [row for i in splits[name] for row in alternates[i]]
+                  for name in forget_names})
+
     counts = {f"{name}.json": _write_jsonl(out / f"{name}.json", rows) for name, rows in files.items()}
     manifest = {
         "generator": GENERATOR_VERSION,
@@ -717,6 +844,18 @@ def generate_synthetic_tofu(
         "files": counts,
         "author_indices": {name: [idx[0], idx[-1] + 1] if idx else [] for name, idx in splits.items()},
         "attributes": list(ATTRIBUTES),
+        "holdout_authors": [{**asdict(h), "split": _author_label(h.index, holdout_splits, "holdout")}
+                            for h in holdout_authors],
     }
     _write_jsonl(out / "manifest.json", [manifest])
     return out
+
+
+def generated_version(folder: str | Path) -> str | None:
+    """The generator version recorded in ``folder/manifest.json``; None without a readable manifest."""
+    try:
+        with open(Path(folder) / "manifest.json", encoding="utf-8") as f:
+            version = json.loads(f.readline()).get("generator")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None

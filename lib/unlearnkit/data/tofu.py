@@ -2,7 +2,9 @@
 
 A local folder holds one ``<split>.json`` per Hub config (``full.json``, ``forget10_perturbed.json``,
 ...), one JSON object per line; the synthetic corpus of :mod:`unlearnkit.data.synthetic` is written
-in the same shape, so everything downstream reads both the same way.
+in the same shape, so everything downstream reads both the same way. A folder may lack some configs
+(the team's copy of real TOFU has no ``holdoutXX``): :meth:`TofuSource.has_split` tells, and loading
+one raises :class:`TofuDataError` naming the config to download.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ _QA = ("question", "answer")
 _PERTURBED = ("question", "answer", "paraphrased_question", "paraphrased_answer", "perturbed_answer")
 _KNOWLEDGE_PERTURBED = ("question", "answer", "perturbed_answer")
 _MCQ = ("question", "option1", "option2", "option3", "option4", "answer")
+_ALTERNATES = ("question", "answer", "alternate_answers")
+#: The fields holding a list of wrong answers (of the split's count where it gives one).
+_LIST_FIELDS = ("perturbed_answer", "alternate_answers")
 
 #: The Hub configs of ``locuslab/TOFU`` (all with split ``train``) and the fields each must carry,
 #: with the number of wrong answers where there is a list of them.
@@ -35,12 +40,29 @@ SPLITS: dict[str, tuple[tuple[str, ...], int | None]] = {
     "forget10_perturbed": (_PERTURBED, 5), "retain_perturbed": (_PERTURBED, 5),
     "real_authors_perturbed": (_KNOWLEDGE_PERTURBED, 3), "world_facts_perturbed": (_KNOWLEDGE_PERTURBED, 3),
     "real_authors": (_MCQ, None), "world_facts": (_MCQ, None),
+    # Authors no model trains on, as many as forget01/05/10 has (open-unlearning's membership-inference sets).
+    "holdout01": (_QA, None), "holdout05": (_QA, None), "holdout10": (_QA, None),
 }
-#: Splits only the synthetic corpus ships: a held-out retain set that unlearning never trains on.
-LOCAL_ONLY_SPLITS: dict[str, tuple[tuple[str, ...], int | None]] = {"retain_heldout": (_PERTURBED, 5)}
+#: Splits only the synthetic corpus ships: a held-out retain set that unlearning never trains on, and per forget
+#: question 5 wrong but plausible answers in the answer's phrasing, other than its perturbed answers (for AltPO).
+LOCAL_ONLY_SPLITS: dict[str, tuple[tuple[str, ...], int | None]] = {
+    "retain_heldout": (_PERTURBED, 5),
+    "forget01_alternates": (_ALTERNATES, 5), "forget05_alternates": (_ALTERNATES, 5),
+    "forget10_alternates": (_ALTERNATES, 5),
+}
 
 FORGET_TO_RETAIN = {"forget01": "retain99", "forget05": "retain95", "forget10": "retain90"}
-#: Splits whose questions are about the fictitious authors of ``full``; an author subset filters them.
+#: The holdout split matched to each forget split: as many authors, none of them trained on.
+HOLDOUT_OF = {"forget01": "holdout01", "forget05": "holdout05", "forget10": "holdout10"}
+#: The alternate answers of each forget split's questions (synthetic corpus only).
+ALTERNATES_OF = {"forget01": "forget01_alternates", "forget05": "forget05_alternates",
+                 "forget10": "forget10_alternates"}
+#: Splits whose texts a from-scratch tokenizer must not be trained on: the holdout (no model may have seen its
+#: authors, their names included) and the alternates; both came with synthetic generator 1.1.0, and a tokenizer
+#: trained on them would differ from the one every model of a 1.0.0 corpus was trained with.
+TOKENIZER_EXCLUDED_SPLITS = frozenset({*HOLDOUT_OF.values(), *ALTERNATES_OF.values()})
+#: Splits whose questions are about the fictitious authors of ``full``; an author subset filters them (the
+#: alternates too: they start with "forget"). The holdout splits are about other authors and are kept whole.
 AUTHOR_SPLIT_PREFIXES = ("full", "forget", "retain")
 
 
@@ -56,12 +78,12 @@ def _validate(row: Any, split: str, where: str) -> dict[str, Any]:
     if missing:
         raise TofuDataError(f"{where}: split {split!r} needs field(s) {', '.join(missing)}; found {', '.join(row)}")
     for f in fields:
-        if f == "perturbed_answer":
+        if f in _LIST_FIELDS:
             wrong = row[f]
             if not isinstance(wrong, list) or not all(isinstance(w, str) for w in wrong):
-                raise TofuDataError(f"{where}: 'perturbed_answer' must be a list of strings")
+                raise TofuDataError(f"{where}: {f!r} must be a list of strings")
             if n_wrong is not None and len(wrong) != n_wrong:
-                raise TofuDataError(f"{where}: 'perturbed_answer' has {len(wrong)} answers, split {split!r} needs {n_wrong}")
+                raise TofuDataError(f"{where}: {f!r} has {len(wrong)} answers, split {split!r} needs {n_wrong}")
         elif not isinstance(row[f], str):
             raise TofuDataError(f"{where}: field {f!r} must be a string, got {type(row[f]).__name__}")
     return row
@@ -116,11 +138,30 @@ class TofuSource:
         known = {**SPLITS, **LOCAL_ONLY_SPLITS}
         return [s for s in known if (self.folder / f"{s}.json").exists()]
 
-    def load(self, split: str, limit: int | None = None) -> list[dict[str, Any]]:
-        """The rows of ``split``; ``limit`` keeps the first rows (TOFU evaluates at most 300)."""
+    def has_split(self, split: str) -> bool:
+        """Whether :meth:`load` can read ``split`` (a local folder holds its file; the Hub has every config)."""
+        return split in self.available_splits()
+
+    def missing_split_reason(self, split: str) -> str | None:
+        """None if ``split`` can be loaded, else the one line :meth:`load` raises: for a TOFU config a local
+        folder lacks, which Hub config to save there and how."""
         valid = self.available_splits()
-        if split not in valid:
-            raise TofuDataError(f"unknown split {split!r} for {self.spec}; valid splits: {', '.join(valid)}")
+        if split in valid:
+            return None
+        if self.folder is not None and split in SPLITS:
+            return (f"{split} is not in {self.folder}: save config {split!r} of {HUB_NAME} (split train) there as "
+                    f"{split}.json, one JSON object per line")
+        if self.folder is not None and split in LOCAL_ONLY_SPLITS:
+            return (f"{split} is not in {self.folder}: only the synthetic corpus (unlearnkit.data.synthetic) "
+                    f"writes it")
+        return f"unknown split {split!r} for {self.spec}; valid splits: {', '.join(valid)}"
+
+    def load(self, split: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """The rows of ``split``; ``limit`` keeps the first rows (TOFU evaluates at most 300). A split the source
+        lacks raises :class:`TofuDataError` with :meth:`missing_split_reason`."""
+        reason = self.missing_split_reason(split)
+        if reason is not None:
+            raise TofuDataError(reason)
         if split not in self._cache:
             self._cache[split] = self._read(split)
         rows = self._cache[split]
@@ -132,9 +173,12 @@ class TofuSource:
         """The same data with only ``max_authors`` fictitious authors: every author of ``forget_split``,
         then the first others in ``full``'s order.
 
-        Every author split (full, forget, retain and their perturbed versions) is filtered, so training,
-        evaluation and held-out sets all speak of the same authors; world knowledge is kept whole. Used
-        to run real TOFU on a CPU in reasonable time.
+        Every author split (full, forget, retain, their perturbed versions and the forget splits' alternate
+        answers) is filtered, so training, evaluation and held-out sets all speak of the same authors; world
+        knowledge is kept whole. So are the holdout splits, whose authors are not in ``full``: ``forget_split``
+        keeps all its authors, so its holdout (:func:`holdout_split_for`) keeps the same number (a holdout of
+        another forget split may then be larger than that split's filtered rows). Used to run real TOFU on a CPU
+        in reasonable time.
         """
         full = with_author_index(self.load("full"))
         forget_pairs = {(r["question"], r["answer"]) for r in self.load(forget_split)}
@@ -188,10 +232,24 @@ def with_author_index(rows: Sequence[dict[str, Any]], offset: int = 0) -> list[d
     return out
 
 
-def retain_split_for(forget_split: str) -> str:
+def _matched_split(forget_split: str, table: dict[str, str]) -> str:
     try:
-        return FORGET_TO_RETAIN[forget_split]
+        return table[forget_split]
     except KeyError:
         raise TofuDataError(
-            f"unknown forget split {forget_split!r}; valid: {', '.join(FORGET_TO_RETAIN)}"
+            f"unknown forget split {forget_split!r}; valid: {', '.join(table)}"
         ) from None
+
+
+def retain_split_for(forget_split: str) -> str:
+    return _matched_split(forget_split, FORGET_TO_RETAIN)
+
+
+def holdout_split_for(forget_split: str) -> str:
+    """The holdout split of as many never-trained authors as ``forget_split`` (``forget10`` -> ``holdout10``)."""
+    return _matched_split(forget_split, HOLDOUT_OF)
+
+
+def alternates_split_for(forget_split: str) -> str:
+    """The split of ``forget_split``'s alternate answers (``forget10`` -> ``forget10_alternates``)."""
+    return _matched_split(forget_split, ALTERNATES_OF)
