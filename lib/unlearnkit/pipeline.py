@@ -32,10 +32,14 @@ from .data.tofu import (
     LOCAL_ONLY_SPLITS,
     QUESTIONS_PER_AUTHOR,
     SPLITS,
+    TOKENIZER_EXCLUDED_SPLITS,
+    TofuDataError,
     TofuSource,
+    holdout_split_for,
     retain_split_for,
 )
 from .generation import greedy_answers, sample_continuations
+from .metrics import privacy as privacy_metrics
 from .metrics.tofu import evaluate_tofu, forget_quality, rouge_l, tofu_eval_splits
 from .unlearning import (
     COMMON_PARAMETERS,
@@ -89,7 +93,12 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     ``data_source`` may be ``synthetic``, a folder, a Hub name, or ``env:VAR|fallback`` to read the folder from
     an environment variable (``tofu-local`` uses ``env:UNLEARNKIT_TOFU_DIR`` with a folder beside the project as
     fallback). ``max_authors`` keeps that many authors in every author split (the forget set and the first others).
+
+    A synthetic folder written by another generator version (e.g. one without the holdout files) is written anew;
+    its folder name, the hash of the arguments, stays (the files it had keep their bytes across versions).
     """
+    from .data.synthetic import GENERATOR_VERSION, generated_version
+
     params = config.as_params(params)
     # env:VAR|synthetic (paper-dry): the folder of the variable where it is set, else the synthetic corpus
     source_spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
@@ -98,9 +107,9 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
                 "seed": params.seed}
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
         with training.processes().main_process_first():
-            if not (folder / "manifest.json").exists():
+            if generated_version(folder) != GENERATOR_VERSION:
                 with config.file_lock(folder.with_name(f".{folder.name}.lock")):  # workers generate it once
-                    if not (folder / "manifest.json").exists():
+                    if generated_version(folder) != GENERATOR_VERSION:
                         tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
                         shutil.rmtree(tmp, ignore_errors=True)
                         generate_synthetic_tofu(tmp, **args)
@@ -119,9 +128,13 @@ def world_knowledge_rows(source: TofuSource) -> list[dict]:
 
 
 def all_texts(source: TofuSource) -> list[str]:
-    """Every string of the corpus: what a from-scratch tokenizer is trained on."""
+    """Every string of the corpus: what a from-scratch tokenizer is trained on. The holdout authors (whom no model
+    may see, not even through its tokenizer) and AltPO's alternate answers are left out, which also keeps the
+    tokenizer what it was before those splits existed."""
     texts = []
     for split in source.available_splits():
+        if split in TOKENIZER_EXCLUDED_SPLITS:
+            continue
         for row in source.load(split):
             for key, value in row.items():
                 if isinstance(value, str) and key not in ("author", "attribute", "topic"):
@@ -689,13 +702,15 @@ def forget_rouge_along(profile: str, run: str, params: Mapping[str, Any], source
 
 
 def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
-                    reference: str | None = None, reference_ratios: list[float] | None = None
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+                    reference: str | None = None, reference_ratios: list[float] | None = None,
+                    privacy: bool | Mapping[str, Any] = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """TOFU metrics of several models on the profile's forget split, retain, real authors and world facts.
 
     ``named_models`` maps a name to a loaded model (``(model, tokenizer, template)``). ``reference`` names the
     retain model whose forget truth ratios every model's forget quality is tested against; it is evaluated
     first. ``reference_ratios`` gives those ratios directly instead (read from notebook 01's ``per_item.json``).
+    ``privacy`` adds open-unlearning's memorisation and privacy metrics to each summary (:func:`evaluate_privacy`):
+    True scores the ``reference`` model among them, a mapping gives the retain model's stored per-item scores.
     """
     params = config.as_params(params)
     order = ([reference] if reference else []) + [n for n in named_models if n != reference]
@@ -711,13 +726,90 @@ def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any]
         for name in order:
             results[name].setdefault("summary", {})["forget_quality"] = forget_quality(
                 per_item[name]["forget"]["truth_ratio"], ref)
+    if privacy is not False:
+        reference_items = privacy if isinstance(privacy, Mapping) else None
+        summaries, items, skipped = evaluate_privacy({n: named_models[n] for n in order}, params, source,
+                                                     reference, reference_items)
+        for name in order:
+            if skipped:
+                results[name][PRIVACY_SKIPPED] = skipped
+            else:
+                results[name].setdefault("summary", {}).update(summaries[name])
+                per_item[name][PRIVACY] = items[name]
     return {n: results[n] for n in named_models}, {n: per_item[n] for n in named_models}
+
+
+#: Where the memorisation and privacy metrics' per-item scores of a model go in ``per_item.json``, and the key
+#: of a model's results that says why they were not measured (no holdout split in the data).
+PRIVACY, PRIVACY_SKIPPED = "privacy", "privacy_skipped"
+
+
+def privacy_rows(params: Mapping[str, Any], source: TofuSource) -> tuple[list[dict], list[dict]]:
+    """The forget split's Q&A and its matched holdout split (authors no model trained on), at most
+    ``eval_max_items`` each, as open-unlearning's membership-inference metrics read them (docs/metrics.md §9).
+    Raises :class:`TofuDataError` naming what to download when the data has no holdout split."""
+    params = config.as_params(params)
+    holdout = holdout_split_for(params.forget_split)
+    return (source.load(params.forget_split, limit=params.eval_max_items),
+            source.load(holdout, limit=params.eval_max_items))
+
+
+def privacy_scores(loaded: tuple, params: Mapping[str, Any], rows: tuple[list[dict], list[dict]]
+                   ) -> dict[str, dict[str, list[float]]]:
+    """Per-item memorisation and membership-inference scores of one model on forget and holdout rows."""
+    params = config.as_params(params)
+    model, tokenizer, template = loaded[:3]
+    settings = {"k": params.mia_k, "batch_size": params.eval_batch_size, "gradnorm": params.mia_gradnorm,
+                "gradnorm_reduction": params.gradnorm_reduction, "extraction_no_match": params.extraction_no_match}
+    return {part: {key: [float(v) for v in values] for key, values in
+                   privacy_metrics.item_scores(model, tokenizer, template, part_rows, **settings).items()}
+            for part, part_rows in zip(("forget", "holdout"), rows)}
+
+
+def privacy_of(items: Mapping[str, Mapping[str, Sequence[float]]],
+               reference_items: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> dict[str, float]:
+    """open-unlearning's summary of one model from per-item scores: exact memorisation and extraction strength on
+    forget, every attack's AUC of forget against holdout and privleak. ``reference_items`` are the retain model's
+    scores: the Reference attack subtracts its losses, and privleak is taken against its MinK AUC (against 0.5,
+    open-unlearning's value without a retain model, when it is not given)."""
+    import numpy as np
+
+    as_arrays = lambda part: {k: np.asarray(v, dtype=float) for k, v in part.items()}  # noqa: E731
+    forget, holdout = as_arrays(items["forget"]), as_arrays(items["holdout"])
+    if reference_items is None:
+        return privacy_metrics.privacy_summary(forget, holdout)
+    ref_forget, ref_holdout = as_arrays(reference_items["forget"]), as_arrays(reference_items["holdout"])
+    retain_auc = privacy_metrics.attack_auc(ref_forget["mink"], ref_holdout["mink"])
+    return privacy_metrics.privacy_summary(forget, holdout, ref_forget, ref_holdout, retain_auc=retain_auc)
+
+
+def evaluate_privacy(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
+                     reference: str | None = None, reference_items: Mapping[str, Any] | None = None
+                     ) -> tuple[dict[str, dict[str, float]], dict[str, Any], str | None]:
+    """open-unlearning's memorisation and privacy metrics of several models (docs/metrics.md §9): summaries,
+    per-item scores and, when the data has no holdout split, the reason they were skipped (printed, never faked).
+
+    ``reference`` names the retain model among ``named_models`` (notebook 01), ``reference_items`` gives its stored
+    per-item scores instead (notebook 02). The retain model itself is scored against AUC 0.5, as open-unlearning
+    scores a model without a reference; every other model against the retain model's AUC."""
+    try:
+        rows = privacy_rows(params, source)
+    except TofuDataError as error:
+        reason = f"privacy metrics skipped: {error}"
+        print(reason)
+        return {}, {}, reason
+    items = {name: privacy_scores(loaded, params, rows)
+             for name, loaded in tqdm(named_models.items(), desc="privacy", disable=not config.show_progress())}
+    if reference is not None:
+        reference_items = items[reference]
+    summaries = {name: privacy_of(items[name], None if name == reference else reference_items) for name in items}
+    return summaries, items, None
 
 
 def results_table(results: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
     """A tidy DataFrame: one row per (model, split), a column per metric."""
-    rows = [{"model": m, "split": s, **dict(metrics)}
-            for m, splits in results.items() for s, metrics in splits.items() if s != "summary"]
+    rows = [{"model": m, "split": s, **dict(metrics)} for m, splits in results.items()
+            for s, metrics in splits.items() if s != "summary" and isinstance(metrics, Mapping)]
     return pd.DataFrame(rows).set_index(["model", "split"])
 
 
@@ -737,7 +829,8 @@ def answers_side_by_side(per_item: Mapping[str, Any], source: TofuSource, split_
 
 def unlearning_comparison(profile: str) -> pd.DataFrame:
     """One row per unlearning run (plus the target and retain models of notebook 01): forget quality, model
-    utility, forget ROUGE, forget probability and truth ratio."""
+    utility, forget ROUGE, forget probability and truth ratio, and open-unlearning's privleak, extraction strength,
+    exact memorisation and membership-inference AUCs where they were measured: open-unlearning's TOFU summary."""
     rows = []
     first = runs.read_metrics(profile, runs.FINETUNE)
     reference = first["meta"].get("forget_quality_reference")
@@ -750,11 +843,18 @@ def unlearning_comparison(profile: str) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+#: open-unlearning's memorisation and privacy columns of the comparison (docs/metrics.md §9), where measured.
+OU_COLUMNS = ("privleak", "extraction_strength", "exact_memorisation", "mia_loss_auc", "mia_zlib_auc", "mia_mink_auc",
+              "mia_minkpp_auc", "mia_gradnorm_auc", "mia_reference_auc")
+
+
 def _comparison_row(name: str, m: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    return {"model": name, "kind": kind, "forget_quality": m["summary"].get("forget_quality"),
-            "model_utility": m["summary"].get("model_utility"), "forget_rouge": m["forget"]["rouge"],
-            "forget_probability": m["forget"]["probability"], "forget_truth_ratio": m["forget"]["truth_ratio"],
-            "retain_rouge": m["retain"]["rouge"]}
+    row = {"model": name, "kind": kind, "forget_quality": m["summary"].get("forget_quality"),
+           "model_utility": m["summary"].get("model_utility"), "forget_rouge": m["forget"]["rouge"],
+           "forget_probability": m["forget"]["probability"], "forget_truth_ratio": m["forget"]["truth_ratio"],
+           "retain_rouge": m["retain"]["rouge"]}
+    row.update({column: m["summary"][column] for column in OU_COLUMNS if column in m["summary"]})
+    return row
 
 
 # --------------------------------------------------------------------------- alignment (notebook 07)
