@@ -183,6 +183,10 @@ def test_every_declared_constraint_names_a_declared_key_and_holds_on_every_profi
 
     assert config.CONSTRAINTS["sampler"].choices == tuple(SAMPLERS)
     assert config._POSITIONS.choices == tuple(ENTROPY_POSITIONS)
+    from unlearnkit.metrics.privacy import EXTRACTION_NO_MATCH, GRADNORM_REDUCTIONS
+
+    assert config.CONSTRAINTS["gradnorm_reduction"].choices == tuple(GRADNORM_REDUCTIONS)
+    assert config.CONSTRAINTS["extraction_no_match"].choices == tuple(EXTRACTION_NO_MATCH)
 
 
 def test_every_notebook_reads_declared_sections():
@@ -195,3 +199,13 @@ def test_every_notebook_reads_declared_sections():
         assert set(runs.NOTEBOOK_SECTIONS[notebook.stem]) <= set(sections), notebook.name
         assert set(runner._cell_keys(notebook)) <= runner.reads(notebook), notebook.name
     assert "alpha" not in runs.keys_read(runs.DATA_TOUR) and "unlearn_lr" in runs.keys_read(runs.LEAKAGE)
+
+
+def test_each_kernel_gets_its_own_socket_folder(tmp_path):
+    """jupyter_client's default IPC path (kernel-ipc-<n> in the working directory) is shared by kernels started at
+    the same moment; the runner puts each kernel's sockets in a folder of its own."""
+    from unlearnkit import runner
+
+    first, second = (runner._kernel_config(tmp_path / name)["KernelManager"] for name in ("a", "b"))
+    assert first["transport"] == second["transport"] == "ipc"
+    assert first["ip"] != second["ip"] and first["ip"].startswith(str(tmp_path / "a"))

@@ -19,7 +19,9 @@ import ast
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,12 +35,16 @@ PER_METHOD_PREFIXES = ("02",)
 DEFAULT_TIMEOUT_S = 3600
 
 
-def _kernel_config():
+def _kernel_config(socket_dir: str | os.PathLike):
     """The kernels' setting: IPC transport (Unix sockets, files only this user reads) instead of TCP on localhost,
-    so the kernel has nothing unencrypted to warn about. A setting, not a filter: every other warning still shows."""
+    so the kernel has nothing unencrypted to warn about. A setting, not a filter: every other warning still shows.
+
+    The sockets go in ``socket_dir``, one folder per kernel: jupyter_client's default is ``kernel-ipc-<n>`` in the
+    working directory with n the first number not taken, which two kernels started at the same moment (notebook 02's
+    runs side by side, or two runners) can both pick, so each reads the other's messages ("Invalid Signature")."""
     from traitlets.config import Config
 
-    return Config({"KernelManager": {"transport": "ipc"}})
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(socket_dir) / "kernel")}})
 
 
 def source_notebooks() -> list[Path]:
@@ -192,12 +198,14 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
     started, cpu_before = time.time(), _children_cpu_seconds()
     print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
           flush=True)
+    sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
     try:
         papermill.execute_notebook(_parameterised(notebook, parameters), str(out), parameters=parameters,
                                    cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
-                                   progress_bar=False, log_output=False, config=_kernel_config())
+                                   progress_bar=False, log_output=False, config=_kernel_config(sockets))
     finally:
         os.environ.pop(config.STATION_LOG_VARIABLE, None)
+        shutil.rmtree(sockets, ignore_errors=True)
     wall = time.time() - started
     timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
               "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
