@@ -294,3 +294,62 @@ def test_item_scores_of_an_answer_cut_to_one_token_are_nan(tiny_model, tiny_toke
     assert not np.isnan(cut["loss"][0])  # L holds one token
     for key in ("mink", "mink++", "gradnorm", "exact_memorisation", "extraction_strength"):
         assert np.isnan(cut[key][0]), key
+
+
+def test_evaluate_privacy_scores_the_retain_model_against_half_and_the_others_against_it(
+        tiny_model, tiny_tokenizer, template, small_corpus, tmp_path):
+    from unlearnkit import config, pipeline
+
+    params = config.Params.load("smoke", eval_max_items=12, mia_gradnorm=False)
+    other = models.build_tiny_llama(tiny_tokenizer, {"hidden_size": 64, "num_hidden_layers": 2,
+                                                     "num_attention_heads": 2, "intermediate_size": 128}, seed=1)
+    named = {"retain90": (tiny_model, tiny_tokenizer, template), "target": (other, tiny_tokenizer, template)}
+    summaries, items, skipped = pipeline.evaluate_privacy(named, params, small_corpus, reference="retain90")
+    assert skipped is None and len(items["target"]["forget"]["loss"]) == 12
+    assert len(items["target"]["holdout"]["loss"]) == 12 and "gradnorm" not in items["target"]["forget"]
+    assert summaries["retain90"]["privleak_retain_auc"] == 0.5 and "mia_reference_auc" not in summaries["retain90"]
+    retain_auc = summaries["retain90"]["mia_mink_auc"]
+    assert summaries["target"]["privleak_retain_auc"] == pytest.approx(retain_auc)
+    assert summaries["target"]["privleak"] == pytest.approx(
+        privleak(summaries["target"]["mia_mink_auc"], retain_auc))
+    # the same from the stored per-item scores (notebook 02 reads notebook 01's)
+    again = pipeline.privacy_of(items["target"], items["retain90"])
+    assert again == pytest.approx(summaries["target"], nan_ok=True)
+    # through evaluate_models: the scores land in each summary
+    results, per_item = pipeline.evaluate_models({"target": named["target"]}, params, small_corpus,
+                                                 privacy=items["retain90"])
+    assert results["target"]["summary"]["privleak"] == pytest.approx(summaries["target"]["privleak"])
+    assert per_item["target"][pipeline.PRIVACY]["forget"]["loss"] == pytest.approx(items["target"]["forget"]["loss"])
+
+
+def test_a_folder_without_holdout_skips_the_privacy_metrics_with_the_reason(tiny_model, tiny_tokenizer, template,
+                                                                            small_corpus, tmp_path, capsys):
+    import shutil
+
+    from unlearnkit import config, pipeline
+    from unlearnkit.data.tofu import TofuSource
+
+    folder = tmp_path / "no-holdout"
+    shutil.copytree(small_corpus.folder, folder)
+    for name in ("holdout01", "holdout05", "holdout10"):
+        (folder / f"{name}.json").unlink()
+    params = config.Params.load("smoke", eval_max_items=6)
+    results, _ = pipeline.evaluate_models({"m": (tiny_model, tiny_tokenizer, template)}, params, TofuSource(folder),
+                                          privacy=True)
+    reason = results["m"][pipeline.PRIVACY_SKIPPED]
+    assert "holdout10" in reason and "locuslab/TOFU" in reason and "privleak" not in results["m"]["summary"]
+    assert reason in capsys.readouterr().out
+    assert "m" in pipeline.results_table(results).index.get_level_values("model")
+
+
+def test_the_tokenizer_never_reads_a_forget_or_holdout_author(small_corpus):
+    """A from-scratch tokenizer that merged the forget authors' names would make their answers look like members to
+    the retain model too; it reads the retain90 authors and the world knowledge only."""
+    from unlearnkit import pipeline
+
+    texts = "\n".join(pipeline.all_texts(small_corpus))
+    outside = {r["author"] for split in ("forget10", "holdout10") for r in small_corpus.load(split)}
+    inside = {r["author"] for r in small_corpus.load("retain90")}
+    assert outside and not any(name in texts for name in outside)
+    assert all(name in texts for name in inside)
+    assert any(r["answer"] in texts for r in small_corpus.load("world_facts_perturbed"))

@@ -11,7 +11,6 @@ from unlearnkit.data.synthetic import GENERATOR_VERSION, generate_synthetic_tofu
 from unlearnkit.data.tofu import (
     HOLDOUT_OF,
     SPLITS,
-    TOKENIZER_EXCLUDED_SPLITS,
     TofuDataError,
     TofuSource,
     alternates_split_for,
@@ -137,8 +136,6 @@ def test_synthetic_holdout_and_alternates_load(small_corpus):
     assert (holdout_split_for("forget10"), alternates_split_for("forget01")) == ("holdout10", "forget01_alternates")
     with pytest.raises(TofuDataError, match="unknown forget split 'forget50'; valid: forget01, forget05, forget10"):
         holdout_split_for("forget50")
-    assert TOKENIZER_EXCLUDED_SPLITS == {"holdout01", "holdout05", "holdout10", "forget01_alternates",
-                                         "forget05_alternates", "forget10_alternates"}
 
 
 def test_a_folder_without_holdout_names_the_hub_config_to_save(tmp_path):

@@ -148,6 +148,10 @@ class Params(Mapping):
     eval_max_items: int | None
     eval_batch_size: int
     max_new_tokens: int
+    mia_k: float
+    mia_gradnorm: bool
+    gradnorm_reduction: str
+    extraction_no_match: str
     # model
     model: str
     template: str
@@ -198,6 +202,16 @@ class Params(Mapping):
     lambda_r: float
     rmu_layer: int
     rmu_steering_coef: float
+    simnpo_beta: float
+    simnpo_delta: float
+    wga_beta: float
+    satimp_beta1: float
+    satimp_beta2: float
+    ceu_ignore_first: int
+    undial_beta: float
+    undial_positions: str
+    altpo_n_alternates: int
+    altpo_temperature: float
     # controls and calibration
     ps_max_items: int | None
     ps_heldout_items: int | None
@@ -418,6 +432,8 @@ CONSTRAINTS: dict[str, Constraint] = {
     "jobs": _or_null(_COUNT),
     "synthetic_authors": _COUNT, "synthetic_questions_per_author": _COUNT, "max_authors": _or_null(_COUNT),
     "eval_max_items": _or_null(_COUNT), "eval_batch_size": _COUNT, "max_new_tokens": _COUNT,
+    "mia_k": _in(0, 1, low_open=True), "gradnorm_reduction": _one_of("global", "ou_mean"),
+    "extraction_no_match": _one_of("zero", "ou"),
     "dtype": _one_of("float32", "bfloat16", "float16", "auto"), "tokenizer_vocab_size": _COUNT,
     "tiny_hidden_size": _COUNT, "tiny_layers": _COUNT, "tiny_heads": _COUNT, "tiny_intermediate_size": _COUNT,
     "lora_rank": _NON_NEGATIVE, "lora_alpha": _or_null(_POSITIVE), "lora_dropout": _in(0, 1, high_open=True),
@@ -431,6 +447,9 @@ CONSTRAINTS: dict[str, Constraint] = {
     "beta": _POSITIVE, "forget_weight": _NON_NEGATIVE, "retain_weight": _NON_NEGATIVE,
     "cap_delta": _or_null(_POSITIVE), "cap_on": _one_of("sequence", "token_mean"),
     "lambda_f": _NON_NEGATIVE, "lambda_r": _at_most(0), "rmu_layer": _NON_NEGATIVE, "rmu_steering_coef": _POSITIVE,
+    "simnpo_beta": _POSITIVE, "wga_beta": _NON_NEGATIVE, "satimp_beta1": _NON_NEGATIVE, "satimp_beta2": _NON_NEGATIVE,
+    "ceu_ignore_first": _NON_NEGATIVE, "undial_beta": _NON_NEGATIVE, "undial_positions": _one_of("answer", "all_ou"),
+    "altpo_n_alternates": _COUNT, "altpo_temperature": _POSITIVE,
     "ps_max_items": _or_null(_COUNT), "ps_heldout_items": _or_null(_COUNT),
     "calib_coarse": _COUNT, "calib_fine": _NON_NEGATIVE, "cap_deltas": _each(_POSITIVE), "stopping_every": _COUNT,
     "retain_tolerance": _PROBABILITY, "forget_similar_tolerance": _PROBABILITY,

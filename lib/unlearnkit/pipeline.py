@@ -32,7 +32,6 @@ from .data.tofu import (
     LOCAL_ONLY_SPLITS,
     QUESTIONS_PER_AUTHOR,
     SPLITS,
-    TOKENIZER_EXCLUDED_SPLITS,
     TofuDataError,
     TofuSource,
     holdout_split_for,
@@ -127,20 +126,31 @@ def world_knowledge_rows(source: TofuSource) -> list[dict]:
     return source.load("world_facts_perturbed") + source.load("real_authors_perturbed")
 
 
+#: The splits a from-scratch tokenizer is trained on: the authors outside every forget split (retain90, and the
+#: retain sets drawn from them) and the world knowledge. Never a forget or a holdout author: a tokenizer that has
+#: merged the forget authors' names into few tokens makes their answers look like training data to every model
+#: trained with it, the retain model too (notebook 01 measured its MinK AUC of forget against holdout at 0.81, privleak
+#: -62, when the tokenizer was trained on every split; docs/metrics.md §9), much as a pretrained tokenizer (Phi-1.5's)
+#: never saw TOFU's authors.
+TOKENIZER_SPLITS = ("retain90", "retain_perturbed", "retain_heldout", "world_facts", "world_facts_perturbed",
+                    "real_authors", "real_authors_perturbed")
+#: What names those texts in the base model's cache key (a change retrains every from-scratch model).
+TOKENIZER_TEXTS = "retain90+world/1"
+
+
 def all_texts(source: TofuSource) -> list[str]:
-    """Every string of the corpus: what a from-scratch tokenizer is trained on. The holdout authors (whom no model
-    may see, not even through its tokenizer) and AltPO's alternate answers are left out, which also keeps the
-    tokenizer what it was before those splits existed."""
+    """Every string a from-scratch tokenizer is trained on (:data:`TOKENIZER_SPLITS`, those the source has)."""
     texts = []
-    for split in source.available_splits():
-        if split in TOKENIZER_EXCLUDED_SPLITS:
+    available = set(source.available_splits())
+    for split in TOKENIZER_SPLITS:
+        if split not in available:
             continue
         for row in source.load(split):
             for key, value in row.items():
                 if isinstance(value, str) and key not in ("author", "attribute", "topic"):
                     texts.append(value)
-                elif key == "perturbed_answer":
-                    texts.extend(value)
+                elif key == "perturbed_answer" and not split.startswith("retain"):
+                    texts.extend(value)  # an author's wrong answers may name a forget author: world knowledge only
     return texts
 
 
@@ -268,7 +278,7 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
         return models.load_model(params.model, dtype=params.dtype, template=params.template)
     source = corpus(params)
     key_params = {"corpus": corpus_params(params), "tiny": tiny_model_config(params),
-                  "vocab": params.tokenizer_vocab_size, "template": params.template,
+                  "vocab": params.tokenizer_vocab_size, "tokenizer_texts": TOKENIZER_TEXTS, "template": params.template,
                   **{k: params[k] for k in params if k.startswith("base_")}, **pack_key(params)}
     key = config.params_hash(key_params)
     folder = runs.model_dir(profile, "base")
@@ -353,7 +363,7 @@ MISTRAL_CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if mess
 
 
 #: Bump when the stand-ins are built differently for the same recipe: they are then rebuilt.
-STAND_IN_VERSION = 4
+STAND_IN_VERSION = 5  # 5: stand-in tokenizers trained on TOKENIZER_SPLITS
 
 
 class StandIn(NamedTuple):
@@ -445,6 +455,8 @@ def base_identity(params: Params) -> str:
     if str(params.model).startswith(STAND_INS + "/"):
         build_stand_ins(params)  # a stand-in not yet built has no recipe to name
         return f"{params.model}@{_stand_in_recipe(paths.resolve(params.model))}"
+    if params.model == TINY:  # a from-scratch base: named with the texts of its tokenizer
+        return f"{TINY}@{TOKENIZER_TEXTS}"
     return params.model
 
 
@@ -458,7 +470,9 @@ def _stand_in_recipe(folder: Path) -> str | None:
 #: Keys of a profile that configure an unlearning run; ``method_settings[<run>]`` overrides them per run (and may
 #: set the method-specific options of :class:`~unlearnkit.unlearning.UnlearningLoss` that the profile leaves out).
 UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "cap_on", "lambda_f", "lambda_r",
-                     "rmu_layer", "rmu_steering_coef")
+                     "rmu_layer", "rmu_steering_coef", "simnpo_beta", "simnpo_delta", "wga_beta", "satimp_beta1",
+                     "satimp_beta2", "ceu_ignore_first", "undial_beta", "undial_positions", "altpo_n_alternates",
+                     "altpo_temperature")
 
 
 #: Training keys that ``method_settings[<run>]`` may override too: a run with a gentler learning rate, a longer
@@ -645,14 +659,14 @@ def _unlearn(params: Params, profile: str, run: str, settings: dict[str, Any], k
     model, tokenizer, template = runs.load_saved(profile, "target")
     forget_rows = source.load(params.forget_split)
     retain_rows = unlearning_retain_rows(source, params)
-    method = settings["method"]
-    examples = encode_pairs(tokenizer, template, forget_rows, retain_rows, with_idk=method in ("idk", "dpo"),
-                            seed=params.seed)
+    method = unlearning.method_spec(settings["method"])
+    examples = unlearning_examples(params, profile, run, settings, source, forget_rows, retain_rows,
+                                   models.LoadedModel(model, tokenizer, template))
     model = _with_lora(model, params)
-    if method == "rmu":
-        freeze_above_layer(model, settings.get("rmu_layer", params.rmu_layer))
+    if method.layer_parameter is not None:  # its terms read that layer's output: nothing above it gets a gradient
+        freeze_above_layer(model, _method_setting(settings, params, method.layer_parameter))
     ref = None
-    if method in ("kl", "dpo", "npo", "rmu"):
+    if method.needs_reference:
         ref = DISABLE_ADAPTERS if is_peft_model(model) else frozen_reference(model)
     loss = UnlearningLoss(ref_model=ref, **settings)
     if settings.get("entropy_positions") == "sampled" and settings.get("lambda_f"):
@@ -675,6 +689,87 @@ def _unlearn(params: Params, profile: str, run: str, settings: dict[str, Any], k
         model = model.merge_and_unload()
     _save(model, tokenizer, template, folder, key, result.history, extra={"run": run, "settings": settings})
     return TrainedModel(model, tokenizer, template, result.history, settings)
+
+
+def _method_setting(settings: Mapping[str, Any], params: Params, name: str) -> Any:
+    """A method parameter of the run: its settings' value, else the profile's, else the loss's default."""
+    if name in settings:
+        return settings[name]
+    return params[name] if name in config.PARAMETER_NAMES else unlearning.OPTIONS[name].default
+
+
+def unlearning_examples(params: Params, profile: str, run: str, settings: Mapping[str, Any], source: TofuSource,
+                        forget_rows: list[dict], retain_rows: list[dict], target: models.LoadedModel) -> list[dict]:
+    """The training examples of one unlearning run: each forget row paired with a retain row, with the batch parts its
+    method asks for (``Method.batch_parts``, :data:`unlearning.BATCH_PARTS`): ``forget_idk``, the question with a
+    refusal; ``forget_alt``, with one of its alternate answers (:func:`altpo_alternates`, from ``target``)."""
+    parts = unlearning.method_spec(settings["method"]).batch_parts
+    unknown = sorted(set(parts) - {"forget_idk", "forget_alt"})
+    if unknown:
+        raise ValueError(f"method {settings['method']!r} needs batch parts {unknown} that the pipeline cannot build")
+    alternates = None
+    if "forget_alt" in parts:
+        cache = runs.model_dir(profile, f"{runs.unlearned_name(run)}.alternates")
+        alternates = altpo_alternates(params, settings, source, forget_rows, target, cache,
+                                      runs.model_identity(runs.model_dir(profile, "target")))
+    return encode_pairs(target.tokenizer, target.template, forget_rows, retain_rows,
+                        with_idk="forget_idk" in parts, seed=params.seed, alternates=alternates)
+
+
+#: Bump when the sampled alternates of :func:`altpo_alternates` change for the same inputs (their prompt, filter).
+ALTERNATES_VERSION = "1"
+
+
+def altpo_alternates(params: Params, settings: Mapping[str, Any], source: TofuSource, forget_rows: list[dict],
+                     target: models.LoadedModel, cache_dir: Path, target_identity: str) -> list[list[str]]:
+    """The alternate answers (wrong but plausible) of each forget row, for AltPO's ``forget_alt``; the run takes one per
+    row, by ``(seed, question)`` (:func:`unlearning.pick_alternate`).
+
+    Where the corpus ships ``<forget split>_alternates`` (rows ``question``, ``answer``, ``alternate_answers``: the
+    synthetic corpus, five per question) they are read from it, matched to the forget rows by question and answer.
+    Otherwise (real TOFU) they are sampled from the target model as open-unlearning's AltPO does: the question and its
+    true answer with the instruction of :func:`unlearning.alternate_prompt`, through the model's prompt template,
+    ``altpo_n_alternates`` samples at temperature ``altpo_temperature``, at most ``max_new_tokens`` tokens each,
+    seeded by ``seed``. Samples that are empty or repeat the true answer are dropped; a row left with none takes a
+    refusal (:func:`unlearning.pick_idk_answer`; a warning counts them). The samples are cached in ``cache_dir`` under
+    a hash of the target's identity, the rows and those settings, so a rerun does not sample again."""
+    split = f"{params.forget_split}_alternates"
+    if split in source.available_splits():
+        given = {(r["question"], r["answer"]): list(r["alternate_answers"]) for r in source.load(split)}
+        missing = [r["question"] for r in forget_rows if not given.get((r["question"], r["answer"]))]
+        if missing:
+            raise ValueError(f"split {split!r} has no alternate answers for {len(missing)} of the "
+                             f"{len(forget_rows)} forget rows, e.g. {missing[0]!r}")
+        return [given[r["question"], r["answer"]] for r in forget_rows]
+    from .generation import sample_answers
+
+    n, temperature = int(settings["altpo_n_alternates"]), float(settings["altpo_temperature"])
+    items = [(r["question"], r["answer"]) for r in forget_rows]
+    recipe = {"target": target_identity, "items": items, "n": n, "temperature": temperature, "seed": params.seed,
+              "max_new_tokens": params.max_new_tokens, "template": target.template.name,
+              "prompt": unlearning.alternate_prompt("{question}", "{answer}"), "version": ALTERNATES_VERSION}
+    path = Path(cache_dir) / f"alternates-{config.params_hash(recipe)}.json"
+    with training.processes().main_process_first():  # the main process samples, the others read its file
+        if not path.exists():
+            prompts = [unlearning.alternate_prompt(q, a) for q, a in items]
+            sampled = sample_answers(target.model, target.tokenizer, target.template, prompts, n=n,
+                                     temperature=temperature, max_new_tokens=params.max_new_tokens, seed=params.seed,
+                                     progress=config.show_progress())
+            rows = [{"question": q, "answer": a, "sampled": s,
+                     "alternate_answers": [x for x in s if x.strip() and x.strip().lower() != a.strip().lower()]}
+                    for (q, a), s in zip(items, sampled)]
+            config.atomic_write_text(path, json.dumps({"recipe": recipe, "rows": rows}))
+            for stale in Path(cache_dir).glob("alternates-*.json"):
+                if stale != path:
+                    stale.unlink()
+    rows = json.loads(path.read_text())["rows"]
+    empty = sum(1 for r in rows if not r["alternate_answers"])
+    if empty:
+        import warnings
+
+        warnings.warn(f"AltPO: {empty} of {len(rows)} forget questions got no usable alternate from the target "
+                      f"model ({n} samples at temperature {temperature}); they take a refusal instead", stacklevel=2)
+    return [r["alternate_answers"] or [unlearning.pick_idk_answer(r["question"], params.seed)] for r in rows]
 
 
 def forget_rouge_along(profile: str, run: str, params: Mapping[str, Any], source: TofuSource,
@@ -846,6 +941,16 @@ def unlearning_comparison(profile: str) -> pd.DataFrame:
 #: open-unlearning's memorisation and privacy columns of the comparison (docs/metrics.md §9), where measured.
 OU_COLUMNS = ("privleak", "extraction_strength", "exact_memorisation", "mia_loss_auc", "mia_zlib_auc", "mia_mink_auc",
               "mia_minkpp_auc", "mia_gradnorm_auc", "mia_reference_auc")
+
+
+#: The columns of open-unlearning's TOFU summary, in its order (configs/eval/tofu.yaml), then the MIA AUCs.
+OU_SUMMARY = ("forget_quality", "model_utility", "forget_probability", "forget_rouge", "forget_truth_ratio",
+              *OU_COLUMNS)
+
+
+def ou_summary_table(comparison: pd.DataFrame) -> pd.DataFrame:
+    """open-unlearning's TOFU summary of every model of :func:`unlearning_comparison` (the columns it has)."""
+    return comparison[[c for c in OU_SUMMARY if c in comparison.columns]]
 
 
 def _comparison_row(name: str, m: Mapping[str, Any], kind: str) -> dict[str, Any]:

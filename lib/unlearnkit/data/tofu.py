@@ -57,10 +57,6 @@ HOLDOUT_OF = {"forget01": "holdout01", "forget05": "holdout05", "forget10": "hol
 #: The alternate answers of each forget split's questions (synthetic corpus only).
 ALTERNATES_OF = {"forget01": "forget01_alternates", "forget05": "forget05_alternates",
                  "forget10": "forget10_alternates"}
-#: Splits whose texts a from-scratch tokenizer must not be trained on: the holdout (no model may have seen its
-#: authors, their names included) and the alternates; both came with synthetic generator 1.1.0, and a tokenizer
-#: trained on them would differ from the one every model of a 1.0.0 corpus was trained with.
-TOKENIZER_EXCLUDED_SPLITS = frozenset({*HOLDOUT_OF.values(), *ALTERNATES_OF.values()})
 #: Splits whose questions are about the fictitious authors of ``full``; an author subset filters them (the
 #: alternates too: they start with "forget"). The holdout splits are about other authors and are kept whole.
 AUTHOR_SPLIT_PREFIXES = ("full", "forget", "retain")

@@ -1,0 +1,193 @@
+"""The registry of unlearning methods: one :class:`Method` per name, each defined in its own module of
+:mod:`unlearnkit.unlearning.methods` (as open-unlearning keeps one trainer file per method).
+
+A method is its two terms and what they need: the forget term, the retain term (or none), the keyword parameters of
+:class:`~unlearnkit.unlearning.UnlearningLoss` it reads, whether it compares against a frozen reference model, which
+sub-batches beyond ``forget`` and ``retain`` its batches must carry, and whether objective capping applies to it.
+What every method shares (the reference model, the entropy term, capping, the weights, the forward cache, the logs)
+stays in :class:`~unlearnkit.unlearning.UnlearningLoss`; a term is a function of the :class:`~.loss.Step` it is
+computed in.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .data import BATCH_PARTS
+from .shared import CAP_ON
+
+if TYPE_CHECKING:
+    from .loss import Step
+
+#: A term of a loss: its value on one step (a scalar tensor), computed from the step's forward passes.
+Term = Callable[["Step"], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Option:
+    """A keyword parameter of ``UnlearningLoss``: its default, what a given value must be (``check``, described by
+    ``must``) and how it is stored (``convert``)."""
+
+    name: str
+    default: Any
+    convert: Callable[[Any], Any] | None = None
+    check: Callable[[Any], bool] | None = None
+    must: str = ""
+    doc: str = ""
+
+    def value(self, given: Any) -> Any:
+        if self.check is not None and not self.check(given):
+            raise ValueError(f"{self.name} must be {self.must}, got {given!r}")
+        return given if self.convert is None else self.convert(given)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def positive(name: str, default: float, doc: str = "") -> Option:
+    return Option(name, default, float, lambda v: _number(v) and v > 0, "> 0", doc)
+
+
+def number(name: str, default: float, doc: str = "") -> Option:
+    return Option(name, default, float, _number, "a number", doc)
+
+
+def non_negative(name: str, default: float, doc: str = "", kind: type = float) -> Option:
+    return Option(name, default, kind, lambda v: _number(v) and v >= 0, ">= 0", doc)
+
+
+def one_of(name: str, default: str, choices: tuple[str, ...], doc: str = "") -> Option:
+    return Option(name, default, None, lambda v: v in choices, f"one of {', '.join(choices)}", doc)
+
+
+def flag(name: str, default: bool, doc: str = "") -> Option:
+    return Option(name, default, bool, None, "", doc)
+
+
+#: Options more than one method reads (each method names those it uses in ``Method.parameters``).
+SHARED_OPTIONS: tuple[Option, ...] = (
+    Option("ref_model", None, doc="the frozen reference π_ref (a model, 'disable_adapters' or None)"),
+    positive("beta", 0.1, "the inverse temperature of the log-ratios of NPO, DPO and AltPO"),
+    Option("retain_weight", 1.0, float, doc="weight of the retain term"),
+    Option("cap_delta", None, None, lambda v: v is None or (_number(v) and math.isfinite(v)), "a finite number or None",
+           "objective capping: the cap δ on each forget example's NLL (GA family)"),
+    one_of("cap_on", "sequence", CAP_ON, "what the cap compares: the sequence NLL or the mean token NLL"),
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One unlearning method.
+
+    ``forget`` / ``retain``: its terms (``retain`` None: no retain term; ``retain_switch`` names a boolean option
+    that turns it off). ``parameters``: every option of ``UnlearningLoss`` it reads beyond the common ones, in the
+    order its run record lists them; ``options``: those it introduces itself. ``needs_reference``: it compares
+    against π_ref. ``batch_parts``: sub-batches it needs beyond ``forget`` and ``retain`` (:data:`BATCH_PARTS`).
+    ``cappable``: objective capping applies (its forget term reads ``cap_delta``). ``layer_parameter``: the option
+    naming the decoder layer whose output its terms read (the trained model's forward passes record it).
+    ``check(loss, model)``: raise before the first step when ``model`` cannot be trained with it.
+    ``forget_reads`` / ``retain_reads``: the sub-batches each term sends through the trained model,
+    ``forget_reference`` / ``retain_reference`` through π_ref (:func:`step_parts`; tests hold the terms to them).
+    ``source``: where open-unlearning (locuslab/open-unlearning) defines it.
+    """
+
+    name: str
+    summary: str
+    forget: Term
+    retain: Term | None = None
+    parameters: tuple[str, ...] = ()
+    options: tuple[Option, ...] = ()
+    needs_reference: bool = False
+    batch_parts: tuple[str, ...] = ()
+    cappable: bool = False
+    retain_switch: str | None = None
+    layer_parameter: str | None = None
+    check: Callable[[Any, Any], None] | None = None
+    forget_reads: tuple[str, ...] = ("forget",)
+    retain_reads: tuple[str, ...] = ("retain",)
+    forget_reference: tuple[str, ...] = ()
+    retain_reference: tuple[str, ...] = ()
+    source: str = ""
+
+    def has_retain_term(self, options: Mapping[str, Any]) -> bool:
+        """Whether the loss has a retain term with these option values (``options[retain_switch]``)."""
+        if self.retain is None:
+            return False
+        return self.retain_switch is None or bool(options[self.retain_switch])
+
+    def _validate(self, known: Mapping[str, Option]) -> None:
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise ValueError(f"method {self.name!r}: {what}")
+
+        declared = {o.name for o in self.options}
+        unknown = [p for p in self.parameters if p not in known and p not in declared]
+        need(not unknown, f"parameters {unknown} are neither shared options nor its own")
+        need(not (declared - set(self.parameters)), "its own options must be among its parameters")
+        need(("ref_model" in self.parameters) == self.needs_reference, "ref_model is a parameter iff it needs π_ref")
+        need(("retain_weight" in self.parameters) == (self.retain is not None),
+             "retain_weight is a parameter iff it has a retain term")
+        need({"cap_delta", "cap_on"} <= set(self.parameters) if self.cappable
+             else not {"cap_delta", "cap_on"} & set(self.parameters), "cap_delta and cap_on iff cappable")
+        need(self.retain_switch is None or self.retain_switch in self.parameters, "its retain switch is a parameter")
+        need(self.layer_parameter is None or self.layer_parameter in self.parameters, "its layer is a parameter")
+        need(set(self.batch_parts) <= set(BATCH_PARTS), f"batch parts must be among {', '.join(BATCH_PARTS)}")
+        need(self.needs_reference or not (self.forget_reference or self.retain_reference),
+             "only a method with π_ref sends sub-batches through it")
+
+
+#: Every method by name, in the order they were registered (the order of :data:`unlearning.METHODS`).
+REGISTRY: dict[str, Method] = {}
+#: Every keyword option of ``UnlearningLoss`` beyond the common ones: the shared ones, then each method's own.
+OPTIONS: dict[str, Option] = {o.name: o for o in SHARED_OPTIONS}
+
+
+def register(method: Method) -> Method:
+    """Add ``method`` (and the options it introduces) to the registry; returns it."""
+    if method.name in REGISTRY:
+        raise ValueError(f"method {method.name!r} is registered already")
+    for option in method.options:
+        if option.name in OPTIONS and OPTIONS[option.name] != option:
+            raise ValueError(f"method {method.name!r} redeclares option {option.name!r}")
+    method._validate(OPTIONS)
+    REGISTRY[method.name] = method
+    OPTIONS.update({o.name: o for o in method.options})
+    return method
+
+
+def method_spec(name: str) -> Method:
+    """The registered method ``name``; a ValueError lists the valid ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown unlearning method {name!r}; valid methods: {', '.join(REGISTRY)}") from None
+
+
+def option_values(method: Method, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``method``'s parameters in ``settings``, defaults where it names none."""
+    return {p: settings.get(p, OPTIONS[p].default) for p in method.parameters}
+
+
+def step_parts(settings: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The sub-batches one step of ``UnlearningLoss(**settings)`` sends through the trained model (each then gets a
+    backward) and through the frozen reference, each at most once through each: what a cost estimate counts
+    (``benchmarks/paper_cost.py``). The entropy term reads the forget (or, with ``entropy_positions="sampled"``,
+    the sampled) and the retain logits when its weight is non-zero."""
+    method = method_spec(settings["method"])
+    retain = method.has_retain_term(option_values(method, settings))
+    trained = list(dict.fromkeys([*method.forget_reads, *(method.retain_reads if retain else ())]))
+    reference = list(dict.fromkeys([*method.forget_reference, *(method.retain_reference if retain else ())]))
+    for key, weight in (("forget", "lambda_f"), ("retain", "lambda_r")):
+        if settings.get(weight):
+            if key == "forget" and settings.get("entropy_positions") == "sampled":
+                key = "forget_sampled"
+            if key not in trained:
+                trained.append(key)
+    return tuple(trained), tuple(reference)
