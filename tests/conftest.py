@@ -46,10 +46,13 @@ def tiny_tokenizer(small_corpus):
     return models.train_bpe_tokenizer(all_texts(small_corpus), vocab_size=512)
 
 
+#: The sizes of the tests' tiny Llama.
+TINY_LLAMA = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
+
+
 @pytest.fixture()
 def tiny_model(tiny_tokenizer):
-    return models.build_tiny_llama(tiny_tokenizer, {"hidden_size": 64, "num_hidden_layers": 2,
-                                                    "num_attention_heads": 2, "intermediate_size": 128}, seed=0)
+    return models.build_tiny_llama(tiny_tokenizer, TINY_LLAMA, seed=0)
 
 
 @pytest.fixture()
@@ -65,6 +68,64 @@ def tiny_model_threads():
     ``pytestmark = pytest.mark.usefixtures("tiny_model_threads")``."""
     with models.cpu_threads(n_parameters=1):
         yield
+
+
+# --------------------------------------------------------------------------- the per-method loss tests
+
+
+@pytest.fixture(scope="module")
+def make_method_batch(small_corpus, tiny_tokenizer):
+    """Builds a per-method test's batch: the first ``n`` rows of small_corpus's forget10 and retain90 encoded with
+    ``ul.encode_pairs`` (phi template, seed 0) and collated. ``alternates=True`` adds AltPO's ``forget_alt`` (each
+    forget row's alternate from forget10_alternates), ``with_idk=True`` the refusals' ``forget_idk``;
+    ``collate=False`` gives the encoded examples instead of the batch."""
+    from method_checks import N, corpus_alternates, method_rows
+    from unlearnkit import unlearning as ul
+
+    def make(n=N, *, alternates=False, with_idk=False, collate=True):
+        forget, retain = method_rows(small_corpus, n)
+        extra = {"alternates": corpus_alternates(small_corpus, forget)} if alternates else {}
+        examples = ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], forget, retain, with_idk=with_idk,
+                                   seed=0, **extra)
+        return ul.collate_pairs(examples, tiny_tokenizer.pad_token_id) if collate else examples
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def method_batch(make_method_batch):
+    """A per-method test's batch: ``forget`` and ``retain``, method_checks.N rows each."""
+    return make_method_batch()
+
+
+@pytest.fixture(scope="module")
+def make_memorised_model(tiny_tokenizer, method_batch):
+    """Builds a tiny Llama that has learnt the forget answers of ``method_batch``, as a target model has: AdamW
+    (lr 1e-2) on the forget part's mean NLL for ``steps`` steps from a seeded start, then eval mode."""
+    from unlearnkit import unlearning as ul
+
+    def make(steps=25):
+        torch.manual_seed(0)
+        model = models.build_tiny_llama(tiny_tokenizer, TINY_LLAMA, seed=0)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        sub = method_batch["forget"]
+        for _ in range(steps):
+            loss = ul.mean_nll(model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits,
+                               sub["labels"]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        return model
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def memorised_model(make_memorised_model):
+    """A tiny model that has learnt the forget answers of ``method_batch`` (25 steps: its answer tokens' probabilities
+    far above 1/V), as a target model has. Not to be trained in place: a test copies it first."""
+    return make_memorised_model()
 
 
 def requires_real_tofu():

@@ -4,58 +4,53 @@ where the alternates come from (the corpus's ``forgetXX_alternates``, else sampl
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 
 import pytest
 import torch
+from method_checks import (
+    N,
+    ce_by_example,
+    corpus_alternates,
+    method_rows,
+    nudged_copy,
+    sgd_step,
+    tokens_by_hand,
+)
 from unlearnkit import config, generation, models, pipeline
 from unlearnkit import unlearning as ul
-
-N = 4
 
 
 @pytest.fixture(scope="module")
 def rows(small_corpus):
-    return small_corpus.load("forget10")[:N], small_corpus.load("retain90")[:N]
+    return method_rows(small_corpus)
 
 
 @pytest.fixture(scope="module")
 def pools(small_corpus, rows):
-    given = {(r["question"], r["answer"]): r["alternate_answers"] for r in small_corpus.load("forget10_alternates")}
-    return [given[r["question"], r["answer"]] for r in rows[0]]
+    return corpus_alternates(small_corpus, rows[0])
 
 
 @pytest.fixture(scope="module")
-def batch(rows, pools, tiny_tokenizer):
-    examples = ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], *rows, seed=0, alternates=pools)
-    return ul.collate_pairs(examples, tiny_tokenizer.pad_token_id)
+def method_batch(make_method_batch):
+    """The batch with AltPO's part: forget, retain and forget_alt (each forget row's alternate, from ``pools``' source)."""
+    return make_method_batch(alternates=True)
 
 
 @pytest.fixture()
 def moved(tiny_model):
     """The trained model a little way from π_ref = ``tiny_model``."""
-    model = copy.deepcopy(tiny_model)
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * 0.02)
-    return model
+    return nudged_copy(tiny_model, 0.02)
 
 
 def _sequence_logprob_by_hand(model, sub):
-    with torch.no_grad():
-        logp = torch.log_softmax(model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits.double(),
-                                 dim=-1)
-    labels = sub["labels"]
-    return [sum(logp[i, t - 1, labels[i, t]].item() for t in range(1, labels.size(1)) if labels[i, t] != -100)
-            for i in range(labels.size(0))]
+    return [-sum(ce) for ce in ce_by_example(tokens_by_hand(model, sub))]
 
 
-def test_the_batch_carries_one_alternate_per_forget_row(batch, rows, pools, tiny_tokenizer):
-    assert set(batch) == {"forget", "retain", "forget_alt"}
-    forget, alt = batch["forget"], batch["forget_alt"]
+def test_the_batch_carries_one_alternate_per_forget_row(method_batch, rows, pools, tiny_tokenizer):
+    assert set(method_batch) == {"forget", "retain", "forget_alt"}
+    forget, alt = method_batch["forget"], method_batch["forget_alt"]
     for i, row in enumerate(rows[0]):
         n_prompt = int(((forget["labels"][i] == -100) & (forget["attention_mask"][i] == 1)).sum())
         assert torch.equal(forget["input_ids"][i, :n_prompt], alt["input_ids"][i, :n_prompt])  # the same question
@@ -68,49 +63,47 @@ def test_the_batch_carries_one_alternate_per_forget_row(batch, rows, pools, tiny
         ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], *rows, alternates=pools[:2])
 
 
-def test_the_closed_form_at_the_reference(tiny_model, batch):
+def test_the_closed_form_at_the_reference(tiny_model, method_batch):
     beta = 0.1
-    _, logs = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta)(tiny_model, batch)
+    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta)
+    _, logs = loss_fn(tiny_model, method_batch)
     assert logs["forget_loss"] == pytest.approx(2 / beta * math.log(2), rel=1e-5)  # open-unlearning's 2/β scale
     assert logs["altpo_margin"] == pytest.approx(0.0, abs=1e-4)
 
 
-def test_the_value_is_the_formula(moved, tiny_model, batch):
+def test_the_value_is_the_formula(moved, tiny_model, method_batch):
     beta, alpha = 0.5, 2.0
-    win = [a - b for a, b in zip(_sequence_logprob_by_hand(moved, batch["forget_alt"]),
-                                 _sequence_logprob_by_hand(tiny_model, batch["forget_alt"]))]
-    lose = [a - b for a, b in zip(_sequence_logprob_by_hand(moved, batch["forget"]),
-                                  _sequence_logprob_by_hand(tiny_model, batch["forget"]))]
+    win = [a - b for a, b in zip(_sequence_logprob_by_hand(moved, method_batch["forget_alt"]),
+                                 _sequence_logprob_by_hand(tiny_model, method_batch["forget_alt"]))]
+    lose = [a - b for a, b in zip(_sequence_logprob_by_hand(moved, method_batch["forget"]),
+                                  _sequence_logprob_by_hand(tiny_model, method_batch["forget"]))]
     margins = [w - lo for w, lo in zip(win, lose)]
     expected = -(2 / beta) * sum(-math.log1p(math.exp(-beta * m)) for m in margins) / N
     loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta, retain_weight=alpha)
-    loss, logs = loss_fn(moved, batch)
+    loss, logs = loss_fn(moved, method_batch)
     assert logs["forget_loss"] == pytest.approx(expected, rel=1e-5)
     # a difference of two float32 sequence log-probs of ~30 nats each: absolute, not relative, precision
     assert logs["altpo_margin"] == pytest.approx(sum(margins) / N, abs=1e-4)
     assert loss.item() == pytest.approx(expected + alpha * logs["retain_loss"], rel=1e-5)
 
 
-def test_one_sgd_step_prefers_the_alternate_over_the_answer(tiny_model, batch):
+def test_one_sgd_step_prefers_the_alternate_over_the_answer(tiny_model, method_batch):
     loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), retain_weight=0.0)
-    opt = torch.optim.SGD(tiny_model.parameters(), lr=0.05)
-    before = _sequence_logprob_by_hand(tiny_model, batch["forget"])
-    loss, _ = loss_fn(tiny_model, batch)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    after_loss, logs = loss_fn(tiny_model, batch)
+    before = _sequence_logprob_by_hand(tiny_model, method_batch["forget"])
+    loss = sgd_step(tiny_model, loss_fn, method_batch, lr=0.05)
+    after_loss, logs = loss_fn(tiny_model, method_batch)
     assert logs["altpo_margin"] > 1e-2 and after_loss.item() < loss.item()
-    assert sum(_sequence_logprob_by_hand(tiny_model, batch["forget"])) < sum(before)  # the true answer got less likely
+    after = _sequence_logprob_by_hand(tiny_model, method_batch["forget"])
+    assert sum(after) < sum(before)  # the true answer got less likely
 
 
-def test_parameters_and_errors(tiny_model, batch):
+def test_parameters_and_errors(tiny_model, method_batch):
     loss_fn = ul.UnlearningLoss("altpo", ref_model="disable_adapters")
     assert loss_fn.params() == {"method": "altpo", "forget_weight": 1.0, "lambda_f": 0.0, "lambda_r": 0.0,
                                 "entropy_positions": "answer", "ref_model": "disable_adapters", "beta": 0.1,
                                 "retain_weight": 1.0, "altpo_n_alternates": 5, "altpo_temperature": 1.0}
     assert loss_fn.batch_parts == ("forget_alt",) and "altpo" in ul.REFERENCE_METHODS
-    no_alt = {k: v for k, v in batch.items() if k != "forget_alt"}
+    no_alt = {k: v for k, v in method_batch.items() if k != "forget_alt"}
     with pytest.raises(ValueError, match=r"needs batch\['forget_alt'\].*alternates="):
         ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model))(tiny_model, no_alt)
     with pytest.raises(ValueError, match="altpo_n_alternates must be >= 1"):

@@ -4,43 +4,12 @@ reference. Its value by hand on a tiny model, the logits' gradient p − q and t
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
 import torch
+from method_checks import N, assert_sgd_step_lowers_forget_logprob, forget_term_logits_grad, logits_of
 from unlearnkit import unlearning as ul
-
-N = 4
-
-
-@pytest.fixture(scope="module")
-def batch(small_corpus, tiny_tokenizer):
-    from unlearnkit import models
-
-    forget, retain = small_corpus.load("forget10")[:N], small_corpus.load("retain90")[:N]
-    examples = ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], forget, retain, seed=0)
-    return ul.collate_pairs(examples, tiny_tokenizer.pad_token_id)
-
-
-@pytest.fixture(scope="module")
-def memorised(tiny_tokenizer, batch):
-    """A tiny model that has learnt the forget answers, as a target model has."""
-    from unlearnkit import models
-
-    torch.manual_seed(0)
-    model = models.build_tiny_llama(tiny_tokenizer, {"hidden_size": 64, "num_hidden_layers": 2,
-                                                     "num_attention_heads": 2, "intermediate_size": 128}, seed=0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    sub = batch["forget"]
-    for _ in range(25):
-        loss = ul.mean_nll(model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits,
-                           sub["labels"]).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    return model
 
 
 def _kept_positions(labels, ignore_first):
@@ -67,47 +36,39 @@ def _by_hand(logits, labels, ignore_first):
 
 
 @pytest.mark.parametrize("ignore_first", [1, 0, 3])
-def test_the_value_is_the_formula(memorised, batch, ignore_first):
-    sub = batch["forget"]
+def test_the_value_is_the_formula(memorised_model, method_batch, ignore_first):
+    sub = method_batch["forget"]
     with torch.no_grad():
-        logits = memorised(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits
+        logits = logits_of(memorised_model, sub)
     expected, kept = _by_hand(logits, sub["labels"], ignore_first)
-    loss, logs = ul.UnlearningLoss("ceu", ceu_ignore_first=ignore_first)(memorised, batch)
+    loss, logs = ul.UnlearningLoss("ceu", ceu_ignore_first=ignore_first)(memorised_model, method_batch)
     assert logs["forget_loss"] == pytest.approx(expected, rel=1e-5)
     assert loss.item() == pytest.approx(expected, rel=1e-5)  # no retain term
     assert "retain_loss" not in logs
     assert len(kept) == int((sub["labels"] != -100).sum()) - N * ignore_first
 
 
-def test_open_unlearnings_form_no_retain_no_reference(memorised, batch):
+def test_open_unlearnings_form_no_retain_no_reference(memorised_model, method_batch):
     loss_fn = ul.UnlearningLoss("ceu")
     assert loss_fn.ceu_ignore_first == 1 and not loss_fn.has_retain_term and not loss_fn.needs_reference
     assert ul.METHOD_PARAMETERS["ceu"] == ("ceu_ignore_first",)
     with pytest.warns(UserWarning, match="ignores retain_weight"):
         ul.UnlearningLoss("ceu", retain_weight=2.0)
     # at a uniform model the target is uniform over the other V − 1 tokens: the loss is ln V
-    vocab = memorised.config.vocab_size
+    vocab = memorised_model.config.vocab_size
 
     class Uniform(torch.nn.Module):
         def forward(self, input_ids, attention_mask, use_cache=False):
             return type("Out", (), {"logits": torch.zeros(*input_ids.shape, vocab, requires_grad=True)})()
 
-    assert loss_fn(Uniform(), batch)[1]["forget_loss"] == pytest.approx(math.log(vocab), rel=1e-6)
+    assert loss_fn(Uniform(), method_batch)[1]["forget_loss"] == pytest.approx(math.log(vocab), rel=1e-6)
 
 
-def test_the_logits_gradient_is_p_minus_q(memorised, batch):
+def test_the_logits_gradient_is_p_minus_q(memorised_model, method_batch):
     """d/dz of CE(q, softmax(z)) with q detached is (softmax(z) − q) / N: the target distribution takes no gradient."""
-    sub = batch["forget"]
-    logits = memorised(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits.detach()
-    logits.requires_grad_()
-
-    class Frozen(torch.nn.Module):
-        def forward(self, input_ids, attention_mask, use_cache=False):
-            return type("Out", (), {"logits": logits})()
-
-    loss_fn = ul.UnlearningLoss("ceu")
-    loss_fn.spec.forget(ul.Step(loss_fn, Frozen(), {"forget": sub, "retain": sub}, None)).backward()
-    probs = torch.softmax(logits.detach().double(), dim=-1)
+    sub = method_batch["forget"]
+    logits, grad = forget_term_logits_grad(ul.UnlearningLoss("ceu"), memorised_model, sub)
+    probs = torch.softmax(logits.double(), dim=-1)
     kept = _kept_positions(sub["labels"], 1)
     expected = torch.zeros_like(probs)
     for i, t in kept:
@@ -115,23 +76,9 @@ def test_the_logits_gradient_is_p_minus_q(memorised, batch):
         q = p.clone()
         q[y] = 0.0
         expected[i, t - 1] = (p - q / (1 - p[y])) / len(kept)
-    assert torch.allclose(logits.grad.double(), expected, atol=1e-7)
+    assert torch.allclose(grad.double(), expected, atol=1e-7)
 
 
-def test_one_sgd_step_lowers_the_forget_probability(memorised, batch):
-    model = copy.deepcopy(memorised)
-    sub = batch["forget"]
-
-    def logprob():
-        with torch.no_grad():
-            return ul.sequence_logprob(model(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits,
-                                       sub["labels"]).mean().item()
-
-    before = logprob()
+def test_one_sgd_step_lowers_the_forget_probability(memorised_model, method_batch):
     loss_fn = ul.UnlearningLoss("ceu")
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    loss, _ = loss_fn(model, batch)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    assert logprob() < before - 1e-2
+    assert_sgd_step_lowers_forget_logprob(memorised_model, loss_fn, method_batch, lr=0.5)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from unlearnkit import config, models, pipeline, training
+from method_checks import N
+from unlearnkit import config, pipeline, training
 from unlearnkit import unlearning as ul
 from unlearnkit.unlearning.registry import Method, Option, register
 
-N = 4
 ALL_PARTS_SETTINGS = [
     {"method": m} for m in ul.METHODS
 ] + [
@@ -22,17 +22,9 @@ ALL_PARTS_SETTINGS = [
 
 
 @pytest.fixture(scope="module")
-def rows(small_corpus):
-    forget = small_corpus.load("forget10")[:N]
-    given = {(r["question"], r["answer"]): r["alternate_answers"] for r in small_corpus.load("forget10_alternates")}
-    return forget, small_corpus.load("retain90")[:N], [given[r["question"], r["answer"]] for r in forget]
-
-
-@pytest.fixture(scope="module")
-def examples(rows, tiny_tokenizer):
-    forget, retain, alternates = rows
-    return ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], forget, retain, with_idk=True, seed=0,
-                           alternates=alternates)
+def examples(make_method_batch):
+    """Encoded, not collated: every batch part (forget_idk, forget_alt) for every method."""
+    return make_method_batch(with_idk=True, alternates=True, collate=False)
 
 
 def test_the_constants_are_read_off_the_registry():
