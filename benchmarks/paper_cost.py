@@ -20,6 +20,12 @@ prefill) and a lower one for token-by-token decoding with HF ``generate``, whose
 ``--decode-step-ms`` each (a greedy batch of 16 rows is bound by that latency, not by its FLOPs). The same token counts
 at the CPU rates of part 1, scaled by N_paper / N_here, give the CPU projection printed beside it.
 
+An unlearning step sends through the trained model and the frozen reference the sub-batches the method registry says
+(``unlearning.step_parts``), so a method added to the registry is counted without a table here; AltPO's alternates
+are sampled from the target where the data ships none (real TOFU). Every model notebooks 01 and 02 evaluate also gets
+open-unlearning's memorisation and privacy metrics where the data has a holdout split: one teacher-forced pass over the
+forget and holdout items and, with ``mia_gradnorm``, a forward and backward per item for GradNorm.
+
 Token lengths: mean characters of the real files (TOFU, JailbreakBench's behaviours, Schwinn et al.'s HP Q&A; read
 from ``--data``, by default ``$UNLEARNKIT_SHARED_DATA`` or ``../shared/data`` beside the project) divided by
 ``--chars-per-token`` (4: the usual rule for English under GPT-2-style BPE, Phi-1.5's; Phi's tokenizer cannot be
@@ -53,7 +59,13 @@ from unlearnkit.data import behaviours as behaviour_data  # noqa: E402
 from unlearnkit.data import formats as format_data  # noqa: E402
 from unlearnkit.data.hp_qa import load_hp_qa  # noqa: E402
 from unlearnkit.data.synthetic import generate_synthetic_tofu  # noqa: E402
-from unlearnkit.data.tofu import QUESTIONS_PER_AUTHOR, TofuSource, retain_split_for  # noqa: E402
+from unlearnkit.data.tofu import (  # noqa: E402
+    QUESTIONS_PER_AUTHOR,
+    TofuSource,
+    alternates_split_for,
+    holdout_split_for,
+    retain_split_for,
+)
 from unlearnkit.metrics.safety import HARMBENCH_PROMPT  # noqa: E402
 from unlearnkit.metrics.tofu import encoded_nll, tofu_eval_splits  # noqa: E402
 from unlearnkit.studies import alignment, calibration, entropy, leakage  # noqa: E402
@@ -355,20 +367,55 @@ def model_parameters(name: str, params: config.Params) -> float:
 
 
 def step_parts(settings: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The sub-batches (``forget``, ``retain``, ``forget_idk``) one step of ``unlearning.UnlearningLoss`` with these
-    settings sends through the trained model (each then gets a backward) and through the frozen reference, as
-    ``UnlearningLoss.__call__`` does: each sub-batch at most once through each (tests check this against the loss)."""
-    method = settings["method"]
-    trained = {"ga": ["forget"], "gd": ["forget", "retain"], "kl": ["forget", "retain"],
-               "idk": ["forget_idk", "retain"], "dpo": ["forget_idk", "forget", "retain"],
-               "npo": ["forget", "retain"], "rmu": ["forget", "retain"]}[method]
-    reference = {"kl": ["retain"], "dpo": ["forget_idk", "forget"], "npo": ["forget"], "rmu": ["retain"]}.get(method, [])
-    if method in ("npo", "dpo") and not settings.get(f"{method}_retain_term", True):
-        trained.remove("retain")
-    for key, weight in (("forget", "lambda_f"), ("retain", "lambda_r")):
-        if settings.get(weight) and key not in trained:  # the entropy term reads that sub-batch's logits
-            trained.append(key)
-    return tuple(trained), tuple(reference)
+    """The sub-batches (``forget``, ``retain``, ``forget_idk``, ``forget_alt``, ``forget_sampled``) one step of
+    ``unlearning.UnlearningLoss`` with these settings sends through the trained model (each then gets a backward) and
+    through the frozen reference: the method registry's own account (``unlearning.step_parts``, from each method's
+    ``forget_reads``, ``retain_reads`` and reference parts), each sub-batch at most once through each (tests check
+    this against the loss)."""
+    return unlearning.step_parts(settings)
+
+
+def part_tokens(params: config.Params, forget: str, lengths: Lengths) -> dict[str, float]:
+    """Mean tokens of one row of each sub-batch :func:`step_parts` may name, on forget split ``forget``: the Q&A pairs,
+    the question with a refusal (IDK, DPO), with an alternate answer (AltPO: wrong but plausible, about as long as the
+    true answer) and with the model's own sampled answer (entropy on sampled positions: ``sample_max_new_tokens``)."""
+    return {"forget": lengths.qa(forget), "retain": lengths.qa(retain_split_for(forget)),
+            "forget_idk": lengths.prompt(forget) + idk_tokens(lengths),
+            "forget_alt": lengths.prompt(forget) + lengths.answer(forget),
+            unlearning.SAMPLED: lengths.prompt(forget) + lengths.decoded(params.sample_max_new_tokens)}
+
+
+def has_split(params: config.Params, split: str) -> bool:
+    """Whether the profile's data source has ``split`` (``pipeline.data_splits``: known without reading the data)."""
+    try:
+        return split in pipeline.data_splits(params)
+    except (OSError, ValueError):
+        return False
+
+
+def alternate_prompt_tokens(lengths: Lengths, forget: str) -> float:
+    """Mean tokens of the prompt AltPO's alternates are sampled from: the template around the question, its true
+    answer and the instruction (``unlearning.alternate_prompt``)."""
+    s = lengths.split(forget)
+    return lengths.tokens(lengths.template_chars + len(unlearning.alternate_prompt("", "")) + s.question + s.answer)
+
+
+def sample_alternates(cost: Cost, params: config.Params, run: str, lengths: Lengths) -> None:
+    """``pipeline.altpo_alternates`` of one run on data without ``<forget split>_alternates`` (real TOFU):
+    ``altpo_n_alternates`` answers per forget question sampled from the target at ``max_new_tokens`` each, decoded in
+    chunks of :data:`SAMPLE_CHUNK` rows, the prompt prefilled once per chunk. Nothing where the corpus ships them."""
+    rp = pipeline.run_params(params, run)
+    settings = pipeline.unlearning_settings(params, run)
+    if "forget_alt" not in unlearning.method_spec(settings["method"]).batch_parts:
+        return
+    if has_split(rp, alternates_split_for(rp.forget_split)):
+        return
+    n = int(settings.get("altpo_n_alternates", unlearning.OPTIONS["altpo_n_alternates"].default))
+    rows = lengths.rows(rp.forget_split)
+    size = model_parameters("target", params)
+    label = "AltPO alternates sampled from the target"
+    cost.add(label, FORWARD, size, rows * math.ceil(n / SAMPLE_CHUNK) * alternate_prompt_tokens(lengths, rp.forget_split))
+    cost.add(label, GENERATED, size, rows * n * lengths.decoded(rp.max_new_tokens), rows=min(SAMPLE_CHUNK, rows * n))
 
 
 def idk_tokens(lengths: Lengths) -> float:
@@ -408,7 +455,8 @@ def sparse_steps(plan: Schedule, every: int | None) -> list[int]:
 
 def train_unlearning(cost: Cost, params: config.Params, run: str, lengths: Lengths, trained: set[str]) -> Schedule:
     """One unlearning run (``pipeline.unlearned_model``): per epoch, every forget row with its paired retain row
-    through the parts of :func:`step_parts`; nothing when an earlier step trained it (``trained``, updated)."""
+    through the parts of :func:`step_parts`, and AltPO's alternates sampled first where the data ships none
+    (:func:`sample_alternates`); nothing when an earlier step trained it (``trained``, updated)."""
     plan = schedule(params, run, lengths)
     if run in trained:
         return plan
@@ -416,9 +464,13 @@ def train_unlearning(cost: Cost, params: config.Params, run: str, lengths: Lengt
     cost.runs_trained.append(run)
     settings = pipeline.unlearning_settings(params, run)
     forget = pipeline.run_params(params, run).forget_split
-    part = {"forget": lengths.qa(forget), "retain": lengths.qa(retain_split_for(forget)),
-            "forget_idk": lengths.prompt(forget) + idk_tokens(lengths)}
+    part = part_tokens(params, forget, lengths)
     on_model, on_reference = step_parts(settings)
+    unknown = sorted(set(on_model + on_reference) - set(part))
+    if unknown:
+        raise KeyError(f"run {run!r}: no token estimate for the sub-batch(es) {unknown} of method "
+                       f"{settings['method']!r}; add them to part_tokens")
+    sample_alternates(cost, params, run, lengths)
     size = model_parameters(params.model, params)
     pairs = plan.examples * plan.epochs
     cost.add("unlearning runs", TRAINED, size, pairs * sum(part[p] for p in on_model))
@@ -458,6 +510,37 @@ def tofu_evaluation(cost: Cost, label: str, size: float, params: config.Params, 
             scored += prompt + lengths.tokens(s.paraphrased_answer) + 1
         cost.add(label, FORWARD, size, n * scored)
         greedy(cost, label, size, n, prompt, params.max_new_tokens, lengths, params.eval_batch_size)
+
+
+def holdout_file(lengths: Lengths, forget_split: str) -> tuple[str, bool]:
+    """The holdout split matched to ``forget_split`` in the reference figures, or the forget split standing in for
+    it (same authors' count and generator; TOFU's holdout10 has forget10's 400 rows) when the figures lack it;
+    the flag says which."""
+    holdout = holdout_split_for(forget_split)
+    return (holdout, False) if holdout in lengths.data.tofu else (forget_split, True)
+
+
+def privacy_evaluation(cost: Cost, label: str, size: float, params: config.Params, lengths: Lengths,
+                       models_evaluated: float = 1) -> None:
+    """``pipeline.evaluate_privacy`` of ``models_evaluated`` models: per model, at most ``eval_max_items`` forget and
+    as many holdout items, each scored by one teacher-forced pass (LOSS, ZLib, MinK, MinK++, exact memorisation and
+    extraction strength from the same logits) and, with ``mia_gradnorm``, by a forward and a backward of its own for
+    GradNorm (batch 1), counted as a trained token (6·N) though no step is taken. Nothing when the data has no holdout
+    split: the notebooks skip the metrics and say what to download."""
+    holdout = holdout_split_for(params.forget_split)
+    if not has_split(params, holdout):
+        cost.simplified.append(f"privacy metrics not counted: the data source has no {holdout} (the notebooks skip them)")
+        return
+    file, stand_in = holdout_file(lengths, params.forget_split)
+    if stand_in:
+        note = f"{holdout} counted with {file}'s rows and lengths (no figures for it)"
+        if note not in cost.simplified:
+            cost.simplified.append(note)
+    items = sum(min(lengths.rows(f), params.eval_max_items or lengths.rows(f)) * lengths.qa(f)
+                for f in (params.forget_split, file))
+    cost.add(f"{label}, teacher-forced", FORWARD, size, models_evaluated * items)
+    if params.mia_gradnorm:
+        cost.add(f"{label}, GradNorm (forward and backward per item)", TRAINED, size, models_evaluated * items)
 
 
 # --------------------------------------------------------------------------- PS (notebook 03)
@@ -526,11 +609,13 @@ def notebook_01(params: config.Params, lengths: Lengths, trained: set[str] | Non
     size = model_parameters(params.model, params)
     splits = ["full", *params.retain_splits]
     cost = Cost("01", f"fine-tune the target on full and the retain model(s) on {', '.join(params.retain_splits)} for "
-                      f"{params.finetune_epochs:g} epochs; TOFU evaluation of base, target and retain model(s)")
+                      f"{params.finetune_epochs:g} epochs; TOFU evaluation and privacy metrics of base, target and "
+                      "retain model(s)")
     for split in splits:
         cost.add(f"fine-tune on {split}", TRAINED, size, params.finetune_epochs * lengths.rows(split) * lengths.qa(split))
     tofu_evaluation(cost, "TOFU evaluation", size, params, lengths, params.forget_split,
                     max_items=params.eval_max_items, models_evaluated=1 + len(splits))
+    privacy_evaluation(cost, "privacy metrics", size, params, lengths, models_evaluated=1 + len(splits))
     if params.lora_rank:
         cost.simplified.append("LoRA: trained tokens counted at 6N, as full fine-tuning (an upper bound)")
     return cost
@@ -539,13 +624,15 @@ def notebook_01(params: config.Params, lengths: Lengths, trained: set[str] | Non
 def notebook_02(params: config.Params, lengths: Lengths, trained: set[str] | None = None) -> Cost:
     trained = set() if trained is None else trained
     size = model_parameters(params.model, params)
+    with_reference = [m for m in unlearning.METHODS if unlearning.method_spec(m).needs_reference]
     cost = Cost("02", f"{len(params.methods)} unlearning runs ({', '.join(params.methods)}) of "
-                      f"{params.forget_split} paired with retain, reference forward for kl/dpo/npo/rmu; TOFU evaluation "
-                      "of each and greedy ROUGE at its kept steps")
+                      f"{params.forget_split} paired with retain, reference forward for {'/'.join(with_reference)}; "
+                      "TOFU evaluation and privacy metrics of each and greedy ROUGE at its kept steps")
     for run in params.methods:
         plan = train_unlearning(cost, params, run, lengths, trained)
         tofu_evaluation(cost, "TOFU evaluation of each run", size, params, lengths, params.forget_split,
                         max_items=params.eval_max_items)
+        privacy_evaluation(cost, "privacy metrics of each run", size, params, lengths)
         steps = len(sparse_steps(plan, params.unlearn_save_every))
         files = tofu_eval_splits(pipeline.run_params(params, run).forget_split)
         limit = params.trajectory_max_items or params.eval_max_items

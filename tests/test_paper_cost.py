@@ -1,6 +1,7 @@
 """The counting of benchmarks/paper_cost.py, without training anything: each notebook's count responds to the profile's
-keys as the notebook's code does, the unlearning step parts are those the loss really sends through the models, and
-FLOPs become hours as stated."""
+keys as the notebook's code does, the unlearning step parts are those the loss really sends through the models (every
+registered method), AltPO's sampled alternates and the privacy metrics of each evaluated model are counted, and FLOPs
+become hours as stated."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def test_zero_methods_gives_zero_unlearning_tokens_in_notebook_02():
 def test_notebook_02_counts_one_epoch_as_every_forget_row_with_its_retain_row():
     one = pc.notebook_02(PAPER.replace(methods=["gd"]), LENGTHS)
     pair = LENGTHS.qa("forget10") + LENGTHS.qa("retain90")
-    assert one.tokens(pc.TRAINED) == pytest.approx(PAPER.unlearn_epochs * 400 * pair)
+    assert one.tokens(pc.TRAINED, "unlearning runs") == pytest.approx(PAPER.unlearn_epochs * 400 * pair)
     assert one.tokens(pc.FORWARD, "unlearning runs, reference forward") == 0  # GD has no reference
     npo = pc.notebook_02(PAPER.replace(methods=["npo"]), LENGTHS)
     assert npo.tokens(pc.FORWARD, "unlearning runs, reference forward") == pytest.approx(
@@ -70,7 +71,94 @@ def test_notebook_02_counts_one_epoch_as_every_forget_row_with_its_retain_row():
 def test_notebook_01_trains_the_target_and_each_retain_model_for_the_epochs():
     cost = pc.notebook_01(PAPER, LENGTHS)
     expected = PAPER.finetune_epochs * (4000 * LENGTHS.qa("full") + 3600 * LENGTHS.qa("retain90"))
-    assert cost.tokens(pc.TRAINED) == pytest.approx(expected)
+    fine_tuned = cost.tokens(pc.TRAINED, "fine-tune on full") + cost.tokens(pc.TRAINED, "fine-tune on retain90")
+    assert fine_tuned == pytest.approx(expected)
+    gradnorm = cost.tokens(pc.TRAINED, "privacy metrics, GradNorm (forward and backward per item)")
+    assert cost.tokens(pc.TRAINED) == pytest.approx(expected + gradnorm)  # nothing else gets a backward
+
+
+#: open-unlearning's runs of notebook 02 (issue #29), each declared in paper.yaml's method_settings.
+OU_RUNS = ("simnpo", "wga", "satimp", "ceu", "undial", "altpo")
+
+
+def _parts(forget="forget10"):
+    """Tokens per row of each sub-batch, as the benchmark should count them (an alternate about as long as the answer)."""
+    return {"forget": LENGTHS.qa(forget), "retain": LENGTHS.qa("retain90"),
+            "forget_idk": LENGTHS.prompt(forget) + pc.idk_tokens(LENGTHS),
+            "forget_alt": LENGTHS.prompt(forget) + LENGTHS.answer(forget)}
+
+
+@pytest.mark.parametrize("run", OU_RUNS)
+def test_notebook_02_trains_each_open_unlearning_run_on_the_parts_its_method_reads(run):
+    assert run in PAPER.methods and PAPER.method_settings[run]["method"] == run
+    cost = pc.notebook_02(PAPER.replace(methods=[run]), LENGTHS)
+    assert cost.runs_trained == [run]
+    rp = pc.pipeline.run_params(PAPER, run)
+    settings = pc.pipeline.unlearning_settings(PAPER, run)
+    method = unlearning.method_spec(run)
+    trained = [*method.forget_reads, *(method.retain_reads if method.has_retain_term(
+        unlearning.registry.option_values(method, settings)) else ())]
+    reference = [*method.forget_reference, *method.retain_reference]
+    part = _parts()
+    pairs = rp.unlearn_epochs * 400
+    assert cost.tokens(pc.TRAINED, "unlearning runs") == pytest.approx(pairs * sum(part[p] for p in trained))
+    assert cost.tokens(pc.FORWARD, "unlearning runs, reference forward") == pytest.approx(
+        pairs * sum(part[p] for p in reference))
+    assert ("retain" in trained) == (run not in ("ceu", "undial"))  # CE-U has no retain term, UNDIAL's is off (alpha 0)
+    assert bool(reference) == (run in ("undial", "altpo"))
+
+
+def test_altpo_samples_its_alternates_from_the_target_on_real_tofu_only():
+    label = "AltPO alternates sampled from the target"
+    hub = pc.notebook_02(PAPER.replace(methods=["altpo"]), LENGTHS)  # locuslab/TOFU ships no alternates
+    n = PAPER.method_settings["altpo"]["altpo_n_alternates"]
+    assert hub.tokens(pc.GENERATED, label) == pytest.approx(400 * n * PAPER.max_new_tokens)
+    assert hub.tokens(pc.FORWARD, label) == pytest.approx(400 * pc.alternate_prompt_tokens(LENGTHS, "forget10"))
+    more = PAPER.replace(method_settings={**PAPER.method_settings,
+                                          "altpo": {**PAPER.method_settings["altpo"], "altpo_n_alternates": 2 * n}})
+    assert pc.notebook_02(more.replace(methods=["altpo"]), LENGTHS).tokens(pc.GENERATED, label) == pytest.approx(
+        2 * hub.tokens(pc.GENERATED, label))
+    synthetic = pc.notebook_02(PAPER.replace(methods=["altpo"], data_source="synthetic"), LENGTHS)  # forget10_alternates
+    assert synthetic.tokens(pc.GENERATED, label) == 0 and synthetic.tokens(pc.FORWARD, label) == 0
+    other = pc.notebook_02(PAPER.replace(methods=["npo"]), LENGTHS)
+    assert other.tokens(pc.GENERATED, label) == 0
+
+
+def _privacy_tokens(params, forget="forget10"):
+    """Tokens one model's privacy metrics send through it: every scored forget and holdout Q&A (holdout10 has
+    forget10's 400 rows; the figures have none of its own)."""
+    items = min(400, params.eval_max_items or 400)
+    return 2 * items * LENGTHS.qa(forget)
+
+
+def test_privacy_metrics_are_counted_for_every_model_notebooks_01_and_02_evaluate():
+    forward, gradnorm = "privacy metrics, teacher-forced", "privacy metrics, GradNorm (forward and backward per item)"
+    one = pc.notebook_01(PAPER, LENGTHS)
+    models = 2 + len(PAPER.retain_splits)  # base, target and each retain model
+    assert one.tokens(pc.FORWARD, forward) == pytest.approx(models * _privacy_tokens(PAPER))
+    assert one.tokens(pc.TRAINED, gradnorm) == pytest.approx(models * _privacy_tokens(PAPER))
+    runs = pc.notebook_02(PAPER.replace(methods=["gd", "altpo"]), LENGTHS)
+    assert runs.tokens(pc.FORWARD, "privacy metrics of each run, teacher-forced") == pytest.approx(
+        2 * _privacy_tokens(PAPER))
+    assert runs.tokens(pc.TRAINED, "privacy metrics of each run, GradNorm (forward and backward per item)") == (
+        pytest.approx(2 * _privacy_tokens(PAPER)))
+    assert PAPER.eval_max_items < 400  # TOFU's 300 of forget10's and holdout10's 400 items
+    fewer = pc.notebook_01(PAPER.replace(eval_max_items=PAPER.eval_max_items // 2), LENGTHS)
+    assert fewer.tokens(pc.FORWARD, forward) == pytest.approx(one.tokens(pc.FORWARD, forward) / 2)
+    every = pc.notebook_01(PAPER.replace(eval_max_items=None), LENGTHS)
+    assert every.tokens(pc.FORWARD, forward) == pytest.approx(models * 2 * 400 * LENGTHS.qa("forget10"))
+    off = pc.notebook_01(PAPER.replace(mia_gradnorm=False), LENGTHS)
+    assert off.tokens(pc.TRAINED, gradnorm) == 0 and off.tokens(pc.FORWARD, forward) == one.tokens(pc.FORWARD, forward)
+    assert off.tokens(pc.TRAINED) == pytest.approx(one.tokens(pc.TRAINED) - one.tokens(pc.TRAINED, gradnorm))
+
+
+def test_no_privacy_cost_where_the_data_has_no_holdout_split(tmp_path):
+    for split in ("full", "forget10", "retain90", "forget10_perturbed", "retain_perturbed"):
+        (tmp_path / f"{split}.json").write_text("")
+    folder = PAPER.replace(data_source=str(tmp_path))
+    one = pc.notebook_01(folder, LENGTHS)
+    assert not [label for (label, *_), t in one.items.items() if label.startswith("privacy") and t]
+    assert any("no holdout10" in note for note in one.simplified)
 
 
 def test_a_run_is_trained_once_across_the_notebooks():
@@ -155,17 +243,21 @@ def _example(prompt: list[int], answer: list[int]) -> dict[str, list[int]]:
 
 
 @pytest.mark.parametrize("settings", [
-    {"method": "ga"}, {"method": "gd"}, {"method": "kl"}, {"method": "idk"}, {"method": "dpo"}, {"method": "npo"},
-    {"method": "rmu"}, {"method": "npo", "lambda_f": 1.0, "lambda_r": -0.25}, {"method": "ga", "lambda_r": -0.25},
+    *({"method": m} for m in unlearning.METHODS),  # every registered method, those added later too
+    {"method": "npo", "lambda_f": 1.0, "lambda_r": -0.25}, {"method": "ga", "lambda_r": -0.25},
     {"method": "idk", "lambda_f": 1.0}, {"method": "npo", "npo_retain_term": False},
-    {"method": "gd", "forget_weight": 0.0},
+    {"method": "gd", "forget_weight": 0.0}, {"method": "undial", "undial_retain_term": True},
+    {"method": "altpo", "lambda_f": 1.0, "lambda_r": -0.25}, {"method": "ceu", "lambda_r": -0.25},
+    *({**PAPER.method_settings[run]} for run in OU_RUNS),  # the paper profile's own settings of them
 ])
 def test_step_parts_are_what_the_unlearning_loss_sends_through_each_model(settings):
     torch.manual_seed(0)
     model = MinuteLM()
     method = settings["method"]
+    parts = unlearning.method_spec(method).batch_parts
     pairs = [{"forget": _example([1, 2, 3], [4, 5, 2]), "retain": _example([1, 6, 7, 3], [8, 2]),
-              **({"forget_idk": _example([1, 2, 3], [9, 10, 11, 2])} if method in unlearning.IDK_METHODS else {})}
+              **({"forget_idk": _example([1, 2, 3], [9, 10, 11, 2])} if "forget_idk" in parts else {}),
+              **({"forget_alt": _example([1, 2, 3], [12, 13, 2])} if "forget_alt" in parts else {})}
              for _ in range(2)]
     batch = unlearning.collate_pairs(pairs, pad_token_id=0)
     reference = unlearning.frozen_reference(model) if method in unlearning.REFERENCE_METHODS else None
@@ -180,9 +272,11 @@ def test_step_parts_are_what_the_unlearning_loss_sends_through_each_model(settin
     model.register_forward_pre_hook(recorder("model"), with_kwargs=True)
     if reference is not None:
         reference.register_forward_pre_hook(recorder("reference"), with_kwargs=True)
-    loss, _ = unlearning.UnlearningLoss(ref_model=reference, **settings)(model, batch)
+    options = {k: v for k, v in settings.items() if not k.startswith("unlearn_")}  # a run's schedule is not the loss's
+    loss, _ = unlearning.UnlearningLoss(ref_model=reference, **options)(model, batch)
     assert torch.isfinite(loss)
     on_model, on_reference = pc.step_parts(settings)
+    assert set(on_model + on_reference) <= set(pc.part_tokens(PAPER, "forget10", LENGTHS))  # each has a token estimate
     assert sorted(seen["model"]) == sorted(on_model)
     assert sorted(seen["reference"]) == sorted(on_reference)
 

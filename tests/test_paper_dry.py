@@ -39,6 +39,21 @@ def test_the_profile_keeps_the_papers_settings_but_counts_sizes_and_models(param
     assert set(pipeline.stand_ins_named(params)) == set(pipeline.STAND_IN_MODELS)
 
 
+#: open-unlearning's runs of notebook 02 (issue #29): paper.yaml's method_settings replaces default's, so it must
+#: declare each of them itself, with open-unlearning's forget weights.
+OU_RUNS = ("simnpo", "wga", "satimp", "ceu", "undial", "altpo")
+
+
+def test_the_paper_profile_declares_open_unlearnings_runs_and_the_dry_run_runs_them(params):
+    paper, default = config.Params.load("paper"), config.Params.load("default")
+    assert set(OU_RUNS) <= set(params.methods)
+    for run in OU_RUNS:
+        assert paper.method_settings[run]["method"] == run, run
+        settings = pipeline.unlearning_settings(params, run)
+        assert settings["forget_weight"] == default.method_settings[run].get("forget_weight", 1.0), run
+    assert pipeline.unlearning_settings(params, "undial")["undial_retain_term"] is False  # open-unlearning: alpha 0
+
+
 def test_stand_ins_have_the_interfaces_of_the_paper_models(stand_ins):
     phi = models.load_model(stand_ins["phi-1_5"])
     assert type(phi.model).__name__ == "PhiForCausalLM" and phi.template.name == "phi"  # by its family name
@@ -98,10 +113,13 @@ def test_make_paper_dry_runs_every_notebook(tmp_path):
     for notebook in ("01", "02", "05"):
         _run(notebook, LORA_PROFILE, tmp_path)
     ran = {p.stem for p in (tmp_path / PROFILE).glob("*.ipynb")}
+    measured = "holdout10" in pipeline.data_splits(config.Params.load(PROFILE))  # real TOFU without it: skipped
     assert {"00_data_tour", "01_tofu_finetune", "03_controls_calibration", "04_format_eval",
             "05_probabilistic_bounds", "06_entropy_optimisation", "07_alignment_toxicity", "08_findings"} <= ran
     for method in config.Params.load(PROFILE).methods:
         assert f"02_unlearning_{method}" in ran
+        run = _metrics(tmp_path, PROFILE, f"02_unlearning_{method}")[method]
+        assert ("privleak" in run["summary"]) if measured else ("holdout10" in run["privacy_skipped"])
     findings = _metrics(tmp_path, PROFILE, "08_findings")
     assert findings
     lora = config.Params.load(LORA_PROFILE)

@@ -16,8 +16,8 @@ Reduction: pooled over the positions of the whole batch, as open-unlearning (``l
 per-example mean.
 
 open-unlearning: ``src/trainer/unlearn/undial.py`` and ``compute_undial_loss`` in ``src/trainer/utils.py``; defaults
-``configs/trainer/UNDIAL.yaml`` (β 10, α 0, γ 1, lr 1e-4, 10 epochs: the learning rate and epochs are the
-profile's shared schedule here)."""
+``configs/trainer/UNDIAL.yaml`` (β 10, α 0, γ 1, lr 1e-4, 10 epochs: the default profile trains it on the shared
+schedule, the paper profile's ``undial`` run at lr 1e-4)."""
 
 from __future__ import annotations
 
