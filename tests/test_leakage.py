@@ -42,12 +42,14 @@ def test_a_memorised_answer_leaks_in_every_sample(tiny_model, tiny_tokenizer, te
     labels = torch.tensor([example["labels"]])
     optimizer = torch.optim.AdamW(tiny_model.parameters(), lr=1e-2)
     tiny_model.train()
-    for _ in range(200):
+    # memorised down to a sequence probability near 1: 16 samples at temperature 1 must all follow it (a mean token
+    # NLL of 1e-3 over ~30 answer tokens still leaves one sample in three off the answer)
+    for _ in range(400):
         loss = tiny_model(input_ids=ids, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if loss.item() < 1e-3:
+        if loss.item() < 1e-4:
             break
     n = 16
     result = sample_and_score(tiny_model, tiny_tokenizer, template, [row], n=n, max_new_tokens=48)

@@ -30,9 +30,9 @@ def test_encode_qa_scores_answer_and_eos_only(tiny_tokenizer, template):
 
 def test_training_lowers_the_loss_and_logs_every_step(small_corpus, tiny_tokenizer, tiny_model, template, tmp_path):
     examples = _examples(small_corpus, tiny_tokenizer, template)
-    cfg = training.TrainConfig(output_dir=tmp_path, epochs=6, batch_size=8, lr=5e-3, warmup=0.1, progress=False)
+    cfg = training.TrainConfig(output_dir=tmp_path, epochs=10, batch_size=8, lr=5e-3, warmup=0.1, progress=False)
     result = training.train(tiny_model, examples, cfg, collate_fn=lambda b: models.collate(b, tiny_tokenizer.pad_token_id))
-    assert result.steps == 12 and [h["step"] for h in result.history] == list(range(1, 13))
+    assert result.steps == 20 and [h["step"] for h in result.history] == list(range(1, 21))
     assert result.history[-1]["loss"] < 0.7 * result.history[0]["loss"]
     assert json.loads((tmp_path / "history.json").read_text()) == result.history
 

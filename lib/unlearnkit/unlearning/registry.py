@@ -15,18 +15,15 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from .data import BATCH_PARTS
 from .shared import CAP_ON
 
-if TYPE_CHECKING:
-    from .loss import Step
-
 #: A term of a loss: its value on one step (a scalar tensor), computed from the step's forward passes.
-Term = Callable[["Step"], torch.Tensor]
+Term = Callable[[Any], torch.Tensor]  # of the step (loss.Step) it is computed in
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from ..training import pooled_mean
 
-if TYPE_CHECKING:
-    from .loss import Step
+#: A term's argument: the training step it is computed in (:class:`.loss.Step`; not imported here, since the
+#: loss imports this module).
+Step = Any
 
 #: The value of ``ref_model`` that means "the same PEFT model with its adapters switched off".
 DISABLE_ADAPTERS = "disable_adapters"
