@@ -55,9 +55,49 @@ def test_unlearning_runs_are_judged_against_the_target_and_the_retain_model(hand
     # halfway from the target's forget ROUGE (1.0) to the retain model's (0.4)
     assert "halfway to the retain model 0.700" in judged["good"].this_run
     target = verdicts.of_notebook(runs.FINETUNE, runs.read_metrics("p", runs.FINETUNE), "p")
-    assert [f.verdict for f in target] == [verdicts.REPRODUCED]
+    # without privacy metrics open-unlearning's privleak finding is there, untested
+    assert [f.verdict for f in target] == [verdicts.REPRODUCED, verdicts.NO_TEST]
     assert [f.notebook for f in verdicts.of_profile("p")] == [
-        runs.FINETUNE, *sorted(runs.unlearning_notebook(r) for r in ("good", "collapsed", "inert"))]
+        runs.FINETUNE, runs.FINETUNE, *sorted(runs.unlearning_notebook(r) for r in ("good", "collapsed", "inert")),
+        runs.UNLEARNING]
+
+
+def _private(result, mink, loss=None, privleak=None, es=0.5):
+    """A result with open-unlearning's summary keys: MinK and LOSS AUCs, privleak and extraction strength."""
+    loss = mink if loss is None else loss
+    result["summary"].update({"mia_mink_auc": mink, "mia_loss_auc": loss, "extraction_strength": es,
+                              "exact_memorisation": es, "privleak": 0.0 if privleak is None else privleak})
+    return result
+
+
+def test_privleak_and_rouge_against_mia_are_judged_from_the_runs(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    params = {"forget_split": "forget10", "retain_splits": ["retain90"]}
+    retain = _private(_tofu(0.4, 1.0, 0.8), 0.55, privleak=-10.0, es=0.1)
+    runs.write_metrics("p", runs.FINETUNE, {"target": _private(_tofu(1.0, 1e-40, 0.8), 0.99, privleak=-97.8, es=1.0),
+                                            "retain90": retain}, params, {"forget_quality_reference": "retain90"})
+    (_, leak) = verdicts.of_notebook(runs.FINETUNE, runs.read_metrics("p", runs.FINETUNE), "p")
+    assert leak.verdict == verdicts.REPRODUCED and "privleak -10.0" in leak.this_run and "+" not in leak.this_run[:40]
+    cases = {"looks_unlearned_but_member": _private(_tofu(0.3, 1e-3, 0.78), 0.80),  # MinK 0.25 above the retain's
+             "looks_unlearned_and_clean": _private(_tofu(0.3, 1e-3, 0.78), 0.60, loss=0.50),  # within 0.1 each
+             "over_unlearned": _private(_tofu(0.0, 1e-5, 0.1), 0.55, loss=0.20),  # LOSS 0.35 below: told apart
+             "inert": _private(_tofu(0.95, 1e-40, 0.8), 0.99)}  # ROUGE not down: not tested
+    for run, result in cases.items():
+        runs.write_metrics("p", runs.unlearning_notebook(run), {run: result}, params)
+    (across,) = verdicts.across_unlearning_runs("p")
+    assert across.verdict == verdicts.PARTLY and across.notebook == runs.UNLEARNING
+    assert "3 runs look unlearned" in across.this_run and "inert" not in across.this_run
+    assert "tells 2 of them apart" in across.this_run
+    assert "as members, looks_unlearned_but_member (ROUGE-L 0.30, mink AUC +0.25)" in across.this_run
+    assert "as over-unlearned (AUC below the retain model's), over_unlearned (ROUGE-L 0.00, loss AUC -0.35)" \
+        in across.this_run
+    assert verdicts.mia_told_apart(cases["looks_unlearned_and_clean"]["summary"], retain["summary"]) == {}
+    # the retain model out of its band and a target that leaks little: both checks fail
+    runs.write_metrics("p", runs.FINETUNE, {"target": _private(_tofu(1.0, 1e-40, 0.8), 0.7, privleak=-33.0),
+                                            "retain90": _private(_tofu(0.4, 1.0, 0.8), 0.6, privleak=-20.0)},
+                       params, {"forget_quality_reference": "retain90"})
+    (_, leak) = verdicts.of_notebook(runs.FINETUNE, runs.read_metrics("p", runs.FINETUNE), "p")
+    assert leak.verdict == verdicts.NOT
 
 
 def test_the_studies_own_verdicts_are_read_not_rejudged():

@@ -231,6 +231,82 @@ def unlearning_comparison(comparison, trajectories: Mapping[str, Sequence[Mappin
     return fig
 
 
+#: The membership-inference AUC columns of the open-unlearning summary, in the order OU lists its attacks.
+MIA_COLUMNS = ("mia_loss_auc", "mia_zlib_auc", "mia_mink_auc", "mia_minkpp_auc", "mia_gradnorm_auc",
+               "mia_reference_auc")
+
+
+def _labels_apart(ax, points: Sequence[tuple[float, float, str]], gap: float = 11.0) -> None:
+    """Name each point beside it, moving a label up (with a thin line back to its point) where it would overprint
+    another label: the runs of a comparison crowd in a few places (utility near the target's, privleak near -100)."""
+    fig = ax.figure
+    fig.canvas.draw()  # the limits and the transform as they will be drawn
+    placed: list[tuple[float, float, float]] = []  # x0, x1, y of every label, in display points
+    for x, y, name in sorted(points, key=lambda p: ax.transData.transform((p[0], p[1]))[1]):
+        px, py = ax.transData.transform((x, y))
+        width = 6.0 * len(name) * fig.dpi / 72.0
+        ly = py
+        for x0, x1, y0 in sorted(placed, key=lambda r: r[2]):
+            if x0 < px + 5 + width and px + 5 < x1 and abs(ly - y0) < gap * fig.dpi / 72.0:
+                ly = y0 + gap * fig.dpi / 72.0
+        placed.append((px + 5, px + 5 + width, ly))
+        offset = (5.0, (ly - py) * 72.0 / fig.dpi + 3.0)
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=offset, fontsize="small",
+                    arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5} if ly - py > 1 else None)
+
+
+def ou_summary(table, reference: str | None = None):
+    """Notebook 02: open-unlearning's TOFU summary of every run (docs/metrics.md §9). (a) privleak against model
+    utility: 0 is the retain model's level, strongly negative is under-unlearned, positive over-unlearned; (b)
+    extraction strength against forget quality; (c) every membership-inference AUC per model, 0.5 (white) meaning
+    forget and holdout authors look alike, above it (red) the forget authors look like training members.
+    ``reference`` names the retain model's row."""
+    import numpy as np
+    import seaborn as sns
+
+    names = list(table.index)
+    palette = sns.color_palette("tab20", max(20, len(names)))
+    colors = dict(zip(sorted(names), palette))
+    fig = plt.figure(figsize=(16, 6))
+    grid = fig.add_gridspec(1, 3, width_ratios=[1, 1, 1.1])
+    axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
+    for ax, (x, y) in zip(axes[:2], [("model_utility", "privleak"), ("forget_quality", "extraction_strength")]):
+        points = []
+        for name, row in table.iterrows():
+            if not (np.isfinite(row.get(x, np.nan)) and np.isfinite(row.get(y, np.nan))):
+                continue
+            marker = "*" if name == reference else "s" if row.get("kind") == "notebook 01" else "o"
+            ax.scatter(row[x], row[y], s=200 if name == reference else 60, marker=marker, color=colors[name],
+                       zorder=3, edgecolor="black" if name == reference else None)
+            points.append((row[x], row[y], str(name)))
+        if y == "privleak":
+            ax.axhline(0, color="grey", ls="--", lw=1)
+            ax.set(xlabel="model utility", ylabel="privleak (%)",
+                   title="(a) privleak against utility (0: retain level)")
+        else:
+            ax.set_xscale("log")
+            ax.set(xlabel="forget quality (KS p-value)", ylabel="extraction strength on forget",
+                   title="(b) extraction strength against forget quality")
+        _labels_apart(ax, points)
+    columns = [c for c in MIA_COLUMNS if c in table.columns]
+    values = table[columns].astype(float).to_numpy() if columns else np.zeros((len(table), 0))
+    image = axes[2].imshow(values, cmap="RdBu_r", vmin=0.0, vmax=1.0, aspect="auto")
+    axes[2].set_xticks(range(len(columns)), [c.removeprefix("mia_").removesuffix("_auc") for c in columns],
+                       rotation=30, ha="right")
+    axes[2].set_yticks(range(len(table)), [f"{n} (retain)" if n == reference else n for n in table.index])
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            if np.isfinite(values[i, j]):
+                dark = abs(values[i, j] - 0.5) > 0.3
+                axes[2].text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize="x-small",
+                             color="white" if dark else "black")
+    axes[2].grid(False)
+    axes[2].set_title("(c) membership-inference AUC, forget against holdout")
+    fig.colorbar(image, ax=axes[2], fraction=0.04, label="AUC (> 0.5: forget items look like members)")
+    fig.tight_layout()
+    return fig
+
+
 #: Verdict colours of the findings figure (notebook 08): green, amber, red, greys.
 VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
                   "fact": "#8c8c8c"}

@@ -26,6 +26,7 @@ TOFU = "TOFU (Maini et al., 2024)"
 WANG = "Unlearning with control (Wang et al., 2024)"
 JOSHI = "Format-transformed evaluation (Joshi et al., 2024)"
 SCHOLTEN = "A probabilistic perspective (Scholten et al., 2025)"
+OPEN_UNLEARNING = "open-unlearning (Dorna et al., 2025)"
 
 #: TOFU's expectation of an unlearning run (notebook 02), against the target and the retain model of notebook 01:
 #: forget quality rises by at least this factor over the target's,
@@ -37,6 +38,12 @@ UTILITY_KEPT_SHARE = 0.9
 #: Notebook 01: the target reproduces its forget answers (ROUGE-L recall at least this) while forget quality, the
 #: KS test's p-value against the retain model, rejects at TOFU's level.
 TARGET_ROUGE_MIN, FORGET_QUALITY_LEVEL = 0.9, 0.05
+#: open-unlearning's privleak (docs/metrics.md §9): the retain model, scored against the ideal AUC 0.5, lies within
+#: this of 0, and the target, scored against the retain model's AUC, below this (OU: a full model about -96).
+PRIVLEAK_RETAIN_BAND, PRIVLEAK_TARGET_MAX = 15.0, -50.0
+#: A membership-inference attack tells a run's forget set from the holdout when its AUC differs from the retain
+#: model's AUC for the same attack by more than this (the retain model never saw either set: its AUC is the null).
+MIA_MARGIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,30 @@ def _finetune(metrics: Mapping[str, Any], profile: str) -> list[Finding]:
              f"{target['summary'].get('model_utility', math.nan):.3f}")
     return [Finding(runs.FINETUNE, TOFU, "fine-tuning on the fictitious authors makes the target reproduce them "
                     "and tells it apart from the retain model, which never saw the forget authors", shown,
-                    judge(sum(checks), len(checks)), f"{runs.FINETUNE}_metrics", "fine-tuned target")]
+                    judge(sum(checks), len(checks)), f"{runs.FINETUNE}_metrics", "fine-tuned target"),
+            _privleak(metrics, retain)]
+
+
+def _privleak(metrics: Mapping[str, Any], retain: str | None) -> Finding:
+    """open-unlearning's reading of privleak on notebook 01's models: about 0 for the retain model, strongly negative
+    for the target (which was trained on the forget authors and not on the holdout)."""
+    claim = ("privleak, the MinK membership-inference AUC of forget against holdout authors relative to the retain "
+             "model's, is about 0 for a retain model and strongly negative for a model trained on the forget set")
+    figure = f"{runs.UNLEARNING}_ou_summary"
+    skipped = metrics["target"].get("privacy_skipped")
+    target = metrics["target"]["summary"]
+    retain_summary = metrics.get(retain, {}).get("summary", {}) if retain else {}
+    if skipped or "privleak" not in target or "privleak" not in retain_summary:
+        return Finding(runs.FINETUNE, OPEN_UNLEARNING, claim, f"not measured: {skipped or 'no privacy metrics'}",
+                       NO_TEST, figure, "privleak")
+    leak_t, leak_r = target["privleak"], retain_summary["privleak"]
+    checks = [abs(leak_r) <= PRIVLEAK_RETAIN_BAND, leak_t < PRIVLEAK_TARGET_MAX]
+    shown = (f"retain model ({retain}) privleak {leak_r:+.1f} against AUC 0.5 (within ±{PRIVLEAK_RETAIN_BAND:.0f}: "
+             f"{'yes' if checks[0] else 'no'}; MinK AUC {retain_summary['mia_mink_auc']:.3f}); target privleak "
+             f"{leak_t:+.1f} against the retain model's AUC (below {PRIVLEAK_TARGET_MAX:.0f}: "
+             f"{'yes' if checks[1] else 'no'}; MinK AUC {target['mia_mink_auc']:.3f}); target extraction strength "
+             f"{target['extraction_strength']:.3f}, retain model {retain_summary['extraction_strength']:.3f}")
+    return Finding(runs.FINETUNE, OPEN_UNLEARNING, claim, shown, judge(sum(checks), len(checks)), figure, "privleak")
 
 
 def _unlearning(metrics: Mapping[str, Any], profile: str) -> list[Finding]:
@@ -235,9 +265,77 @@ def notebooks_with_results(profile: str) -> list[str]:
 
 
 def of_profile(profile: str) -> list[Finding]:
-    """Every finding of every notebook that has run on ``profile``."""
-    return [f for notebook in notebooks_with_results(profile)
-            for f in of_notebook(notebook, runs.read_metrics(profile, notebook), profile)]
+    """Every finding of every notebook that has run on ``profile``, then the findings across unlearning runs."""
+    found = [f for notebook in notebooks_with_results(profile)
+             for f in of_notebook(notebook, runs.read_metrics(profile, notebook), profile)]
+    return found + across_unlearning_runs(profile)
+
+
+def across_unlearning_runs(profile: str) -> list[Finding]:
+    """Findings that compare every unlearning run of notebook 02 (after notebook 01): open-unlearning's point that
+    membership inference tells apart runs that greedy ROUGE calls unlearned."""
+    unlearned = runs.unlearning_runs(profile)
+    try:
+        before = runs.read_metrics(profile, runs.FINETUNE)
+    except FileNotFoundError:
+        return []
+    if not unlearned:
+        return []
+    return [_rouge_vs_mia(before, unlearned, profile)]
+
+
+def mia_told_apart(run_summary: Mapping[str, Any], retain_summary: Mapping[str, Any],
+                   margin: float = MIA_MARGIN) -> dict[str, float]:
+    """The attacks whose AUC on a run differs from the retain model's by more than ``margin``, with that difference
+    (positive: the run's forget items look more like training members than under the retain model, i.e. still
+    under-unlearned; negative: less, over-unlearned: their loss is above the unseen holdout's)."""
+    out = {}
+    for key, auc in run_summary.items():
+        if key.startswith("mia_") and key.endswith("_auc") and key in retain_summary:
+            if auc is not None and math.isfinite(auc) and abs(auc - retain_summary[key]) > margin:
+                out[key.removeprefix("mia_").removesuffix("_auc")] = auc - retain_summary[key]
+    return out
+
+
+def _rouge_vs_mia(before: Mapping[str, Any], unlearned: Mapping[str, Mapping[str, Any]], profile: str) -> Finding:
+    claim = ("runs that look unlearned by greedy ROUGE can still be told apart from the holdout by membership "
+             "inference")
+    figure = f"{runs.UNLEARNING}_ou_summary"
+    retain = runs.retain_model(profile, before["meta"]["parameters"]["forget_split"])
+    retain_summary = before.get(retain, {}).get("summary", {}) if retain else {}
+    target = before["target"]
+    target_rouge = target["forget"]["rouge"]
+    retain_rouge = before.get(retain, {}).get("forget", {}).get("rouge", 0.0) if retain else 0.0
+    rouge_bar = target_rouge - ROUGE_FALL_SHARE * (target_rouge - retain_rouge)
+    if "mia_mink_auc" not in retain_summary:
+        reason = before["target"].get("privacy_skipped") or "no privacy metrics for the retain model"
+        return Finding(runs.UNLEARNING, OPEN_UNLEARNING, claim, f"not measured: {reason}", NO_TEST, figure,
+                       "ROUGE vs MIA")
+    if target_rouge <= retain_rouge:
+        return Finding(runs.UNLEARNING, OPEN_UNLEARNING, claim, f"the target's forget ROUGE-L ({target_rouge:.3f}) is not "
+                       f"above the retain model's ({retain_rouge:.3f}): ROUGE cannot call a run unlearned", NO_TEST,
+                       figure, "ROUGE vs MIA")
+    tested, held = [], []
+    parts: dict[bool, list[str]] = {True: [], False: []}  # still members (AUC above the retain model's), or below
+    for run, metrics in unlearned.items():
+        result = metrics.get(run, {})
+        summary = result.get("summary", {})
+        if "mia_mink_auc" not in summary or result.get("forget", {}).get("rouge", 1.0) > rouge_bar:
+            continue
+        tested.append(run)
+        apart = mia_told_apart(summary, retain_summary)
+        if apart:
+            held.append(run)
+            strongest = max(apart, key=lambda k: abs(apart[k]))
+            parts[apart[strongest] > 0].append(f"{run} (ROUGE-L {result['forget']['rouge']:.2f}, {strongest} AUC "
+                                               f"{apart[strongest]:+.2f})")
+    shown = (f"{len(tested)} runs look unlearned by forget ROUGE-L (≤ {rouge_bar:.3f}, halfway from the target to the "
+             f"retain model): {_names(tested)}; membership inference (an attack's AUC more than {MIA_MARGIN} from "
+             f"the retain model's) still tells {len(held)} of them apart from the holdout: as members, "
+             f"{'; '.join(parts[True]) or 'none'}; as over-unlearned (AUC below the retain model's), "
+             f"{'; '.join(parts[False]) or 'none'}")
+    return Finding(runs.UNLEARNING, OPEN_UNLEARNING, claim, shown, judge(len(held), len(tested)), figure,
+                   "ROUGE vs MIA")
 
 
 def show(profile: str, notebook: str) -> list[Finding]:
