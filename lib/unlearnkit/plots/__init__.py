@@ -145,7 +145,9 @@ def run_colors(names) -> dict[str, tuple]:
     import seaborn as sns
 
     names = sorted(set(names))
-    return dict(zip(names, sns.color_palette("tab10", max(10, len(names)))))
+    # tab10 repeats its colours past ten runs (notebook 02 has 14 and two models of notebook 01): then tab20
+    palette = sns.color_palette("tab10", 10) if len(names) <= 10 else sns.color_palette("tab20", max(20, len(names)))
+    return dict(zip(names, palette))
 
 
 def tradeoff(table, x: str = "model_utility", y: str = "forget_quality", log_y: bool = True,
@@ -262,11 +264,8 @@ def ou_summary(table, reference: str | None = None):
     forget and holdout authors look alike, above it (red) the forget authors look like training members.
     ``reference`` names the retain model's row."""
     import numpy as np
-    import seaborn as sns
 
-    names = list(table.index)
-    palette = sns.color_palette("tab20", max(20, len(names)))
-    colors = dict(zip(sorted(names), palette))
+    colors = run_colors(table.index)
     fig = plt.figure(figsize=(16, 6))
     grid = fig.add_gridspec(1, 3, width_ratios=[1, 1, 1.1])
     axes = [fig.add_subplot(grid[0, i]) for i in range(3)]

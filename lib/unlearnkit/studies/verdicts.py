@@ -141,6 +141,14 @@ def _privleak(metrics: Mapping[str, Any], retain: str | None) -> Finding:
     return Finding(runs.FINETUNE, OPEN_UNLEARNING, claim, shown, judge(sum(checks), len(checks)), figure, "privleak")
 
 
+def _rouge_bar(before: Mapping[str, Any], retain: str | None) -> tuple[float, float, float]:
+    """Notebook 01's target and retain-model forget ROUGE-L, and the bar a run must reach to look unlearned by ROUGE:
+    halfway from the target's to the retain model's (the retain model's counts as 0 when there is none)."""
+    target_rouge = before["target"]["forget"]["rouge"]
+    retain_rouge = before.get(retain, {}).get("forget", {}).get("rouge", 0.0) if retain else 0.0
+    return target_rouge, retain_rouge, target_rouge - ROUGE_FALL_SHARE * (target_rouge - retain_rouge)
+
+
 def _unlearning(metrics: Mapping[str, Any], profile: str) -> list[Finding]:
     before = runs.read_metrics(profile, runs.FINETUNE)
     forget = before["meta"]["parameters"]["forget_split"]
@@ -154,9 +162,7 @@ def _unlearning(metrics: Mapping[str, Any], profile: str) -> list[Finding]:
         quality, utility = result["summary"]["forget_quality"], result["summary"]["model_utility"]
         rouge = result["forget"]["rouge"]
         target_q, target_u = target["summary"]["forget_quality"], target["summary"]["model_utility"]
-        target_rouge = target["forget"]["rouge"]
-        retain_rouge = before.get(retain, {}).get("forget", {}).get("rouge", 0.0) if retain else 0.0
-        rouge_bar = target_rouge - ROUGE_FALL_SHARE * (target_rouge - retain_rouge)
+        target_rouge, _, rouge_bar = _rouge_bar(before, retain)
         checks = {"forget quality up": quality >= FORGET_QUALITY_RISE * target_q,
                   "forget ROUGE down": rouge <= rouge_bar,
                   "utility kept": utility >= UTILITY_KEPT_SHARE * target_u}
@@ -303,10 +309,7 @@ def _rouge_vs_mia(before: Mapping[str, Any], unlearned: Mapping[str, Mapping[str
     figure = f"{runs.UNLEARNING}_ou_summary"
     retain = runs.retain_model(profile, before["meta"]["parameters"]["forget_split"])
     retain_summary = before.get(retain, {}).get("summary", {}) if retain else {}
-    target = before["target"]
-    target_rouge = target["forget"]["rouge"]
-    retain_rouge = before.get(retain, {}).get("forget", {}).get("rouge", 0.0) if retain else 0.0
-    rouge_bar = target_rouge - ROUGE_FALL_SHARE * (target_rouge - retain_rouge)
+    target_rouge, retain_rouge, rouge_bar = _rouge_bar(before, retain)
     if "mia_mink_auc" not in retain_summary:
         reason = before["target"].get("privacy_skipped") or "no privacy metrics for the retain model"
         return Finding(runs.UNLEARNING, OPEN_UNLEARNING, claim, f"not measured: {reason}", NO_TEST, figure,
