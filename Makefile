@@ -9,20 +9,29 @@ STAMP   := $(VENV)/.unlearnkit-installed
 CONDA   := $(shell command -v mamba 2>/dev/null || command -v conda 2>/dev/null)
 PROFILE ?= default
 NB      ?= 01
+# A training seed other than the profile's own (make notebooks SEED=3), and the seeds of make seeds.
+SEED    ?=
+SEEDS   ?= 0 1
+SEED_SET := $(if $(SEED),--set seed=$(SEED))
 LAB_ARGS ?=
 # Tests never reach the model or data hub; offline runs fail fast instead of hanging.
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The same bits on every x86-64 machine with AVX2: PyTorch, MKL, oneDNN and NumPy take their AVX2 paths
+# (lib/unlearnkit/machine.py says why; it prints nothing on other machines). A variable you set wins, and
+# UNLEARNKIT_NATIVE_ISA=1 leaves every library its own choice.
+$(foreach kv,$(shell python3 lib/unlearnkit/machine.py 2>/dev/null),$(eval export $(subst =, ?= ,$(kv))))
 
-.PHONY: help setup setup-vllm all notebooks notebook smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
+.PHONY: help setup setup-vllm all notebooks notebook seeds smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
         strip-notebooks sync-params
 
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..08 (make notebook)"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..08 (make notebook),"
+	@echo "           SEED=s (a training seed other than the profile's), SEEDS=\"0 1 2\" or 0-5 (make seeds)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
 
@@ -47,11 +56,14 @@ setup-vllm: ## a separate .venv-vllm for sampler: vllm, on a CUDA machine (GBs);
 
 all: setup notebooks readme report ## set up, run every notebook on the default profile (figures, findings), build the report
 
-notebooks: setup ## run every notebook in order on PROFILE
-	$(PY) -m unlearnkit.runner all --profile $(PROFILE)
+notebooks: setup ## run every notebook in order on PROFILE (its own training seed, or SEED=s)
+	$(PY) -m unlearnkit.runner all --profile $(PROFILE) $(SEED_SET)
 
 notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
-	$(PY) -m unlearnkit.runner $(NB) --profile $(PROFILE)
+	$(PY) -m unlearnkit.runner $(NB) --profile $(PROFILE) $(SEED_SET)
+
+seeds: setup ## several training seeds side by side, then notebook 08 over them: make seeds SEEDS="0 1 2" (resumable)
+	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE)
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke
@@ -61,10 +73,10 @@ paper-dry: setup ## the paper profile's code path on CPU: stand-in models, every
 	for nb in 01 02 05; do $(PY) -m unlearnkit.runner $$nb --profile paper-dry-lora || exit 1; done
 
 report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 08 is the front page)
-	$(PY) -m unlearnkit.report build --profile $(PROFILE)
+	$(PY) -m unlearnkit.report build --profile $(PROFILE) $(if $(SEED),--seed $(SEED))
 
-figures: setup ## redraw every figure of PROFILE from its stored results, without training or sampling
-	$(PY) -m unlearnkit.runner figures --profile $(PROFILE)
+figures: setup ## redraw every figure of PROFILE (and SEED) from its stored results, without training or sampling
+	$(PY) -m unlearnkit.runner figures --profile $(PROFILE) $(SEED_SET)
 
 readme: setup ## rewrite README's results section from docs/findings.json (notebook 08 writes it on default)
 	$(PY) -m unlearnkit.report readme
@@ -91,8 +103,8 @@ benchmarks: setup ## print the speed figures (training loop vs bare loop, ...)
 	@for b in benchmarks/*.py; do case $$b in *workbook_profile.py|*format_pretraining_probe.py) continue;; esac; \
 	  echo "== $$b"; $(PY) $$b || exit 1; done
 
-profile: setup ## where PROFILE's last run spent its time: seconds per notebook and station, CPU use (runs/PROFILE/profile.json)
-	$(PY) benchmarks/workbook_profile.py --profile $(PROFILE)
+profile: setup ## where PROFILE's last run spent its time: seconds per notebook and station, CPU use (runs/PROFILE/seed-S/profile.json)
+	$(PY) benchmarks/workbook_profile.py --profile $(PROFILE) $(if $(SEED),--seed $(SEED))
 
 strip-notebooks: setup ## remove outputs from the source notebooks
 	$(PY) -m unlearnkit.runner strip

@@ -1,9 +1,9 @@
 """Where the workbook's time goes: seconds per notebook and per station, and the CPU the run used.
 
-    python benchmarks/workbook_profile.py [--profile default] [--runs runs] [--json out.json]
-    make profile PROFILE=default
+    python benchmarks/workbook_profile.py [--profile default] [--seed 0] [--runs runs] [--json out.json]
+    make profile PROFILE=default [SEED=1]
 
-Reads the executed notebooks of a profile (``runs/<profile>/*.ipynb``). The runner records in each one's metadata
+Reads the executed notebooks of a profile's training seed (``runs/<profile>/seed-<s>/*.ipynb``). The runner records in each one's metadata
 (``unlearnkit.timing``) its wall time, the CPU seconds of its kernel and the worker processes the kernel waited for,
 and its seconds by station from the library's station log: **training** (``training.train``), **generation**
 (greedy decoding and sampling), **scoring** (TOFU, PS, format and sampled scorers, judges), with the time a kernel
@@ -14,7 +14,7 @@ its stations are then guessed from each cell's source and marked so.
 Printed: one row per executed notebook (the per-method runs of notebook 02 each on a row, then their span), and the
 whole run: the elapsed time from the first notebook's start to the last one's end, and the CPU utilisation, CPU
 seconds over elapsed seconds (200 % is both cores busy throughout). The same figures go to ``--json``
-(default ``runs/<profile>/profile.json``).
+(default ``runs/<profile>/seed-<s>/profile.json``).
 """
 
 from __future__ import annotations
@@ -125,16 +125,16 @@ def print_table(table: dict, profile: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="default")
+    parser.add_argument("--seed", type=int, default=None, help="the training seed (default: the profile's own)")
     parser.add_argument("--runs", default=None, help="the runs folder (default: the project's runs/)")
-    parser.add_argument("--json", default=None, help="where to write the figures (default runs/<profile>/profile.json)")
+    parser.add_argument("--json", default=None,
+                        help="where to write the figures (default runs/<profile>/seed-<s>/profile.json)")
     args = parser.parse_args(argv)
-    if args.runs:
-        runs = Path(args.runs)
-    else:
-        from unlearnkit import paths
+    from unlearnkit import config, paths
 
-        runs = paths.RUNS
-    folder = runs / args.profile
+    runs = Path(args.runs) if args.runs else paths.RUNS
+    seed = config.Params.load(args.profile).seed if args.seed is None else args.seed
+    folder = runs / args.profile / f"seed-{seed}"
     table = profile_table(folder)
     print_table(table, args.profile)
     out = Path(args.json) if args.json else folder / "profile.json"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import unlearnkit  # noqa: F401  (first: it pins the instruction set before torch and numpy load, unlearnkit.machine)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")

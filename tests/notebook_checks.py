@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from unlearnkit import claims
 from unlearnkit.data import formats as fmts
 from unlearnkit.metrics.formats import LIKELIHOOD_SUFFIX
 from unlearnkit.metrics.ps import PS_METRICS
@@ -138,7 +139,7 @@ def check_04(smoke_runs_dir: Path) -> None:
     if parameters["format_likelihood"]:
         assert all(f.endswith(LIKELIHOOD_SUFFIX) for f in meta["likelihood"]["informative_formats"])
 
-    findings = {f["model"]: f for f in meta["findings"]}
+    findings = {f["model"]: f for f in meta["per_model"]}
     assert set(findings) == set(unlearning_runs)
     for run, finding in findings.items():
         assert finding["statement"].startswith(f"{run}: ")
@@ -243,9 +244,12 @@ def check_06(smoke_runs_dir) -> None:
     assert len(sweep) == len(params["eo_lambda_f_grid"]) * len(params["eo_lr_grid"])
     assert {p["run"] for p in sweep + meta["lambda_r_sweep"]} <= set(metrics)
     assert {p["lambda_f"] for p in sweep} == set(params["eo_lambda_f_grid"])
-    assert [f["verdict"] for f in meta["findings"]] and all(
-        f["verdict"] in ("reproduced", "partly", "elsewhere", "not") for f in meta["findings"])
-    assert [f["paper"].split(":")[0] for f in meta["findings"][:2]] == ["Table 1", "NPO + EO on models in the paper's regime"]
+    found = [claims.Finding.from_dict(f) for f in meta["findings"]]
+    assert [f.claim.split(":")[0] for f in found[:2]] == ["Table 1", "NPO + EO on models in the paper's regime"]
+    # each finding names its own figure (never paired by row order) and carries its deciding quantities
+    assert [f.figure for f in found] == [f"06_entropy_optimisation_{n}" for n in ("table1", "regime_eo", "adaptive",
+                                                                                 "diversity")][:len(found)]
+    assert all(f.quantities for f in found if f.outcome != "no test")
     for figure in ("table1", "regime_eo", "general_leak", "lambda_f", "temperature", "diversity", "entropy_along",
                    "ed_vs_utility", "adaptive"):
         assert (runs / "figures" / f"06_entropy_optimisation_{figure}.png").stat().st_size > 1000, figure

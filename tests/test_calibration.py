@@ -8,10 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from unlearnkit import models, pipeline
+from unlearnkit import config, models, pipeline
 from unlearnkit.metrics import ps
 from unlearnkit.studies import calibration
 from unlearnkit.studies.calibration import Tolerances
+
+#: The run store the tests name (nothing is read from it where the run store is stubbed).
+SMOKE = config.Params.load("smoke")
 
 #: Wang et al.'s tolerances: 10 % of held-out retain PS-exact and PS-perturb, 50 % of forget PS-similar.
 WANG = Tolerances(retain=0.10, forget_similar=0.50)
@@ -276,7 +279,7 @@ def test_verdicts_summary_table3_and_meta_follow_the_numbers():
 
     # Table 3 by mixing: mixing is each method's only control here, so no model is built or evaluated again
     controls = {m: calibration.MethodControls(m, m, {"a": c}, c.uncontrolled) for m, c in calibrations.items()}
-    comparison = calibration.calibrated_comparison({}, "smoke", controls, evaluate=None, before=BEFORE, original=None)
+    comparison = calibration.calibrated_comparison(SMOKE, controls, evaluate=None, before=BEFORE, original=None)
     assert list(comparison["run"]) == ["before", "ga", "gd", "gd"]  # npo found nothing to report; ga only a = 0
     assert list(calibration.comparison_profiles(comparison)) == ["before", "ga (model mixing)", "gd (model mixing)"]
     gd = comparison.iloc[2]
@@ -314,14 +317,14 @@ def test_early_stopping_evaluator_walks_the_kept_steps(monkeypatch, tmp_path):
     monkeypatch.setattr(calibration.runs, "trajectory_steps", lambda profile, run: kept if run == "gd" else [])
     monkeypatch.setattr(calibration.models, "load_model",
                         lambda folder: models.LoadedModel(int(folder.name.split("-")[1]) / 10, None, None))
-    control = calibration.early_stopping_evaluator("smoke", "gd", fake_mixing, before=fake_mixing(0.0))
+    control = calibration.early_stopping_evaluator(SMOKE, "gd", fake_mixing, before=fake_mixing(0.0))
     assert control.allowed == [0, 2, 4] and control(4) == fake_mixing(0.4) and control(0) == fake_mixing(0.0)
     with pytest.raises(ValueError, match="not an available setting"):
         control(3)
     with pytest.raises(FileNotFoundError, match="notebook 02 with unlearn_save_every > 0"):
-        calibration.early_stopping_evaluator("smoke", "ga", fake_mixing)
+        calibration.early_stopping_evaluator(SMOKE, "ga", fake_mixing)
     with pytest.raises(ValueError, match="step 3 was not kept"):
-        calibration.answers_at_steps("smoke", "gd", [3], {"forget": [{"question": "q", "answer": "a"}]},
+        calibration.answers_at_steps(SMOKE, "gd", [3], {"forget": [{"question": "q", "answer": "a"}]},
                                      original=None, max_new_tokens=4, batch_size=2)
 
 
@@ -343,11 +346,11 @@ def test_an_early_stopping_sweep_searches_forget_similar_only_where_retain_holds
     # the "model" of step t is t; its profile is fake_mixing(t / 5): step 2 holds held-out retain, step 4 does not
     monkeypatch.setattr(ps, "ps_profile", lambda model, *a, **k: fake_ps_profile(model / 5, *a, **k))
     evaluate = ps.PSEvaluator(None, None, [{}], [{}], metrics=calibration.CALIBRATION_METRICS)
-    table = calibration.early_stopping_sweep("smoke", "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False)
+    table = calibration.early_stopping_sweep(SMOKE, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False)
     assert list(table["t"]) == [0, 2, 4] and list(table["epoch"]) == [0.0, 0.5, 1.0]
     assert [round(a * 5) for a in searched] == [2]
     assert list(table["passes"]) == [True, True, False]
     assert table["heldout_retain_ps_perturb"].notna().all()  # drawn in full, even where the step fails
     # every other kept step: the sparse grid keeps multiples of `every`, epoch ends and the last
-    assert list(calibration.early_stopping_sweep("smoke", "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False,
+    assert list(calibration.early_stopping_sweep(SMOKE, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False,
                                                  every=4)["t"]) == [0, 4]

@@ -52,7 +52,7 @@ def _train(runs: Path, step: str, *args: str, processes: int = 1) -> dict:
 
 
 def _model(runs: Path, name: str) -> tuple[list[dict], dict[str, torch.Tensor]]:
-    folder = runs / PROFILE / "models" / name
+    folder = runs / PROFILE / "seed-0" / "models" / name
     return json.loads((folder / "history.json").read_text()), load_file(folder / "model.safetensors")
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from unlearnkit import config, models, pipeline
+from unlearnkit import claims, config, models, pipeline
 from unlearnkit import unlearning as ul
 from unlearnkit.metrics.sampling import SampledScores
 from unlearnkit.studies import entropy
@@ -320,3 +320,28 @@ def test_regime_eo_verdict_says_which_placement_reproduces_the_collapse():
     # sd gone but utility lost, or the model stopped unlearning: not
     broken = _regime_table([alone, ("l@18", 1.0, "all", 0.0, 0.30, 0.30), ("a@18", 1.0, "answer", 0.0, 0.6, 0.9)])
     assert entropy.regime_eo_verdict(broken).label == "not"
+
+
+def test_table1_takes_only_the_runs_notebook_05_put_in_the_regime(monkeypatch):
+    """A run whose greedy leak rate never came down to the retain model's is reported by notebook 05 with its lowest
+    step (``reached`` false): it is not in the paper's regime, so Table 1 must not count it (it did: gd_mild@35)."""
+    regime = {"npo_mild@32": {"run": "npo_mild", "step": 32, "reached": True},
+              "gd_mild@35": {"run": "gd_mild", "step": 35, "reached": False}}
+    monkeypatch.setattr(entropy.runs, "read_metrics", lambda params, notebook: {"meta": {"regime": regime}})
+    assert entropy.regime_of_leakage(config.Params.load("smoke")) == {"npo_mild@32": ("npo_mild", 32)}
+
+
+def test_the_findings_carry_their_figures_and_stable_quantities():
+    table1 = entropy.Verdict("partly", "Table 1 text.\n  m@3 [in regime (05)]: ok -> holds",
+                             (claims.Quantity("in-regime models", 2, fmt=".0f"),), (("m@3", True), ("n@4", False)))
+    regime = entropy.Verdict("not", "nothing counts.", (), (("x", False),))
+    adaptive = entropy.Verdict("partly", "Partly: at c_T = 0.9 this. The paper expects", ())
+    diversity = pd.DataFrame({"retain": [0.8, 0.7, 0.4]})
+    found = entropy.findings(table1, regime, adaptive, diversity, [0.0, -0.25, -1.0])
+    assert [f.figure for f in found] == [f"06_entropy_optimisation_{n}" for n in ("table1", "regime_eo", "adaptive",
+                                                                                  "diversity")]
+    assert [f.outcome for f in found] == ["partly", "fails", "partly", "holds"]
+    assert found[3].quantities[0].value == pytest.approx(-0.4) and found[3].quantities[0].holds
+    # no model in the regime: Table 1 is no test, not a failure
+    empty = entropy.Verdict("not", "none.", (claims.Quantity("in-regime models", 0, fmt=".0f"),), ())
+    assert entropy.findings(empty, regime, adaptive)[0].outcome == "no test"

@@ -124,8 +124,15 @@ def test_judge_gathers_the_verdicts_the_notebook_reports(scores):
     assert strict.too_few == ["cloze"] and "(fewer than 30 forget items): cloze" in study.verdicts_text(strict)
     meta = study.results_meta(named, "retain90", CHANCE, n_items, verdicts, QA)
     assert list(meta) == ["models", "retain_model", "chance", "n_items", "informative_formats", "too_few_items",
-                          "qa_rouge", "findings"]
-    assert meta["findings"] == verdicts.findings and meta["informative_formats"] == verdicts.informative
+                          "qa_rouge", "per_model", "findings"]
+    assert meta["per_model"] == verdicts.findings and meta["informative_formats"] == verdicts.informative
+    # the finding as data: "suppressed" still recalled in a format, "gone" not, "untouched" never looked unlearned
+    (joshi,) = study.findings(verdicts)
+    assert meta["findings"] == [joshi.as_dict()]
+    assert joshi.outcome == "partly" and joshi.parts == (("suppressed", True), ("gone", False))
+    share = next(q for q in joshi.quantities if q.threshold is not None)
+    assert share.value == 0.5 and share.threshold == 1.0 and share.holds is False
+    assert "for suppressed;" in joshi.text and "(no test): untouched" in joshi.text
 
 
 def test_formats_with_too_few_forget_items_are_never_evidence(scores):
@@ -226,14 +233,18 @@ def tmp_runs(tmp_path, monkeypatch):
     return tmp_path
 
 
+#: The run store of these tests: the default profile's seed 0, under a temporary runs/.
+PARAMS = config.Params.load("default").replace(forget_split="forget10", model="tiny")
+
+
 def _save(model, tokenizer, template, runs_dir: Path, name: str) -> Path:
-    folder = runs_dir / "p" / "models" / name
+    folder = runs.model_dir(PARAMS, name)
     models.save_model(model, tokenizer, folder, template, extra={"params_hash": name})
     return folder
 
 
 def _unlearning_run(runs_dir: Path, run: str, forget_rouge: float | None = None) -> None:
-    folder = runs_dir / "p" / runs.unlearning_notebook(run)
+    folder = runs.store(PARAMS) / runs.unlearning_notebook(run)
     folder.mkdir(parents=True)
     result = {run: {s: {"rouge": forget_rouge} for s in study.SETS}} if forget_rouge is not None else {run: {}}
     (folder / "metrics.json").write_text(json.dumps({**result, "meta": {}}))
@@ -241,28 +252,28 @@ def _unlearning_run(runs_dir: Path, run: str, forget_rouge: float | None = None)
 
 def test_evaluated_models_are_base_target_retain_and_unlearning_runs(tmp_runs, tiny_model, tiny_tokenizer, template,
                                                                    capsys):
-    params = {"forget_split": "forget10", "model": "tiny"}
+    params = PARAMS
     with pytest.raises(FileNotFoundError, match="'target', 'retain90'.*run notebook 01"):
-        study.evaluated_models("p", params, None)
+        study.evaluated_models(params, None)
     _save(tiny_model, tiny_tokenizer, template, tmp_runs, "target")
     with pytest.raises(FileNotFoundError, match="'retain90'"):  # the retain model is required too
-        study.evaluated_models("p", params, None)
+        study.evaluated_models(params, None)
     for name in ("retain90", "unlearned-npo"):
         _save(tiny_model, tiny_tokenizer, template, tmp_runs, name)
     _unlearning_run(tmp_runs, "npo", 0.2)
     _unlearning_run(tmp_runs, "ga")  # metrics but no saved model
-    named = study.evaluated_models("p", params, None)
+    named = study.evaluated_models(params, None)
     assert list(named) == ["target", "retain90", "npo"]
     assert Path(named["npo"]).name == "unlearned-npo"
     assert "left out (not saved): base, ga" in capsys.readouterr().out
-    assert list(study.evaluated_models("p", params, ["npo", "target"])) == ["npo", "target"]
+    assert list(study.evaluated_models(params, ["npo", "target"])) == ["npo", "target"]
     with pytest.raises(FileNotFoundError, match="'kl'"):
-        study.evaluated_models("p", params, ["kl"])
+        study.evaluated_models(params, ["kl"])
     # a Hub model is its own base: never saved, evaluated by its Hub name
-    hub = study.evaluated_models("p", {**params, "model": "org/model"}, None)
+    hub = study.evaluated_models(params.replace(model="org/model"), None)
     assert list(hub) == ["base", "target", "retain90", "npo"] and hub["base"] == "org/model"
     # Q&A ROUGE comes from the run store: the unlearning run's own metrics (notebook 01 has not run here)
-    assert study.qa_rouge("p", list(named)) == {"npo": {"forget": 0.2, "retain": 0.2}}
+    assert study.qa_rouge(params, list(named)) == {"npo": {"forget": 0.2, "retain": 0.2}}
 
 
 def test_evaluate_model_is_cached_by_identity_items_and_settings(tmp_runs, tiny_model, tiny_tokenizer, template,
@@ -270,8 +281,8 @@ def test_evaluate_model_is_cached_by_identity_items_and_settings(tmp_runs, tiny_
     folder = _save(tiny_model, tiny_tokenizer, template, tmp_runs, "target")
     # two formats without generation keep it fast; every format runs in the notebook's smoke test
     items = {fmt: {s: small_items[fmt][s][:2] for s in ("forget", "retain")} for fmt in ("mcqa", "odd_one_out")}
-    params = config.as_params({"format_likelihood": True, "max_new_tokens": 4, "eval_batch_size": 8})
-    result = study.evaluate_model("target", str(folder), items, params, "p")
+    params = PARAMS.replace(format_likelihood=True, max_new_tokens=4, eval_batch_size=8)
+    result = study.evaluate_model("target", str(folder), items, params)
     assert set(result.scores) == {"mcqa", "odd_one_out", "mcqa_likelihood", "odd_one_out_likelihood"}
     assert len(result.per_item["mcqa_likelihood"]["retain"]) == 2
 
@@ -279,16 +290,16 @@ def test_evaluate_model_is_cached_by_identity_items_and_settings(tmp_runs, tiny_
         raise AssertionError("evaluated again although nothing changed")
 
     monkeypatch.setattr(scoring, "evaluate_formats", must_not_run)
-    again = study.evaluate_model("target", str(folder), items, params, "p")
+    again = study.evaluate_model("target", str(folder), items, params)
     assert json.dumps(again.scores, sort_keys=True) == json.dumps(result.scores, sort_keys=True)
     fewer = {fmt: {s: sets[s][:1] for s in sets} for fmt, sets in items.items()}
     with pytest.raises(AssertionError, match="evaluated again"):
-        study.evaluate_model("target", str(folder), fewer, params, "p")
+        study.evaluate_model("target", str(folder), fewer, params)
     with pytest.raises(AssertionError, match="evaluated again"):  # a scoring setting is part of the key
-        study.evaluate_model("target", str(folder), items, params.replace(format_likelihood=False), "p")
+        study.evaluate_model("target", str(folder), items, params.replace(format_likelihood=False))
     monkeypatch.undo()
-    study.evaluate_model("target", str(folder), fewer, params, "p")
-    cache = tmp_runs / "p" / runs.FORMATS / "cache"
+    study.evaluate_model("target", str(folder), fewer, params)
+    cache = runs.store(PARAMS) / runs.FORMATS / "cache"
     assert len(list(cache.glob("target-*.json"))) == 1  # one entry per model: the old one went
 
 

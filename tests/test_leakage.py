@@ -9,9 +9,12 @@ import pytest
 import torch
 from conftest import HP_QA
 from scipy import stats
-from unlearnkit import models, paths, runs
+from unlearnkit import config, models, paths, runs
 from unlearnkit.metrics.sampling import SampledScores, sample_and_score
 from unlearnkit.studies import leakage
+
+#: The run store of these tests (under a temporary runs/): the smoke profile's seed 0.
+UNIT = config.Params.load("smoke")
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -244,22 +247,22 @@ def test_the_synthetic_keyword_qa_with_an_untrained_model(tiny_model, tiny_token
 def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, template, small_corpus, tmp_path,
                                                  monkeypatch):
     monkeypatch.setattr(paths, "RUNS", tmp_path)
-    models.save_model(tiny_model, tiny_tokenizer, runs.model_dir("unit", "target"), template)
+    models.save_model(tiny_model, tiny_tokenizer, runs.model_dir(UNIT, "target"), template)
     rows = _forget_rows(small_corpus, 2)
     settings = {"n": 2, "max_new_tokens": 4, "seed": 0}
-    first = leakage.score_saved_model("unit", "target", rows, settings)
+    first = leakage.score_saved_model(UNIT, "target", rows, settings)
     hp_questions = leakage.hp_rows("synthetic", small_corpus.load("forget10"), 2)
-    hp = leakage.run_hp_qa("target", "unit", {}, hp_questions, settings, ALPHA, use_prefix=True)
-    plain = leakage.run_hp_qa("target", "unit", {}, hp_questions, settings, ALPHA, use_prefix=False)
+    hp = leakage.run_hp_qa("target", UNIT, hp_questions, settings, ALPHA, use_prefix=True)
+    plain = leakage.run_hp_qa("target", UNIT, hp_questions, settings, ALPHA, use_prefix=False)
     assert plain.summary["use_prefix"] is False and hp.summary["use_prefix"] is True
-    cache = runs.notebook_dir("unit", runs.LEAKAGE) / "cache"
+    cache = runs.notebook_dir(UNIT, runs.LEAKAGE) / "cache"
     # no eviction: the forget questions and both choices of the keyword Q&A's prefix keep their entries
     assert sorted(p.name.split("-")[0] for p in cache.glob("*.json")) == ["target", "target.hp", "target.hp.prefixed"]
     monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
-    again = leakage.score_saved_model("unit", "target", rows, settings)
+    again = leakage.score_saved_model(UNIT, "target", rows, settings)
     assert again.examples == first.examples and np.array_equal(again.leak, first.leak)
     assert hp.scores.leak.shape == (2, 2) and len(hp.table) == 2
-    scored = leakage.score_models("unit", {"the target": "target"}, rows, settings)  # from the cache as well
+    scored = leakage.score_models(UNIT, {"the target": "target"}, rows, settings)  # from the cache as well
     assert list(scored.results) == ["the target"] and np.array_equal(scored.results["the target"].rouge, first.rouge)
     overview = leakage.scoring_overview(scored)
     assert overview.loc["the target", "sampled leak rate"] == first.leak.mean()
@@ -268,12 +271,12 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
     # other settings or another model sample anew, and the new entry replaces the old one
     calls = []
     monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: calls.append(k) or first)
-    leakage.score_saved_model("unit", "target", rows, {**settings, "seed": 1})
+    leakage.score_saved_model(UNIT, "target", rows, {**settings, "seed": 1})
     assert len(calls) == 1 and calls[0]["seed"] == 1
     assert len(list(cache.glob("target-*.json"))) == 1
-    models.save_model(tiny_model, tiny_tokenizer, runs.model_dir("unit", "target"), template,
+    models.save_model(tiny_model, tiny_tokenizer, runs.model_dir(UNIT, "target"), template,
                       extra={"params_hash": "another recipe"})
-    leakage.score_saved_model("unit", "target", rows, {**settings, "seed": 1})
+    leakage.score_saved_model(UNIT, "target", rows, {**settings, "seed": 1})
     assert len(calls) == 2
 
 
@@ -282,15 +285,15 @@ def test_the_cache_key_ignores_file_times(tiny_model, tiny_tokenizer, template, 
     import os
 
     monkeypatch.setattr(paths, "RUNS", tmp_path)
-    folder = runs.model_dir("unit", "target")
+    folder = runs.model_dir(UNIT, "target")
     models.save_model(tiny_model, tiny_tokenizer, folder, template, extra={"params_hash": "recipe"})
     rows = _forget_rows(small_corpus, 1)
     settings = {"n": 2, "max_new_tokens": 4, "seed": 0}
-    leakage.score_saved_model("unit", "target", rows, settings)
+    leakage.score_saved_model(UNIT, "target", rows, settings)
     for weights in folder.glob("*.safetensors"):
         os.utime(weights, ns=(0, 0))
     monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
-    again = leakage.score_saved_model("unit", "target", rows, settings)
+    again = leakage.score_saved_model(UNIT, "target", rows, settings)
     assert isinstance(again, SampledScores) and isinstance(again.rouge, np.ndarray)
     assert isinstance(leakage.bound_table(again.rouge, ALPHA), pd.DataFrame)
 

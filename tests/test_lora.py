@@ -13,7 +13,6 @@ from unlearnkit.unlearning import METHODS, mix_models
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("tiny_model_threads")]
 
-PROFILE = "lora-test"
 LORA = {"lora_rank": 4, "lora_alpha": 8}
 
 
@@ -23,9 +22,9 @@ def lora_runs(tmp_path_factory):
     paths.RUNS = tmp_path_factory.mktemp("runs")
     try:
         params = config.Params.load("smoke", unlearn_save_every=1, **LORA)
-        base = pipeline.base_model(params, PROFILE)  # trained in full: LoRA starts at fine-tuning, as in TOFU
-        target = pipeline.finetuned_model(params, PROFILE, "full")
-        unlearned = {method: pipeline.unlearned_model(params, PROFILE, method) for method in METHODS}
+        base = pipeline.base_model(params)  # trained in full: LoRA starts at fine-tuning, as in TOFU
+        target = pipeline.finetuned_model(params, "full")
+        unlearned = {method: pipeline.unlearned_model(params, method) for method in METHODS}
         yield params, base, target, unlearned
     finally:
         paths.RUNS = saved
@@ -45,14 +44,14 @@ def test_fine_tuning_trains_adapters_on_every_linear_layer_only(lora_runs):
     assert before.keys() == after.keys()  # merged and saved as a plain model
     changed = {k for k in after if not torch.equal(after[k], before[k])}
     assert changed == {k for k in after if _linear_weight(k)}  # all-linear: q, k, v, o, gate, up, down
-    assert runs.saved_recipe(runs.model_dir(PROFILE, "target"))["params_hash"]
+    assert runs.saved_recipe(runs.model_dir(lora_runs[0], "target"))["params_hash"]
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_unlearns_through_adapters_and_saves_a_plain_model(lora_runs, method):
     _, _, target, unlearned = lora_runs
     trained = unlearned[method]
-    reloaded = runs.load_saved(PROFILE, runs.unlearned_name(method)).model
+    reloaded = runs.load_saved(lora_runs[0], runs.unlearned_name(method)).model
     assert not hasattr(reloaded, "peft_config")
     before, after = _state(target.model), _state(reloaded)
     assert before.keys() == after.keys()
@@ -61,7 +60,7 @@ def test_every_method_unlearns_through_adapters_and_saves_a_plain_model(lora_run
     if method == "rmu":  # RMU reaches only the layers up to the steered one (smoke: layer 1 of 2, so all)
         assert changed
     # the weights kept at the last step are the final model: keeping them did not merge the live adapters away
-    last = sorted(runs.trajectory_dir(PROFILE, method).glob("step-*"))[-1]
+    last = sorted(runs.trajectory_dir(lora_runs[0], method).glob("step-*"))[-1]
     kept = _state(models.load_model(last).model)
     assert all(torch.equal(kept[k], after[k]) for k in after)
     assert len(trained.history) == int(last.name.split("-")[1])
@@ -87,7 +86,7 @@ def test_mixing_a_lora_run_with_the_target(lora_runs):
 
 def test_a_lora_run_is_its_own_cache_entry(lora_runs):
     params, _, _, _ = lora_runs
-    folder = runs.model_dir(PROFILE, runs.unlearned_name("ga"))
+    folder = runs.model_dir(params, runs.unlearned_name("ga"))
     recipe = runs.saved_recipe(folder)["params_hash"]
     assert pipeline._cached(folder, recipe)
     full = params.replace(lora_rank=0)

@@ -190,5 +190,5 @@ def test_the_pipeline_builds_the_parts_the_registry_asks_for(small_corpus, rows,
     for method, parts in (("altpo", {"forget_alt"}), ("dpo", {"forget_idk"}), ("idk", {"forget_idk"}), ("npo", set()),
                           ("simnpo", set())):
         settings = {**SETTINGS, "method": method}
-        examples = pipeline.unlearning_examples(params, "smoke", method, settings, small_corpus, *rows, target)
+        examples = pipeline.unlearning_examples(params, method, settings, small_corpus, *rows, target)
         assert set(examples[0]) == {"forget", "retain"} | parts, method

@@ -62,9 +62,9 @@ def test_paper_profile_path_with_a_local_model_on_real_tofu(tiny_model, tiny_tok
     params = config.Params.load("paper", model=str(local_model), data_source=str(REAL_TOFU), dtype="float32",
                                 max_authors=21, finetune_epochs=1, finetune_batch_size=8, finetune_grad_accum=2,
                                 eval_max_items=6, max_new_tokens=8)
-    base = pipeline.base_model(params, "paper-test")
+    base = pipeline.base_model(params)
     assert base.template.name == "phi"
-    target = pipeline.finetuned_model(params, "paper-test", "full")
+    target = pipeline.finetuned_model(params, "full")
     rows = pipeline.corpus(params).load("full")
     assert len(rows) == 21 * 20  # 20 forget10 authors plus the first retain author
     assert len(target.history) == -(-len(rows) // 16)
@@ -72,5 +72,5 @@ def test_paper_profile_path_with_a_local_model_on_real_tofu(tiny_model, tiny_tok
     results, _ = pipeline.evaluate_models({"target": target.loaded}, params, pipeline.corpus(params))
     assert results["target"]["forget"]["n_items"] == 6 and 0 <= results["target"]["summary"]["model_utility"] <= 1
     # a second call finds the cached model instead of training again
-    again = pipeline.finetuned_model(params, "paper-test", "full")
+    again = pipeline.finetuned_model(params, "full")
     assert again.history == target.history

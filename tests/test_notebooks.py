@@ -24,7 +24,7 @@ def smoke_runs(tmp_path_factory):
     # quiet runs: the kernels talk over IPC (nothing unencrypted to warn about), every key is one papermill knows
     for noise in ("without encryption", "Passed unknown parameter"):
         assert noise not in done.stdout + done.stderr, noise
-    return runs / "smoke"
+    return runs / "smoke" / "seed-0"  # the smoke profile's own training seed
 
 
 def test_00_data_tour(smoke_runs):
@@ -85,20 +85,25 @@ def test_every_notebook_ran(smoke_runs):
         assert any(name.startswith(source.stem) for name in executed), source.name
 
 
-def test_08_findings_collects_every_notebooks_verdicts(smoke_runs):
+def test_08_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
     metrics = json.loads((smoke_runs / "08_findings" / "metrics.json").read_text())
     rows = metrics["findings"]
     # every notebook that wrote metrics, and notebook 02 as a whole: open-unlearning's finding across its runs
     assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-7]*/metrics.json")} | {
         "02_unlearning"}
     assert all(r["verdict"] in ("reproduced", "partly", "not reproduced", "fact", "no test") for r in rows)
-    assert sum(metrics["counts"].values()) == len(rows)
-    # every notebook's last cell prints its verdicts, the same that notebook 08 collected
+    assert sum(metrics["counts"].values()) == len(rows) and metrics["seeds"] == [0]
+    # one seed: no verdict is confident, and every tested finding says so
+    assert all(r["text"].startswith("one seed: ") for r in rows if r["n"]), [r["text"] for r in rows]
+    # the profile's findings over its seeds sit beside the seeds' stores
+    assert json.loads((smoke_runs.parent / "findings.json").read_text())["findings"] == rows
+    # every notebook's last cell prints its findings on this seed, the outcomes notebook 08 collected
     for executed in smoke_runs.glob("0[0-7]_*.ipynb"):
         last = json.loads(executed.read_text())["cells"][-1]
         printed = "".join("".join(o.get("text", "")) for o in last["outputs"])
         mine = [r for r in rows if r["notebook"] == executed.stem]
-        assert mine and all(f"verdict:  {r['verdict'].upper()}" in printed for r in mine), executed.name
+        assert mine and all(f"outcome:  {r['per_seed'][0]['outcome'].upper()}" in printed for r in mine), \
+            executed.name
     assert (smoke_runs / "figures" / "08_findings_overview.png").exists()
 
 
@@ -122,7 +127,7 @@ def smoke_report(smoke_runs, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     saved, paths.RUNS = paths.RUNS, smoke_runs.parent
     try:
-        return report.build("smoke", out)
+        return report.build(config.Params.load("smoke"), out)
     finally:
         paths.RUNS = saved
 

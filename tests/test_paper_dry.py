@@ -89,8 +89,13 @@ def _run(target: str, profile: str, runs) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
+def _store(runs, profile: str):
+    """The profile's own seed's run store under ``runs``."""
+    return runs / profile / f"seed-{config.Params.load(profile).seed}"
+
+
 def _metrics(runs, profile: str, notebook: str) -> dict:
-    return json.loads((runs / profile / notebook / "metrics.json").read_text())
+    return json.loads((_store(runs, profile) / notebook / "metrics.json").read_text())
 
 
 @pytest.mark.slow
@@ -98,9 +103,9 @@ def test_notebook_01_fine_tunes_the_phi_stand_in_with_the_papers_schedule(tmp_pa
     _run("01", PROFILE, tmp_path)
     metrics = _metrics(tmp_path, PROFILE, "01_tofu_finetune")
     assert {"target", "retain90"} <= set(metrics)
-    saved = models.load_model(tmp_path / PROFILE / "models" / "target")
+    saved = models.load_model(_store(tmp_path, PROFILE) / "models" / "target")
     assert type(saved.model).__name__ == "PhiForCausalLM" and saved.template.name == "phi"
-    history = json.loads((tmp_path / PROFILE / "models" / "target" / "history.json").read_text())
+    history = json.loads((_store(tmp_path, PROFILE) / "models" / "target" / "history.json").read_text())
     rows = len(pipeline.corpus(params).load("full"))  # world_replay 0: the paper fine-tunes on TOFU alone
     per_epoch = -(-rows // (params.finetune_batch_size * params.finetune_grad_accum))
     assert len(history) == per_epoch * params.finetune_epochs
@@ -112,7 +117,7 @@ def test_make_paper_dry_runs_every_notebook(tmp_path):
     _run("all", PROFILE, tmp_path)
     for notebook in ("01", "02", "05"):
         _run(notebook, LORA_PROFILE, tmp_path)
-    ran = {p.stem for p in (tmp_path / PROFILE).glob("*.ipynb")}
+    ran = {p.stem for p in _store(tmp_path, PROFILE).glob("*.ipynb")}
     measured = "holdout10" in pipeline.data_splits(config.Params.load(PROFILE))  # real TOFU without it: skipped
     assert {"00_data_tour", "01_tofu_finetune", "03_controls_calibration", "04_format_eval",
             "05_probabilistic_bounds", "06_entropy_optimisation", "07_alignment_toxicity", "08_findings"} <= ran
@@ -125,4 +130,4 @@ def test_make_paper_dry_runs_every_notebook(tmp_path):
     lora = config.Params.load(LORA_PROFILE)
     for method in lora.methods:
         assert "forget_quality" in _metrics(tmp_path, LORA_PROFILE, f"02_unlearning_{method}")[method]["summary"]
-    assert (tmp_path / LORA_PROFILE / "05_probabilistic_bounds" / "metrics.json").exists()
+    assert (_store(tmp_path, LORA_PROFILE) / "05_probabilistic_bounds" / "metrics.json").exists()

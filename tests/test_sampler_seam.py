@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from unlearnkit import generation, models, paths, runs
+from unlearnkit import config, generation, models, paths, runs
 from unlearnkit.config import Params
 from unlearnkit.generation import certainty, encode_prompts, greedy_with_confidences, sample_answers
 from unlearnkit.metrics.judges import leak_judge, rouge_per_sample, self_bleu_per_prompt
@@ -29,6 +29,9 @@ from unlearnkit.metrics.sampling import (
     with_sampler,
 )
 from unlearnkit.studies import alignment, entropy, leakage
+
+#: The run store of these tests (under a temporary runs/): the smoke profile's seed 0.
+UNIT = config.Params.load("smoke")
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -150,7 +153,7 @@ class _FakeVllmCalls:
 
 def _saved_target(tiny_model, tiny_tokenizer, template, tmp_path, monkeypatch) -> Path:
     monkeypatch.setattr(paths, "RUNS", tmp_path)
-    return models.save_model(tiny_model, tiny_tokenizer, runs.model_dir("unit", "target"), template)
+    return models.save_model(tiny_model, tiny_tokenizer, runs.model_dir(UNIT, "target"), template)
 
 
 def test_notebook_05_and_06_sample_with_vllm_when_the_settings_say_so(tiny_model, tiny_tokenizer, template,
@@ -158,15 +161,15 @@ def test_notebook_05_and_06_sample_with_vllm_when_the_settings_say_so(tiny_model
     folder = _saved_target(tiny_model, tiny_tokenizer, template, tmp_path, monkeypatch)
     rows, n = _rows(small_corpus), 4
     hf_settings = {"n": n, "temperature": 1.0, "top_p": None, "max_new_tokens": MAX_NEW, "seed": 3}
-    reference = leakage.score_saved_model("unit", "target", rows, hf_settings)
-    cache = runs.notebook_dir("unit", runs.LEAKAGE) / "cache"
+    reference = leakage.score_saved_model(UNIT, "target", rows, hf_settings)
+    cache = runs.notebook_dir(UNIT, runs.LEAKAGE) / "cache"
     hf_entry = {p.name for p in cache.glob("target-*.json")}
 
     fake = _FakeVllmCalls(monkeypatch)
     fake.keys = leak_keys(rows)
     # what notebook 06 hands to leakage.score_models, with a profile that says vllm
     settings = {**hf_settings, "sampler": "vllm"}
-    scored = leakage.score_models("unit", {"the target": "target"}, rows, settings, notebook=runs.LEAKAGE)
+    scored = leakage.score_models(UNIT, {"the target": "target"}, rows, settings, notebook=runs.LEAKAGE)
     result = scored.results["the target"]
 
     assert fake.engines == [{"source": str(folder), "seed": 3, "dtype": None}]
@@ -194,12 +197,12 @@ def test_the_keyword_qa_passes_its_prefixes_to_vllm(tiny_model, tiny_tokenizer, 
     fake = _FakeVllmCalls(monkeypatch)
     fake.keys = ["nothing"] * len(questions)
     settings = {"n": 2, "max_new_tokens": MAX_NEW, "seed": 0, "sampler": "vllm"}
-    saved = leakage.run_hp_qa("target", "unit", {}, questions, settings, 0.01, use_prefix=True)
+    saved = leakage.run_hp_qa("target", UNIT, questions, settings, 0.01, use_prefix=True)
     # a model outside the run store (here a folder relative to the project root) loads with the profile's dtype
     monkeypatch.setattr(paths, "ROOT", tmp_path)
     models.save_model(tiny_model, tiny_tokenizer, tmp_path / "elsewhere" / "tiny", template)
     params = Params.load("smoke").replace(dtype="bfloat16")
-    plain = leakage.run_hp_qa("elsewhere/tiny", "unit", params, questions, settings, 0.01, use_prefix=False)
+    plain = leakage.run_hp_qa("elsewhere/tiny", params, questions, settings, 0.01, use_prefix=False)
     prefixes = [q["affirmative_response"].rstrip() for q in questions]
     assert [call["prefixes"] for call in fake.samples] == [prefixes, None]
     assert [call["prefixes"] for call in fake.greedy] == [prefixes, None]
@@ -215,12 +218,12 @@ def test_notebook_07_samples_with_vllm_when_the_profile_says_so(tiny_model, tiny
     goals = [r["question"] for r in _rows(small_corpus, 2)]
     params = Params.load("smoke").replace(alignment_n_samples=3, alignment_max_new_tokens=MAX_NEW,
                                           alignment_template="phi")
-    reference = alignment.sample_model(str(folder), goals, params, "unit")
-    cache = runs.notebook_dir("unit", runs.ALIGNMENT) / "cache"
+    reference = alignment.sample_model(str(folder), goals, params)
+    cache = runs.notebook_dir(UNIT, runs.ALIGNMENT) / "cache"
     hf_entry = {p.name for p in cache.glob("samples-*.json")}
     fake = _FakeVllmCalls(monkeypatch)
     fake.keys = ["a goal"] * len(goals)
-    sampled = alignment.sample_model(str(folder), goals, params.replace(sampler="vllm"), "unit")
+    sampled = alignment.sample_model(str(folder), goals, params.replace(sampler="vllm"))
 
     (call,) = fake.samples
     assert call["questions"] == goals and call["template"] == models.TEMPLATES["phi"]

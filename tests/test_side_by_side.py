@@ -96,23 +96,23 @@ def smoke_store(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     params = config.Params.load("smoke")
     with models.cpu_threads(threads=1):
-        pipeline.finetuned_model(params, "smoke", "full")
+        pipeline.finetuned_model(params, "full")
     return params
 
 
-def _trains(params: config.Params, profile: str, run: str) -> float:
+def _trains(params: config.Params, run: str) -> float:
     """Ask for unlearning run ``run`` and return the seconds this process spent training."""
     before = config.station_seconds().get("training", 0.0)
-    pipeline.unlearned_model(params, profile, run)
+    pipeline.unlearned_model(params, run)
     return config.station_seconds().get("training", 0.0) - before
 
 
 @pytest.mark.slow
 def test_two_workers_asking_for_one_model_train_it_once(smoke_store):
-    spent = models.side_by_side(_trains, [(smoke_store, "smoke", "ga"), (smoke_store, "smoke", "ga")], jobs=2)
+    spent = models.side_by_side(_trains, [(smoke_store, "ga"), (smoke_store, "ga")], jobs=2)
     assert sum(s > 0 for s in spent) == 1, spent  # one trained it, the other waited and loaded it
-    assert runs.is_saved("smoke", "unlearned-ga")
-    assert not list((paths.RUNS / "smoke" / "models").glob(".*tmp*"))
+    assert runs.is_saved(smoke_store, "unlearned-ga")
+    assert not list((runs.store(smoke_store) / "models").glob(".*tmp*"))
 
 
 @pytest.mark.slow
@@ -121,22 +121,22 @@ def test_a_killed_worker_leaves_no_model_and_the_rerun_resumes(smoke_store, tmp_
     params = smoke_store.replace(checkpoint_every=2, finetune_epochs=8.0)
     code = ("import sys, pickle; from unlearnkit import paths, pipeline; from pathlib import Path\n"
             "paths.RUNS = Path(sys.argv[1]); params = pickle.load(open(sys.argv[2], 'rb'))\n"
-            "pipeline.finetuned_model(params, 'smoke', 'retain90')\n")
+            "pipeline.finetuned_model(params, 'retain90')\n")
     pickled = tmp_path / "params.pkl"
     pickled.write_bytes(__import__("pickle").dumps(params))
     worker = subprocess.Popen([sys.executable, "-c", code, str(paths.RUNS), str(pickled)],
                               env={**os.environ, models.CORES_VARIABLE: "1"})
-    train_dir = runs.model_dir("smoke", "retain90.train")
+    train_dir = runs.model_dir(params, "retain90.train")
     deadline = time.time() + 120
     while not list(train_dir.glob("checkpoint-*")) and time.time() < deadline and worker.poll() is None:
         time.sleep(0.05)
     worker.send_signal(signal.SIGKILL)
     worker.wait()
     assert list(train_dir.glob("checkpoint-*")), "the worker should have written a checkpoint before it was killed"
-    assert not runs.is_saved("smoke", "retain90")
-    resumed = pipeline.finetuned_model(params, "smoke", "retain90")  # the claim died with the worker
-    assert runs.is_saved("smoke", "retain90") and resumed.history
-    assert json.loads((runs.model_dir("smoke", "retain90") / "history.json").read_text()) == resumed.history
+    assert not runs.is_saved(params, "retain90")
+    resumed = pipeline.finetuned_model(params, "retain90")  # the claim died with the worker
+    assert runs.is_saved(params, "retain90") and resumed.history
+    assert json.loads((runs.model_dir(params, "retain90") / "history.json").read_text()) == resumed.history
     assert not list(train_dir.glob("checkpoint-*"))  # cleared once the model is saved
 
 

@@ -139,6 +139,7 @@ class Params(Mapping):
     seed: int
     jobs: int | None
     # data
+    data_seed: int
     data_source: str
     synthetic_authors: int
     synthetic_questions_per_author: int

@@ -2,7 +2,7 @@
 
 corpus -> base model -> fine-tuned models (target on ``full``, retain models on ``retainXX``) -> unlearned
 models (one per unlearning run) -> their TOFU evaluation. Models are saved in the run store
-(:mod:`unlearnkit.runs`, ``runs/<profile>/models/<name>/``); a later notebook, or a second ``make all``, finds
+(:mod:`unlearnkit.runs`, ``runs/<profile>/seed-<s>/models/<name>/``); a later notebook, or a second ``make all``, finds
 them there and reuses them when the parameters that made them are unchanged.
 
 Every step takes the run's :class:`~unlearnkit.config.Params` (a plain mapping is completed from the profile
@@ -79,10 +79,11 @@ class TrainedModel(NamedTuple):
 
 def corpus_params(params: Mapping[str, Any]) -> dict[str, Any]:
     params = config.as_params(params)
-    keys: tuple[str, ...] = ("data_source", "synthetic_authors", "synthetic_questions_per_author", "seed")
+    keys: tuple[str, ...] = ("data_source", "synthetic_authors", "synthetic_questions_per_author")
     if params.max_authors:  # the subset depends on the forget split too
         keys += ("max_authors", "forget_split")
-    return {k: params[k] for k in keys}
+    # "seed" in the key, as before the training seed had a key of its own: the corpus of data_seed 0 keeps its key
+    return {**{k: params[k] for k in keys}, "seed": params.data_seed}
 
 
 def corpus(params: Mapping[str, Any]) -> TofuSource:
@@ -103,7 +104,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     source_spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
     if source_spec == "synthetic":
         args = {"n_authors": params.synthetic_authors, "questions_per_author": params.synthetic_questions_per_author,
-                "seed": params.seed}
+                "seed": params.data_seed}
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
         with training.processes().main_process_first():
             if generated_version(folder) != GENERATOR_VERSION:
@@ -237,6 +238,12 @@ def pack_key(params: Params) -> dict[str, Any]:
     return {"pack_batches": True} if params.pack_batches else {}
 
 
+def seed_key(params: Params) -> dict[str, Any]:
+    """What the training seed adds to the base and fine-tuning steps' cache keys (unlearning's and alignment's name it
+    already): nothing for seed 0, whose keys stay what they were before the seed had a store of its own."""
+    return {"training_seed": params.seed} if params.seed else {}
+
+
 def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None) -> None:
     state = training.processes()
     if state.is_main_process:
@@ -247,11 +254,11 @@ def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict
 
 
 @contextmanager
-def _trains(profile: str, name: str) -> Iterator[None]:
-    """Only one process at a time trains model ``name`` of ``profile``: a worker that asks for a model another one
+def _trains(params: Params, name: str) -> Iterator[None]:
+    """Only one process at a time trains model ``name`` of the run store: a worker that asks for a model another one
     is training waits here, then finds it cached (:func:`runs.exclusive`). Under ``accelerate launch`` the main
     process holds the claim for all of its processes, which train together."""
-    with runs.exclusive(profile, name, active=training.processes().is_main_process):
+    with runs.exclusive(params, name, active=training.processes().is_main_process):
         yield
 
 
@@ -269,7 +276,7 @@ def lora_key(params: Params) -> dict[str, Any]:
     return {"lora": {k: params[k] for k in ("lora_rank", "lora_alpha", "lora_target_modules", "lora_dropout")}}
 
 
-def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
+def base_model(params: Mapping[str, Any]) -> models.LoadedModel:
     """The model before fine-tuning: a Hub/local model as is, or (``model: tiny``) a tokenizer and a
     tiny Llama trained from scratch on the corpus' world knowledge (real authors, world facts)."""
     params = config.as_params(params)
@@ -279,10 +286,10 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
     source = corpus(params)
     key_params = {"corpus": corpus_params(params), "tiny": tiny_model_config(params),
                   "vocab": params.tokenizer_vocab_size, "tokenizer_texts": TOKENIZER_TEXTS, "template": params.template,
-                  **{k: params[k] for k in params if k.startswith("base_")}, **pack_key(params)}
+                  **{k: params[k] for k in params if k.startswith("base_")}, **pack_key(params), **seed_key(params)}
     key = config.params_hash(key_params)
-    folder = runs.model_dir(profile, "base")
-    with _trains(profile, "base"):
+    folder = runs.model_dir(params, "base")
+    with _trains(params, "base"):
         if not _cached(folder, key):
             template = models.get_template(params.template)
             tokenizer = models.train_bpe_tokenizer(all_texts(source), vocab_size=params.tokenizer_vocab_size)
@@ -293,9 +300,9 @@ def base_model(params: Mapping[str, Any], profile: str) -> models.LoadedModel:
     return models.load_model(folder)
 
 
-def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: str | None = None) -> TrainedModel:
+def finetuned_model(params: Mapping[str, Any], split: str, name: str | None = None) -> TrainedModel:
     """Fine-tune the base model on ``split`` (``full`` gives the target model, ``retainXX`` the retain
-    model), cached under ``runs/<profile>/models/<name>``.
+    model), cached under ``runs/<profile>/seed-<s>/models/<name>``.
 
     With a from-scratch base, ``world_replay`` copies of the world-knowledge items are mixed into the
     fine-tuning data: a tiny model would otherwise overwrite what it was taught, whereas the large
@@ -309,13 +316,13 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
                   "max_authors": params.max_authors, "forget_split": params.forget_split,
                   **{k: params[k] for k in params if k.startswith(("finetune_", "base_", "tiny_"))},
                   "corpus": corpus_params(params), "lora_rank": params.lora_rank, **lora_key(params),
-                  **pack_key(params)}
+                  **pack_key(params), **seed_key(params)}
     key = config.params_hash(key_params)
-    folder = runs.model_dir(profile, name)
+    folder = runs.model_dir(params, name)
     if _cached(folder, key):
         return _cached_model(folder)
-    model, tokenizer, template = base_model(params, profile)
-    with _trains(profile, name):
+    model, tokenizer, template = base_model(params)
+    with _trains(params, name):
         if _cached(folder, key):  # trained by another worker while this one waited
             return _cached_model(folder)
         model = _with_lora(model, params)
@@ -328,25 +335,25 @@ def finetuned_model(params: Mapping[str, Any], profile: str, split: str, name: s
     return TrainedModel(model, tokenizer, template, result.history)
 
 
-def _finetuned_folder(params: Params, profile: str, split: str, name: str) -> str:
-    finetuned_model(params, profile, split, name)
-    return str(runs.model_dir(profile, name))
+def _finetuned_folder(params: Params, split: str, name: str) -> str:
+    finetuned_model(params, split, name)
+    return str(runs.model_dir(params, name))
 
 
-def finetuned_models(params: Mapping[str, Any], profile: str, splits: Mapping[str, str],
+def finetuned_models(params: Mapping[str, Any], splits: Mapping[str, str],
                      jobs: int | None = 1) -> dict[str, TrainedModel]:
     """:func:`finetuned_model` for each ``{name: split}``, side by side in up to ``jobs`` worker processes (None: one
     per core), the base model first, here, with all the cores; each then loaded from the run store."""
     params = config.as_params(params)
-    base_model(params, profile)
-    models.side_by_side(_finetuned_folder, [(params, profile, split, name) for name, split in splits.items()],
+    base_model(params)
+    models.side_by_side(_finetuned_folder, [(params, split, name) for name, split in splits.items()],
                         jobs, desc="fine-tune")
-    return {name: finetuned_model(params, profile, split, name) for name, split in splits.items()}
+    return {name: finetuned_model(params, split, name) for name, split in splits.items()}
 
 
-def history(profile: str, name: str) -> list[dict]:
+def history(params: Params, name: str) -> list[dict]:
     """The per-step training log saved beside a model (empty for a Hub model used as is)."""
-    path = runs.model_dir(profile, name) / "history.json"
+    path = runs.model_dir(params, name) / "history.json"
     return json.loads(path.read_text()) if path.exists() else []
 
 
@@ -423,8 +430,10 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
     if not names:
         return {}
     source = corpus(params)
+    # A stand-in stands for downloaded pretrained weights, data to the workbook: drawn from data_seed, the same for
+    # every training seed (and "seed" in the recipe, as before data_seed existed, so a built stand-in stays valid).
     recipe = {"corpus": corpus_params(params), "sizes": tiny_model_config(params), "vocab": params.tokenizer_vocab_size,
-              "seed": params.seed, "version": STAND_IN_VERSION}
+              "seed": params.data_seed, "version": STAND_IN_VERSION}
     folders = {name: paths.resolve(f"{STAND_INS}/{name}") for name in names}
     hashes = {name: config.params_hash({**recipe, "name": name}) for name in names}
     state = training.processes()
@@ -441,7 +450,7 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
             tokenizer = copy.deepcopy(trained[spec.phi_tokenizer])  # a chat template must not reach the others
             if spec.chat_template:
                 tokenizer.chat_template = spec.chat_template
-            model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.seed)
+            model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.data_seed)
             models.save_plain_model(model, tokenizer, folders[name])
             (folders[name] / "stand-in.json").write_text(json.dumps(
                 {"stands_for": spec.stands_for, "params_hash": hashes[name]}))
@@ -587,7 +596,7 @@ def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     return {"method": method, **{k: v for k, v in settings.items() if k in allowed}}
 
 
-def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> TrainedModel:
+def unlearned_model(params: Mapping[str, Any], run: str) -> TrainedModel:
     """Unlearn the target model of notebook 01 with one method; cached like every other step.
 
     Forget examples are paired with retain examples (held-out retain excluded); one epoch is one pass over
@@ -598,18 +607,18 @@ def unlearned_model(params: Mapping[str, Any], profile: str, run: str) -> Traine
     params = run_params(params, run)
     settings = unlearning_settings(params, run)
     source = corpus(params)
-    target_key = runs.model_identity(runs.model_dir(profile, "target")) if runs.is_saved(profile, "target") else None
+    target_key = runs.model_identity(runs.model_dir(params, "target")) if runs.is_saved(params, "target") else None
     train_keys = {k: params[k] for k in params if k.startswith("unlearn_")}
     key = config.params_hash({"target": target_key, "settings": settings, **train_keys,
                               "forget_split": params.forget_split, "seed": params.seed, **lora_key(params)})
     name = runs.unlearned_name(run)
-    folder = runs.model_dir(profile, name)
+    folder = runs.model_dir(params, name)
     if _cached(folder, key):
         return _cached_model(folder, settings)
-    with _trains(profile, name):
+    with _trains(params, name):
         if _cached(folder, key):  # trained by another worker while this one waited
             return _cached_model(folder, settings)
-        return _unlearn(params, profile, run, settings, key, source)
+        return _unlearn(params, run, settings, key, source)
 
 
 class OnPolicySamples:
@@ -639,28 +648,28 @@ class OnPolicySamples:
         return self.loss(model, {**batch, SAMPLED: {k: v.to(device) for k, v in sampled.items()}})
 
 
-def unlearned_models(params: Mapping[str, Any], profile: str, run_names: Sequence[str], jobs: int | None = 1) -> None:
+def unlearned_models(params: Mapping[str, Any], run_names: Sequence[str], jobs: int | None = 1) -> None:
     """Train (or find cached) the unlearning runs ``run_names`` side by side in up to ``jobs`` worker processes
     (None: one per core); the models are then in the run store (:func:`unlearned_model` loads one)."""
     params = config.as_params(params)
     todo = list(dict.fromkeys(run_names))
-    models.side_by_side(_unlearned_folder, [(params, profile, run) for run in todo], jobs, desc="unlearn")
+    models.side_by_side(_unlearned_folder, [(params, run) for run in todo], jobs, desc="unlearn")
 
 
-def _unlearned_folder(params: Params, profile: str, run: str) -> str:
-    unlearned_model(params, profile, run)
-    return str(runs.model_dir(profile, runs.unlearned_name(run)))
+def _unlearned_folder(params: Params, run: str) -> str:
+    unlearned_model(params, run)
+    return str(runs.model_dir(params, runs.unlearned_name(run)))
 
 
-def _unlearn(params: Params, profile: str, run: str, settings: dict[str, Any], key: str,
+def _unlearn(params: Params, run: str, settings: dict[str, Any], key: str,
              source: TofuSource) -> TrainedModel:
     name = runs.unlearned_name(run)
-    folder = runs.model_dir(profile, name)
-    model, tokenizer, template = runs.load_saved(profile, "target")
+    folder = runs.model_dir(params, name)
+    model, tokenizer, template = runs.load_saved(params, "target")
     forget_rows = source.load(params.forget_split)
     retain_rows = unlearning_retain_rows(source, params)
     method = unlearning.method_spec(settings["method"])
-    examples = unlearning_examples(params, profile, run, settings, source, forget_rows, retain_rows,
+    examples = unlearning_examples(params, run, settings, source, forget_rows, retain_rows,
                                    models.LoadedModel(model, tokenizer, template))
     model = _with_lora(model, params)
     if method.layer_parameter is not None:  # its terms read that layer's output: nothing above it gets a gradient
@@ -673,7 +682,7 @@ def _unlearn(params: Params, profile: str, run: str, settings: dict[str, Any], k
         loss = OnPolicySamples(loss, tokenizer, params.sample_max_new_tokens, params.seed)
 
     cfg = _train_config(params, "unlearn", folder.with_name(name + ".train"), f"unlearn {run}")
-    trajectory = runs.trajectory_dir(profile, run)
+    trajectory = runs.trajectory_dir(params, run)
     steps_per_epoch = max(1, -(-len(examples) // (cfg.batch_size * cfg.grad_accum)))
 
     def keep_weights(step: int, logs: dict, current) -> None:
@@ -698,7 +707,7 @@ def _method_setting(settings: Mapping[str, Any], params: Params, name: str) -> A
     return params[name] if name in config.PARAMETER_NAMES else unlearning.OPTIONS[name].default
 
 
-def unlearning_examples(params: Params, profile: str, run: str, settings: Mapping[str, Any], source: TofuSource,
+def unlearning_examples(params: Params, run: str, settings: Mapping[str, Any], source: TofuSource,
                         forget_rows: list[dict], retain_rows: list[dict], target: models.LoadedModel) -> list[dict]:
     """The training examples of one unlearning run: each forget row paired with a retain row, with the batch parts its
     method asks for (``Method.batch_parts``, :data:`unlearning.BATCH_PARTS`): ``forget_idk``, the question with a
@@ -709,9 +718,9 @@ def unlearning_examples(params: Params, profile: str, run: str, settings: Mappin
         raise ValueError(f"method {settings['method']!r} needs batch parts {unknown} that the pipeline cannot build")
     alternates = None
     if "forget_alt" in parts:
-        cache = runs.model_dir(profile, f"{runs.unlearned_name(run)}.alternates")
+        cache = runs.model_dir(params, f"{runs.unlearned_name(run)}.alternates")
         alternates = altpo_alternates(params, settings, source, forget_rows, target, cache,
-                                      runs.model_identity(runs.model_dir(profile, "target")))
+                                      runs.model_identity(runs.model_dir(params, "target")))
     return encode_pairs(target.tokenizer, target.template, forget_rows, retain_rows,
                         with_idk="forget_idk" in parts, seed=params.seed, alternates=alternates)
 
@@ -772,7 +781,7 @@ def altpo_alternates(params: Params, settings: Mapping[str, Any], source: TofuSo
     return [r["alternate_answers"] or [unlearning.pick_idk_answer(r["question"], params.seed)] for r in rows]
 
 
-def forget_rouge_along(profile: str, run: str, params: Mapping[str, Any], source: TofuSource,
+def forget_rouge_along(params: Mapping[str, Any], run: str, source: TofuSource,
                        splits: tuple[str, ...] = ("forget", "retain")) -> list[dict[str, float]]:
     """Greedy ROUGE-L recall on forget (and retain) along an unlearning run: at every ``unlearn_save_every``-th step
     of the profile (its shared value, not a run's denser one: runs that keep every step for early stopping would
@@ -782,7 +791,7 @@ def forget_rouge_along(profile: str, run: str, params: Mapping[str, Any], source
     limit = params.trajectory_max_items or params.eval_max_items
     rows = {s: source.load(files[s][1], limit=limit) for s in splits}
     out = []
-    for step, folder in runs.sparse_steps(profile, run, params.unlearn_save_every):
+    for step, folder in runs.sparse_steps(params, run, params.unlearn_save_every):
         model, tokenizer, template = models.load_model(folder)
         record = {"step": step, "epoch": runs.saved_recipe(folder)["epoch"]}
         for s in splits:
@@ -922,17 +931,17 @@ def answers_side_by_side(per_item: Mapping[str, Any], source: TofuSource, split_
     return pd.DataFrame(table)
 
 
-def unlearning_comparison(profile: str) -> pd.DataFrame:
+def unlearning_comparison(params: Params) -> pd.DataFrame:
     """One row per unlearning run (plus the target and retain models of notebook 01): forget quality, model
     utility, forget ROUGE, forget probability and truth ratio, and open-unlearning's privleak, extraction strength,
     exact memorisation and membership-inference AUCs where they were measured: open-unlearning's TOFU summary."""
     rows = []
-    first = runs.read_metrics(profile, runs.FINETUNE)
+    first = runs.read_metrics(params, runs.FINETUNE)
     reference = first["meta"].get("forget_quality_reference")
     for name in ("target", reference):
         if name in first:
             rows.append(_comparison_row(name, first[name], "notebook 01"))
-    for run, metrics in runs.unlearning_runs(profile).items():
+    for run, metrics in runs.unlearning_runs(params).items():
         if run in metrics:
             rows.append(_comparison_row(run, metrics[run], metrics["meta"].get("settings", {}).get("method", run)))
     return pd.DataFrame(rows).set_index("model")
@@ -977,21 +986,21 @@ def _request_rows(rows: list[dict]) -> list[dict]:
     return [{"question": r["goal"], "answer": r["target"]} for r in rows]
 
 
-def complying_model(params: Mapping[str, Any], profile: str, rows: list[dict]) -> models.LoadedModel:
+def complying_model(params: Mapping[str, Any], rows: list[dict]) -> models.LoadedModel:
     """The model before alignment: the base model taught to answer every request of ``rows`` with its compliance
     opener ("Sure, here is ..."), with the world knowledge replayed so it stays a model of the same world.
 
     It stands for a pretrained model that follows any instruction; alignment then trains it toward refusal only.
-    Cached under ``runs/<profile>/models/complying`` by the base model's identity, the requests and the
+    Cached under ``runs/<profile>/seed-<s>/models/complying`` by the base model's identity, the requests and the
     ``comply_*`` parameters."""
     params = config.as_params(params)
-    base = base_model(params, profile)
-    base_key = runs.model_identity(runs.model_dir(profile, "base")) if params.model == TINY else params.model
+    base = base_model(params)
+    base_key = runs.model_identity(runs.model_dir(params, "base")) if params.model == TINY else params.model
     key = config.params_hash({"base": base_key, "requests": _request_rows(rows), "epochs": params.comply_epochs,
                               "lr": params.comply_lr, "seed": params.seed, "template": base.template.name,
                               **pack_key(params)})
-    folder = runs.model_dir(profile, COMPLYING)
-    with _trains(profile, COMPLYING):
+    folder = runs.model_dir(params, COMPLYING)
+    with _trains(params, COMPLYING):
         if not _cached(folder, key):
             model, tokenizer, template = base
             replay = world_knowledge_rows(corpus(params)) if params.model == TINY else []
@@ -1005,7 +1014,7 @@ def complying_model(params: Mapping[str, Any], profile: str, rows: list[dict]) -
     return models.load_model(folder)
 
 
-def aligned_models(params: Mapping[str, Any], profile: str, aligned_rows: list[dict],
+def aligned_models(params: Mapping[str, Any], aligned_rows: list[dict],
                    refusal_for: Any) -> dict[int, str]:
     """Align the complying model toward refusal on ``aligned_rows`` only, keeping one model per strength.
 
@@ -1024,23 +1033,23 @@ def aligned_models(params: Mapping[str, Any], profile: str, aligned_rows: list[d
     if not aligned_rows:
         raise ValueError("no request is left to align on: check alignment_heldout_categories and "
                          "alignment_eval_per_group")
-    start = runs.model_identity(runs.model_dir(profile, COMPLYING))
+    start = runs.model_identity(runs.model_dir(params, COMPLYING))
     run_key = config.params_hash({"complying": start, "requests": _request_rows(aligned_rows),
                                   "method": params.alignment_method, "lr": params.alignment_lr,
                                   "beta": params.beta, "retain_weight": params.retain_weight, "seed": params.seed})
     names = {s: aligned_name(s) for s in strengths}
     keys = {s: config.params_hash({"run": run_key, "epochs": s}) for s in strengths}
-    with _trains(profile, "aligned"):
-        if not all(_cached(runs.model_dir(profile, names[s]), keys[s])
-                   and (runs.model_dir(profile, names[s]) / "history.json").exists() for s in strengths):
-            _align(params, profile, aligned_rows, refusal_for, strengths, names, keys, run_key)
+    with _trains(params, "aligned"):
+        if not all(_cached(runs.model_dir(params, names[s]), keys[s])
+                   and (runs.model_dir(params, names[s]) / "history.json").exists() for s in strengths):
+            _align(params, aligned_rows, refusal_for, strengths, names, keys, run_key)
     return names
 
 
-def _align(params: Params, profile: str, aligned_rows: list[dict], refusal_for: Any, strengths: list[int],
+def _align(params: Params, aligned_rows: list[dict], refusal_for: Any, strengths: list[int],
            names: dict[int, str], keys: dict[int, str], run_key: str) -> None:
     """The alignment run of :func:`aligned_models`: each strength's model saved along it, then its history."""
-    model, tokenizer, template = runs.load_saved(profile, COMPLYING)
+    model, tokenizer, template = runs.load_saved(params, COMPLYING)
     source = corpus(params)
     retain = world_knowledge_rows(source) if params.model == TINY else source.load("retain_perturbed")
     examples = [unlearning.encode_pair(tokenizer, template, row, retain[i % len(retain)],
@@ -1056,17 +1065,17 @@ def _align(params: Params, profile: str, aligned_rows: list[dict], refusal_for: 
     def keep(step: int, logs: dict, current) -> None:
         if step in keep_at:
             s = keep_at[step]
-            models.save_model(current, tokenizer, runs.model_dir(profile, names[s]), template,
+            models.save_model(current, tokenizer, runs.model_dir(params, names[s]), template,
                               extra={"params_hash": keys[s], "epochs": s, "method": params.alignment_method})
 
     cfg = training.TrainConfig(
-        output_dir=runs.model_dir(profile, "aligned.train"), epochs=float(strengths[-1]), batch_size=batch_size,
+        output_dir=runs.model_dir(params, "aligned.train"), epochs=float(strengths[-1]), batch_size=batch_size,
         lr=float(params.alignment_lr), grad_accum=1, weight_decay=0.0, warmup=0, schedule="constant",
         seed=params.seed, checkpoint_every=params.checkpoint_every or None, desc="alignment toward refusal")
     claim_run_folder(Path(cfg.output_dir), run_key)
     result = training.train(model, examples, cfg, collate_fn=lambda b: collate_pairs(b, tokenizer.pad_token_id),
                             loss_fn=loss, on_step=keep)
     for s in strengths:  # a model is found cached only with its history (see _aligned_cached)
-        config.atomic_write_text(runs.model_dir(profile, names[s]) / "history.json",
+        config.atomic_write_text(runs.model_dir(params, names[s]) / "history.json",
                                  json.dumps([h for h in result.history if h["step"] <= s * steps_per_epoch]))
     training.clear_checkpoints(cfg.output_dir)

@@ -3,8 +3,14 @@
 Each run merges the layered profile (``notebooks/params/<profile>.yaml`` over the profiles it extends), hands
 papermill the parameters the notebook declares (its parameters cell lists the keys it reads) and the profile's
 name, executes the source notebook with ``notebooks/`` as working directory and writes the executed copy to
-``runs/<profile>/<stem>.ipynb``; source notebooks are never executed in place. ``--set key=value`` overrides a
-parameter. Notebooks that take a ``method`` run once per unlearning run of the profile.
+``runs/<profile>/seed-<seed>/<stem>.ipynb``; source notebooks are never executed in place. ``--set key=value``
+overrides a parameter (``--set seed=3``: another training seed, whose runs live apart). Notebooks that take a
+``method`` run once per unlearning run of the profile.
+
+Training seeds: ``seed S`` runs every notebook before the findings notebook for seed S (one command per seed, for
+any job scheduler), ``aggregate`` runs the findings notebook, which judges every finding over the seeds present, and
+``seeds S1 S2 ...`` does both, the seeds side by side (``jobs``); a notebook already run for that seed with the same
+commit and parameters is skipped, so a killed ``seeds`` resumes where it stopped.
 
 Every parameter is merged once and checked once, at the front door, before a kernel starts or a file is written:
 a key that default.yaml does not declare (by ``--set``, a profile file or a parameters cell), a value outside what
@@ -128,11 +134,12 @@ class Plan(NamedTuple):
     changed: list[str]
 
 
-def plan(target: str, profile: str, overrides: dict[str, Any]) -> Plan:
-    """The front door of ``run``: find the notebooks, merge the profile with the overrides once, and refuse
-    (:class:`Refused`) anything wrong before a kernel starts or a file is written. A key the chosen notebooks do
-    not read is named in one line on stderr (the run goes on)."""
+def plan(target: str, profile: str, overrides: dict[str, Any], skip: tuple[str, ...] = ()) -> Plan:
+    """The front door of ``run``: find the notebooks (``all`` but those of ``skip``), merge the profile with the
+    overrides once, and refuse (:class:`Refused`) anything wrong before a kernel starts or a file is written. A key
+    the chosen notebooks do not read is named in one line on stderr (the run goes on)."""
     notebooks = source_notebooks() if target == "all" else [find_notebook(target)]
+    notebooks = [nb for nb in notebooks if nb.stem not in skip]
     own_names = {name for nb in notebooks for name in own_parameters(nb)}
     profile_keys = {k: v for k, v in overrides.items() if k in config.PARAMETER_NAMES}
     own = {k: v for k, v in overrides.items() if k not in config.PARAMETER_NAMES}
@@ -179,24 +186,61 @@ def _parameterised(notebook: Path, parameters: dict[str, Any]):
     return nb
 
 
+def _label(params: config.Params) -> str:
+    """How the runner's lines name a run: ``[default]`` for the profile's own seed, ``[default seed 3]`` else."""
+    from . import runs
+
+    return f"[{params.profile}{'' if runs.is_reference_seed(params) else f' seed {params.seed}'}]"
+
+
+def run_recipe(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:
+    """What an executed notebook was made from: the commit and the injected parameters. A run whose recipe matches
+    an executed copy's, on a clean checkout, need not run again (:func:`already_done`)."""
+    return {"git_revision": config.git_revision(), "notebook": notebook.name,
+            "parameters": config.params_hash(config.jsonable(parameters))}
+
+
+def already_done(out: Path, recipe: dict[str, Any]) -> bool:
+    """True when ``out`` is a finished run of ``recipe`` (its timing recorded, which happens after the last cell) on
+    a committed revision: a modified working tree (``-dirty``) always runs again."""
+    revision = recipe.get("git_revision")
+    if not out.exists() or not revision or revision.endswith("-dirty"):
+        return False
+    try:
+        record = json.loads(out.read_text()).get("metadata", {}).get("unlearnkit", {})
+    except (OSError, ValueError):
+        return False
+    return bool(record.get("timing")) and record.get("recipe") == recipe
+
+
 def run_notebook(notebook: Path, params: config.Params, own: dict | None = None, suffix: str = "",
-                 timeout: int = DEFAULT_TIMEOUT_S, changed: list[str] | tuple[str, ...] = ()) -> Path:
-    """Execute ``notebook`` on ``profile`` into ``runs/<profile>/<stem><suffix>.ipynb``, then record in the executed
-    copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel and workers used and the
-    seconds of each station (:func:`station_summary`): what ``benchmarks/workbook_profile.py`` tabulates."""
+                 timeout: int = DEFAULT_TIMEOUT_S, changed: list[str] | tuple[str, ...] = (),
+                 skip_done: bool = False) -> Path:
+    """Execute ``notebook`` on the profile and seed of ``params`` into ``runs/<profile>/seed-<s>/<stem><suffix>.ipynb``,
+    then record in the executed copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel
+    and workers used and the seconds of each station (:func:`station_summary`): what
+    ``benchmarks/workbook_profile.py`` tabulates. With ``skip_done`` a notebook already run with the same commit
+    and parameters (:func:`already_done`) is not run again."""
     import papermill
 
-    profile = params.profile
+    from . import runs
+
     parameters = injected_parameters(notebook, params, own, changed)
     extra = {**{k: params[k] for k in changed}, **(own or {})}
-    out = paths.RUNS / profile / f"{notebook.stem}{suffix}.ipynb"
+    out = runs.executed_notebook(params, f"{notebook.stem}{suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
+    recipe = run_recipe(notebook, parameters)
+    label = _label(params)
+    if skip_done and already_done(out, recipe):
+        print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''}: done already (same commit and "
+              f"parameters), not run again", flush=True)
+        return out
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
     log = out.with_name(f".{out.stem}.stations.jsonl")
     log.unlink(missing_ok=True)
     os.environ[config.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
     started, cpu_before = time.time(), _children_cpu_seconds()
-    print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
+    print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
           flush=True)
     sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
     try:
@@ -211,8 +255,8 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
               "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
     log.unlink(missing_ok=True)
     _record_timing(out, timing, {"git_revision": config.git_revision(), "seed": params.seed,
-                                 "packages": config.package_versions(), "parameters": extra})
-    print(f"[{profile}] {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
+                                 "packages": config.package_versions(), "parameters": extra}, recipe)
+    print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
           flush=True)
     return out
 
@@ -258,13 +302,16 @@ def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
     return out
 
 
-def _record_timing(executed: Path, timing: dict, provenance: dict | None = None) -> None:
-    """Keep in the executed notebook's metadata how long it took and what made it (the report's provenance line)."""
+def _record_timing(executed: Path, timing: dict, provenance: dict | None = None, recipe: dict | None = None) -> None:
+    """Keep in the executed notebook's metadata how long it took and what made it (the report's provenance line,
+    and the recipe by which a rerun of the same seed knows it is done: :func:`already_done`)."""
     nb = json.loads(executed.read_text())
     record = nb.setdefault("metadata", {}).setdefault("unlearnkit", {})
     record["timing"] = timing
     if provenance is not None:
         record["provenance"] = provenance
+    if recipe is not None:
+        record["recipe"] = recipe
     config.atomic_write_text(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -277,9 +324,10 @@ def _shown(path: Path) -> str:
 
 
 def run(notebook: Path, params: config.Params, own: dict | None = None, timeout: int = DEFAULT_TIMEOUT_S,
-        changed: list[str] | tuple[str, ...] = ()) -> list[Path]:
+        changed: list[str] | tuple[str, ...] = (), skip_done: bool = False) -> list[Path]:
     """Run one notebook; one that takes a ``method`` runs once per unlearning run of the profile: those runs side by
-    side in up to ``jobs`` processes, except the last, which runs after them, since its notebook compares them all."""
+    side in up to ``jobs`` processes, except the last, which runs after them, since its notebook compares them all.
+    ``skip_done``: see :func:`run_notebook`."""
     from . import models
 
     own = dict(own or {})
@@ -287,14 +335,61 @@ def run(notebook: Path, params: config.Params, own: dict | None = None, timeout:
         if not params.methods:
             raise Refused(f"profile {params.profile!r} lists no 'methods' for {notebook.name}")
         *first, last = params.methods
-        done = models.side_by_side(run_notebook, [(notebook, params, {**own, "method": m}, f"_{m}", timeout, changed)
-                                                  for m in first], params.jobs, desc=notebook.stem)
+        done = models.side_by_side(run_notebook, [(notebook, params, {**own, "method": m}, f"_{m}", timeout, changed,
+                                                   skip_done) for m in first], params.jobs, desc=notebook.stem)
         models.release_workers()  # their CPU seconds counted now, not in the next notebook's
-        return [*done, run_notebook(notebook, params, {**own, "method": last}, f"_{last}", timeout, changed)]
+        return [*done, run_notebook(notebook, params, {**own, "method": last}, f"_{last}", timeout, changed,
+                                    skip_done)]
     suffix = f"_{own['method']}" if "method" in own and notebook.stem.startswith(PER_METHOD_PREFIXES) else ""
     takes = own_parameters(notebook)
     own = {k: v for k, v in own.items() if k in takes}
-    return [run_notebook(notebook, params, own, suffix, timeout, changed)]
+    return [run_notebook(notebook, params, own, suffix, timeout, changed, skip_done)]
+
+
+def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = DEFAULT_TIMEOUT_S,
+             log: bool = False) -> int:
+    """Every notebook before the findings notebook, for training seed ``seed`` of ``profile`` (with ``overrides``),
+    each skipped where it already ran with the same commit and parameters: one seed's work, resumable. ``log``
+    copies the runner's lines to ``runs/<profile>/seed-<s>/runner.log`` (seeds run side by side print there as
+    they go). Returns 0, or 1 when a notebook failed."""
+    import contextlib
+
+    from papermill.exceptions import PapermillExecutionError
+
+    from . import runs
+
+    checked = plan("all", profile, {**overrides, "seed": seed}, skip=(runs.FINDINGS,))
+    logfile = runs.store(checked.params) / "runner.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if log:
+            handle = stack.enter_context(open(logfile, "a", buffering=1))
+            stack.enter_context(contextlib.redirect_stdout(_Tee(sys.stdout, handle)))
+        prepare_stand_ins(checked.params)
+        try:
+            for notebook in checked.notebooks:
+                run(notebook, checked.params, checked.own, timeout, checked.changed, skip_done=True)
+        except PapermillExecutionError as exc:
+            print(f"{_label(checked.params)} notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}; see "
+                  f"the executed copy under {_shown(runs.store(checked.params))}/", flush=True)
+            return 1
+    return 0
+
+
+class _Tee:
+    """A stream that writes to several (the terminal and a seed's log)."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
 
 
 def notebook_outputs(path: Path) -> bool:
@@ -392,19 +487,19 @@ def sync_parameters(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
-def redraw_figures(profile: str) -> int:
-    """Every figure of ``profile`` drawn again from what its notebooks kept (``plots.draw``): no training, no
-    sampling, the plotting code as it is now."""
+def redraw_figures(params: config.Params) -> int:
+    """Every figure of the run (profile and seed) drawn again from what its notebooks kept (``plots.draw``): no
+    training, no sampling, the plotting code as it is now."""
     from . import plots
 
     started = time.time()
     try:
-        drawn = plots.redraw(profile)
+        drawn = plots.redraw(params)
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 1
     folder = drawn[0].parent
-    print(f"[{profile}] {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}")
+    print(f"{_label(params)} {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}")
     return 0
 
 
@@ -434,20 +529,20 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
 
     params = checked_params(profile, overrides, [run] if step == "unlearn" and run else [])
     if step == "base":
-        pipeline.base_model(params, profile)
+        pipeline.base_model(params)
         name = "base"
     elif step == "finetune":
         name = "target" if split == "full" else split
-        pipeline.finetuned_model(params, profile, split, name)
+        pipeline.finetuned_model(params, split, name)
     else:
         if not run:
             raise Refused("train --step unlearn needs --run (a method or a run of method_settings)")
-        if not runs.is_saved(profile, "target"):
-            raise Refused(f"no target model in {runs.model_dir(profile, 'target')}: train --step finetune first")
-        pipeline.unlearned_model(params, profile, run)
+        if not runs.is_saved(params, "target"):
+            raise Refused(f"no target model in {runs.model_dir(params, 'target')}: train --step finetune first")
+        pipeline.unlearned_model(params, run)
         name = runs.unlearned_name(run)
-    logged = pipeline.history(profile, name)
-    return {"step": step, "model": _shown(runs.model_dir(profile, name)), "optimizer_steps": len(logged),
+    logged = pipeline.history(params, name)
+    return {"step": step, "model": _shown(runs.model_dir(params, name)), "optimizer_steps": len(logged),
             "final_loss": logged[-1]["loss"] if logged else None}
 
 
@@ -468,6 +563,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from papermill.exceptions import PapermillExecutionError
 
+    from . import runs
+
     checked = plan(args.notebook, args.profile, _overrides(args))
     prepare_stand_ins(checked.params)
     try:
@@ -475,9 +572,78 @@ def _cmd_run(args: argparse.Namespace) -> int:
             run(notebook, checked.params, checked.own, args.timeout, checked.changed)
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-              f"see the executed copy under runs/{args.profile}/ for the full traceback", file=sys.stderr)
+              f"see the executed copy under {_shown(runs.store(checked.params))}/ for the full traceback",
+              file=sys.stderr)
         return 1
     return 0
+
+
+def _seed_list(text: list[str]) -> list[int]:
+    """Seeds as the command line gives them: ``0 1 2`` or ``0-5`` (both ends included)."""
+    seeds: list[int] = []
+    for word in text:
+        low, sep, high = word.partition("-") if not word.startswith("-") else (word, "", "")
+        try:
+            seeds += list(range(int(low), int(high) + 1)) if sep else [int(word)]
+        except ValueError:
+            raise Refused(f"a seed is a whole number or a range like 0-5, got {word!r}") from None
+    if not seeds:
+        raise Refused("name at least one seed")
+    return list(dict.fromkeys(seeds))
+
+
+def _cmd_seed(args: argparse.Namespace) -> int:
+    overrides = _overrides(args)
+    if "seed" in overrides:
+        raise Refused("the seed is the command's argument (runner seed 3), not --set seed=...")
+    [seed] = _seed_list([args.seed])
+    return run_seed(args.profile, seed, overrides, args.timeout)
+
+
+def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TIMEOUT_S) -> int:
+    """The findings notebook, which judges every finding over the training seeds present under runs/<profile>/."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from . import runs
+
+    checked = plan(runs.FINDINGS[:2], profile, overrides)
+    try:
+        run(checked.notebooks[0], checked.params, checked.own, timeout, checked.changed)
+    except PapermillExecutionError as exc:
+        print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_aggregate(args: argparse.Namespace) -> int:
+    return aggregate(args.profile, _overrides(args), args.timeout)
+
+
+def _cmd_seeds(args: argparse.Namespace) -> int:
+    """Each seed's notebooks (:func:`run_seed`), the seeds side by side in up to ``jobs`` worker processes (each with
+    its share of the cores), then the findings notebook over every seed present."""
+    from . import models, runs
+
+    overrides = _overrides(args)
+    if "seed" in overrides:
+        raise Refused("the seeds are the command's arguments (runner seeds 0 1 2), not --set seed=...")
+    seeds = _seed_list(args.seeds)
+    params = checked_params(args.profile, overrides)  # refused here, once, before any seed starts
+    for seed in seeds:
+        checked_params(args.profile, {**overrides, "seed": seed})
+    workers = models.workers_for(params.jobs, len(seeds))
+    logs = runs.profile_dir(args.profile) / f"{runs.SEED_PREFIX}<s>" / "runner.log"
+    print(f"[{args.profile}] seeds {', '.join(map(str, seeds))}: {workers} side by side; each seed's progress in "
+          f"{_shown(logs)}", flush=True)
+    codes = models.side_by_side(run_seed, [(args.profile, seed, overrides, args.timeout, workers > 1)
+                                           for seed in seeds], params.jobs, desc="seeds")
+    models.release_workers()
+    failed = [seed for seed, code in zip(seeds, codes) if code]
+    if failed:
+        print(f"[{args.profile}] seed(s) {', '.join(map(str, failed))} failed (their runner.log says where); the "
+              f"findings are judged over the seeds that finished", file=sys.stderr, flush=True)
+    code = aggregate(args.profile, overrides, args.timeout)
+    return 1 if failed else code
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
@@ -488,7 +654,7 @@ def _cmd_params(args: argparse.Namespace) -> int:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
-    return redraw_figures(args.profile)
+    return redraw_figures(profile_params(args.profile, _overrides(args)))
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -543,8 +709,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("params", help="print the merged profile")
     _profile_options(p)
     p.set_defaults(handler=_cmd_params)
-    p = sub.add_parser("figures", help="redraw the profile's figures from stored results")
-    _profile_options(p, overrides=False)
+    p = sub.add_parser("seed", help="every notebook before the findings notebook, for one training seed "
+                                    "(one command per seed for a job scheduler; resumable)")
+    p.add_argument("seed", help="the training seed (a whole number)")
+    _profile_options(p)
+    p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    p.set_defaults(handler=_cmd_seed)
+    p = sub.add_parser("aggregate", help="the findings notebook: every finding judged over the seeds present")
+    _profile_options(p)
+    p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    p.set_defaults(handler=_cmd_aggregate)
+    p = sub.add_parser("seeds", help="several training seeds side by side (jobs), then the findings over them; "
+                                     "resumable")
+    p.add_argument("seeds", nargs="+", help="seeds: 0 1 2, or a range 0-5")
+    _profile_options(p)
+    p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    p.set_defaults(handler=_cmd_seeds)
+    p = sub.add_parser("figures", help="redraw the figures of the profile (and seed: --set seed=S) from stored results")
+    _profile_options(p)
     p.set_defaults(handler=_cmd_figures)
     p = sub.add_parser("train", help="one training step of the run store, e.g. under accelerate launch")
     _profile_options(p)
@@ -563,7 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: The sub-commands; anything else first on the command line is a notebook for ``run``.
-COMMANDS = ("run", "params", "figures", "train", "check-clean", "strip", "sync-params")
+COMMANDS = ("run", "seed", "aggregate", "seeds", "params", "figures", "train", "check-clean", "strip", "sync-params")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,18 @@
-"""The run store: what every notebook wrote under ``runs/<profile>/``, and the only module that knows the
-notebooks' names.
+"""The run store: what every notebook wrote under ``runs/<profile>/seed-<seed>/``, and the only module that knows
+the notebooks' names.
 
-Layout of one profile's runs::
+Layout of one profile's runs of one training seed (``seed``; the runs of another seed live beside them, so one seed
+never overwrites another)::
 
-    runs/<profile>/<notebook>/metrics.json    results {model: {split: {metric: value}}} and "meta"
-    runs/<profile>/<notebook>/per_item.json   per-item values beside them
-    runs/<profile>/<notebook>/cache/          cached per-model results (:func:`cached_json`)
-    runs/<profile>/models/<name>/             saved models: base, target, retainXX, unlearned-<run>, ...
-    runs/<profile>/figures/                   figures of profiles other than default
+    runs/<profile>/seed-<s>/<notebook>.ipynb           the executed notebooks (the runner writes them)
+    runs/<profile>/seed-<s>/<notebook>/metrics.json    results {model: {split: {metric: value}}} and "meta"
+    runs/<profile>/seed-<s>/<notebook>/per_item.json   per-item values beside them
+    runs/<profile>/seed-<s>/<notebook>/cache/          cached per-model results (:func:`cached_json`)
+    runs/<profile>/seed-<s>/models/<name>/             saved models: base, target, retainXX, unlearned-<run>, ...
+    runs/<profile>/seed-<s>/figures/                   figures, where they do not go to figures/ (:func:`figures_dir`)
+    runs/<profile>/findings.json                       the findings of every seed present, judged across them
 
+Every function takes the run's :class:`~unlearnkit.config.Params`, whose ``profile`` and ``seed`` name the store.
 Notebooks talk to each other only through these files, so any one of them can be rerun alone.
 
 **One cache rule.** A cached result is keyed by a hash of everything it depends on: the identity of each
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config, models, paths
+from .config import Params
 
 # --------------------------------------------------------------------------- the notebooks
 
@@ -74,23 +79,72 @@ def notebook_key(notebook: str) -> str:
     return notebook[:2]
 
 
-def _run_it_first(notebook: str, profile: str) -> str:
+def _run_it_first(notebook: str, params: Params) -> str:
     key = notebook_key(notebook)
-    return f"run notebook {key} with profile {profile!r} first (make notebook NB={key} PROFILE={profile})"
+    seed = "" if is_reference_seed(params) else f" --set seed={params.seed}"
+    return (f"run notebook {key} with profile {params.profile!r}{seed} first "
+            f"(python -m unlearnkit.runner {key} --profile {params.profile}{seed})")
+
+
+# --------------------------------------------------------------------------- where a seed's runs live
+
+SEED_PREFIX = "seed-"
+#: The profile-level file of findings judged across every seed present (notebook 08 writes it).
+FINDINGS_ACROSS_SEEDS = "findings.json"
+
+
+def profile_dir(profile: str) -> Path:
+    """``runs/<profile>/``: the runs of every training seed of the profile."""
+    return paths.RUNS / profile
+
+
+def store(params: Params) -> Path:
+    """``runs/<profile>/seed-<seed>/``: everything the notebooks wrote for this profile and training seed."""
+    return profile_dir(params.profile) / f"{SEED_PREFIX}{params.seed}"
+
+
+def seeds(profile: str) -> list[int]:
+    """The training seeds of ``profile`` that have a run store (a folder ``seed-<s>``), in order."""
+    found = []
+    for folder in profile_dir(profile).glob(f"{SEED_PREFIX}*"):
+        suffix = folder.name[len(SEED_PREFIX):]
+        if folder.is_dir() and suffix.lstrip("-").isdigit():
+            found.append(int(suffix))
+    return sorted(found)
+
+
+def reference_seed(profile: str) -> int:
+    """The seed the profile itself names (``seed`` of its merged layers): the run whose figures go to ``figures/``."""
+    return int(config.load_profile(profile)["seed"])
+
+
+def is_reference_seed(params: Params) -> bool:
+    return params.seed == reference_seed(params.profile)
+
+
+#: The profile whose reference seed draws the committed figures (``figures/``).
+FIGURE_PROFILE = config.BASE_PROFILE
+
+
+def figures_dir(params: Params) -> Path:
+    """Where a run's figures go: ``figures/`` (committed) for the default profile's own seed, else the seed's store."""
+    if params.profile == FIGURE_PROFILE and is_reference_seed(params):
+        return paths.FIGURES
+    return store(params) / "figures"
 
 
 # --------------------------------------------------------------------------- results
 
 
-def notebook_dir(profile: str, notebook: str) -> Path:
-    d = paths.RUNS / profile / notebook
+def notebook_dir(params: Params, notebook: str) -> Path:
+    d = store(params) / notebook
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-def write_metrics(profile: str, notebook: str, results: Mapping[str, Any], params: Mapping[str, Any],
+def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
                   extra_meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``runs/<profile>/<notebook>/metrics.json``.
+    """Write ``runs/<profile>/seed-<s>/<notebook>/metrics.json``.
 
     ``results`` is ``{model: {split: {metric: value}}}``; a ``"meta"`` entry is added with the parameters,
     the git revision and the package versions.
@@ -100,76 +154,86 @@ def write_metrics(profile: str, notebook: str, results: Mapping[str, Any], param
     payload = dict(config.jsonable(results))
     payload["meta"] = config.jsonable({
         "notebook": notebook,
-        "profile": profile,
+        "profile": params.profile,
+        "seed": params.seed,
         "parameters": dict(params),
         "git_revision": config.git_revision(),
         "packages": config.package_versions(),
         **(extra_meta or {}),
     })
-    path = notebook_dir(profile, notebook) / "metrics.json"
+    path = notebook_dir(params, notebook) / "metrics.json"
     config.atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path
 
 
-def _read_result(profile: str, notebook: str, file: str) -> dict[str, Any]:
-    path = paths.RUNS / profile / notebook / file
+def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
+    path = store(params) / notebook / file
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, profile)}")
+        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, params)}")
     return json.loads(path.read_text())
 
 
-def read_metrics(profile: str, notebook: str) -> dict[str, Any]:
+def has_metrics(params: Params, notebook: str) -> bool:
+    return (store(params) / notebook / "metrics.json").exists()
+
+
+def read_metrics(params: Params, notebook: str) -> dict[str, Any]:
     """Results written by another notebook; a clear message says which notebook to run first."""
-    return _read_result(profile, notebook, "metrics.json")
+    return _read_result(params, notebook, "metrics.json")
 
 
-def write_per_item(profile: str, notebook: str, per_item: Mapping[str, Any]) -> Path:
+def write_per_item(params: Params, notebook: str, per_item: Mapping[str, Any]) -> Path:
     """Per-item values (truth ratios, ROUGE, answers) beside metrics.json, for later notebooks."""
-    path = notebook_dir(profile, notebook) / "per_item.json"
+    path = notebook_dir(params, notebook) / "per_item.json"
     config.atomic_write_text(path, json.dumps(config.jsonable(per_item)))
     return path
 
 
-def read_per_item(profile: str, notebook: str) -> dict[str, Any]:
-    return _read_result(profile, notebook, "per_item.json")
+def read_per_item(params: Params, notebook: str) -> dict[str, Any]:
+    return _read_result(params, notebook, "per_item.json")
 
 
-def unlearning_runs(profile: str) -> dict[str, dict[str, Any]]:
-    """The metrics.json of every unlearning run of a profile, keyed by run name."""
+def unlearning_runs(params: Params) -> dict[str, dict[str, Any]]:
+    """The metrics.json of every unlearning run of the profile's seed, keyed by run name."""
     found = {}
-    for path in sorted((paths.RUNS / profile).glob(f"{UNLEARNING}_*/metrics.json")):
+    for path in sorted(store(params).glob(f"{UNLEARNING}_*/metrics.json")):
         found[path.parent.name.removeprefix(f"{UNLEARNING}_")] = json.loads(path.read_text())
     return found
+
+
+def executed_notebook(params: Params, stem: str) -> Path:
+    """Where the runner writes the executed copy of a notebook (``stem`` with its run suffix: 02_unlearning_npo)."""
+    return store(params) / f"{stem}.ipynb"
 
 
 # --------------------------------------------------------------------------- saved models
 
 
-def model_dir(profile: str, name: str) -> Path:
-    return paths.RUNS / profile / "models" / name
+def model_dir(params: Params, name: str) -> Path:
+    return store(params) / "models" / name
 
 
 def unlearned_name(run: str) -> str:
     return f"{UNLEARNED_PREFIX}{run}"
 
 
-def trajectory_dir(profile: str, run: str) -> Path:
+def trajectory_dir(params: Params, run: str) -> Path:
     """Where the weights kept along an unlearning run live (early stopping)."""
-    return model_dir(profile, f"{unlearned_name(run)}.trajectory")
+    return model_dir(params, f"{unlearned_name(run)}.trajectory")
 
 
-def trajectory_steps(profile: str, run: str) -> list[tuple[int, Path]]:
+def trajectory_steps(params: Params, run: str) -> list[tuple[int, Path]]:
     """The weights kept along an unlearning run: (step, folder), in order."""
-    found = [(int(p.name.split("-")[1]), p) for p in trajectory_dir(profile, run).glob("step-*")
+    found = [(int(p.name.split("-")[1]), p) for p in trajectory_dir(params, run).glob("step-*")
              if models.is_saved_model(p)]
     return sorted(found)
 
 
-def sparse_steps(profile: str, run: str, every: int | None) -> list[tuple[int, Path]]:
+def sparse_steps(params: Params, run: str, every: int | None) -> list[tuple[int, Path]]:
     """The kept steps of a run at a coarser grid: every ``every``-th step, each epoch's end and the last. A run
     that keeps every step (for early stopping) is read at the profile's ``unlearn_save_every`` where a trace
     needs no more (notebook 02's ROUGE trajectory, notebook 03's interference traces); ``every`` None keeps all."""
-    kept = trajectory_steps(profile, run)
+    kept = trajectory_steps(params, run)
     if not every or not kept:
         return kept
     return [(step, folder) for step, folder in kept
@@ -177,51 +241,51 @@ def sparse_steps(profile: str, run: str, every: int | None) -> list[tuple[int, P
 
 
 @contextmanager
-def exclusive(profile: str, name: str, active: bool = True) -> Iterator[None]:
-    """Hold the claim on model ``name`` of ``profile`` for the block: one process at a time (an advisory lock on
-    ``runs/<profile>/models/.<name>.lock``), so that two workers never train the same model; a second one waits, then
+def exclusive(params: Params, name: str, active: bool = True) -> Iterator[None]:
+    """Hold the claim on model ``name`` of the run store for the block: one process at a time (an advisory lock on
+    ``runs/<profile>/seed-<s>/models/.<name>.lock``), so that two workers never train the same model; a second one waits, then
     finds the first one's result. The lock dies with its process, so a killed worker never blocks a rerun.
     ``active`` False holds nothing (the other processes of an ``accelerate launch``)."""
     if not active:
         yield
         return
-    with config.file_lock(paths.RUNS / profile / "models" / f".{name}.lock"):
+    with config.file_lock(store(params) / "models" / f".{name}.lock"):
         yield
 
 
-def is_saved(profile: str, name: str) -> bool:
-    return models.is_saved_model(model_dir(profile, name))
+def is_saved(params: Params, name: str) -> bool:
+    return models.is_saved_model(model_dir(params, name))
 
 
-def _missing(profile: str, names: list[str]) -> FileNotFoundError:
+def _missing(params: Params, names: list[str]) -> FileNotFoundError:
     makers = dict.fromkeys(UNLEARNING if n.startswith(UNLEARNED_PREFIX) else FINETUNE for n in names)
-    return FileNotFoundError(f"no saved model {', '.join(map(repr, names))} under {paths.RUNS / profile / 'models'}: "
-                             + "; ".join(_run_it_first(m, profile) for m in makers))
+    return FileNotFoundError(f"no saved model {', '.join(map(repr, names))} under {store(params) / 'models'}: "
+                             + "; ".join(_run_it_first(m, params) for m in makers))
 
 
-def load_saved(profile: str, name: str, device: str | None = None, dtype: str | None = None) -> models.LoadedModel:
+def load_saved(params: Params, name: str, device: str | None = None, dtype: str | None = None) -> models.LoadedModel:
     """A model saved by an earlier notebook, with a message naming that notebook when it is missing."""
-    folder = model_dir(profile, name)
+    folder = model_dir(params, name)
     if not models.is_saved_model(folder):
-        raise _missing(profile, [name])
+        raise _missing(params, [name])
     return models.load_model(folder, device=device, dtype=dtype)
 
 
-def locate(profile: str, name: str) -> Path | None:
+def locate(params: Params, name: str) -> Path | None:
     """The folder of a saved model by its name or, for an unlearning run's name (``npo``), the run's model."""
     for saved in (name, unlearned_name(name)):
-        if is_saved(profile, saved):
-            return model_dir(profile, saved)
+        if is_saved(params, saved):
+            return model_dir(params, saved)
     return None
 
 
-def require_saved(profile: str, names: list[str]) -> dict[str, Path]:
+def require_saved(params: Params, names: list[str]) -> dict[str, Path]:
     """``{name: folder}`` of models (or runs) that must all be saved; one message names every missing one and the
     notebooks that make them."""
-    found = {name: locate(profile, name) for name in dict.fromkeys(names)}
+    found = {name: locate(params, name) for name in dict.fromkeys(names)}
     missing = [name for name, folder in found.items() if folder is None]
     if missing:
-        raise _missing(profile, missing)
+        raise _missing(params, missing)
     return {name: folder for name, folder in found.items() if folder is not None}
 
 
@@ -249,11 +313,11 @@ def mixed_identity(original: str, unlearned: str, a: float) -> str:
     return config.params_hash({"mix": [original, unlearned, float(a)]})
 
 
-def retain_model(profile: str, forget_split: str | None = None) -> str | None:
+def retain_model(params: Params, forget_split: str | None = None) -> str | None:
     """The retain model that notebook 01 used as the forget-quality reference (``retain90`` for forget10); before
     notebook 01 has run, the retain split of ``forget_split`` when given, else None."""
     try:
-        reference = read_metrics(profile, FINETUNE)["meta"].get("forget_quality_reference")
+        reference = read_metrics(params, FINETUNE)["meta"].get("forget_quality_reference")
     except FileNotFoundError:
         reference = None
     if reference:
@@ -265,22 +329,22 @@ def retain_model(profile: str, forget_split: str | None = None) -> str | None:
     return None
 
 
-def saved_models(profile: str, include_base: bool = False, include_retain: bool = True,
+def saved_models(params: Params, include_base: bool = False, include_retain: bool = True,
                  forget_split: str | None = None) -> dict[str, str]:
     """The models a profile has saved, as {display name: saved model name}, in the order of the figures: base
     (when asked), target, the retain model (the reference: it never saw the forget set), then every unlearning
     run of notebook 02 whose model is saved (display name: the run). The target must exist."""
     found: dict[str, str] = {}
-    if include_base and is_saved(profile, "base"):
+    if include_base and is_saved(params, "base"):
         found["base"] = "base"
-    if not is_saved(profile, "target"):
-        raise _missing(profile, ["target"])
+    if not is_saved(params, "target"):
+        raise _missing(params, ["target"])
     found["target"] = "target"
-    reference = retain_model(profile, forget_split) if include_retain else None
-    if reference and is_saved(profile, reference):
+    reference = retain_model(params, forget_split) if include_retain else None
+    if reference and is_saved(params, reference):
         found[reference] = reference
-    for run in unlearning_runs(profile):
-        if is_saved(profile, unlearned_name(run)):
+    for run in unlearning_runs(params):
+        if is_saved(params, unlearned_name(run)):
             found[run] = unlearned_name(run)
     return found
 
@@ -288,15 +352,15 @@ def saved_models(profile: str, include_base: bool = False, include_retain: bool 
 # --------------------------------------------------------------------------- cached results
 
 
-def cached_json(profile: str, notebook: str, name: str, depends_on: Mapping[str, Any],
+def cached_json(params: Params, notebook: str, name: str, depends_on: Mapping[str, Any],
                 compute: Callable[[], Any], version: str, use_cache: bool = True) -> Any:
-    """``compute()``'s JSON result, cached under ``runs/<profile>/<notebook>/cache/<name>-<key>.json``.
+    """``compute()``'s JSON result, cached under ``runs/<profile>/seed-<s>/<notebook>/cache/<name>-<key>.json``.
 
     ``key`` hashes ``depends_on`` (model identities, items, settings) with ``version`` (bump it when the
     computation's output changes). One entry is kept per ``name``: a new key replaces the old file.
     """
     key = config.params_hash({"depends_on": depends_on, "version": version})
-    folder = notebook_dir(profile, notebook) / "cache"
+    folder = notebook_dir(params, notebook) / "cache"
     path = folder / f"{name}-{key}.json"
     if use_cache and path.exists():
         return json.loads(path.read_text())

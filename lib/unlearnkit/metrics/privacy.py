@@ -212,7 +212,12 @@ def zlib_score(loss: np.ndarray | torch.Tensor, texts: Sequence[str]) -> np.ndar
 @in_eval_mode
 def gradnorm_score(model, encoded: Mapping[str, list[int]], reduction: str = "global") -> float:
     """GradNorm of one encoded item (``input_ids``, ``labels`` as :func:`~unlearnkit.models.encode_qa` gives):
-    the 2-norm of the gradient of −mean_{t∈L⁻} lp_t over the model parameters that require grad, batch 1.
+    the 2-norm of the gradient of −mean_{t∈L⁻} lp_t over every floating-point parameter of the model, batch 1.
+
+    Every parameter, whatever its ``requires_grad``: a score must not depend on how the model reached the scorer.
+    RMU trains one layer and leaves the others frozen, so the model scored straight after training and the same model
+    loaded from the run store (every parameter trainable again) used to get different scores. The flags are set for
+    the one gradient and restored.
 
     ``reduction="global"``: the norm of the whole gradient vector; ``"ou_mean"``: OU's mean over parameter tensors of
     each tensor's 2-norm (tensors the loss does not reach left out, as OU's ``grad is not None``). The gradient is
@@ -224,18 +229,25 @@ def gradnorm_score(model, encoded: Mapping[str, list[int]], reduction: str = "gl
     scored = [t for t, label in enumerate(labels) if label != -100]
     if len(scored) < 2:  # L⁻ is empty
         return float("nan")
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = [p for p in model.parameters() if p.is_floating_point()]
     if not params:
-        raise ValueError("no model parameter requires grad: GradNorm has nothing to differentiate")
+        raise ValueError("the model has no floating-point parameter: GradNorm has nothing to differentiate")
     device = params[0].device
     ids = torch.tensor([encoded["input_ids"]], device=device)
     label_tensor = torch.tensor([labels], device=device)
     keep = min(len(labels) - scored[0] + 1, len(labels))  # the logits from the position before the first scored token
-    with torch.enable_grad():
-        logits = model(input_ids=ids, logits_to_keep=keep).logits
-        logp, targets, _, scored_minus = _positions(logits, label_tensor[:, len(labels) - keep:])
-        loss = -_masked_mean(_target_logprobs(logp, targets), scored_minus)[0]
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
+    frozen = [p for p in params if not p.requires_grad]
+    try:
+        for p in frozen:
+            p.requires_grad_(True)
+        with torch.enable_grad():
+            logits = model(input_ids=ids, logits_to_keep=keep).logits
+            logp, targets, _, scored_minus = _positions(logits, label_tensor[:, len(labels) - keep:])
+            loss = -_masked_mean(_target_logprobs(logp, targets), scored_minus)[0]
+            grads = torch.autograd.grad(loss, params, allow_unused=True)
+    finally:
+        for p in frozen:
+            p.requires_grad_(False)
     norms = torch.stack([g.detach().float().norm(p=2) for g in grads if g is not None])
     if reduction == "ou_mean":
         return float(norms.mean())

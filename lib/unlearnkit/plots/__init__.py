@@ -11,10 +11,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .. import config, paths
-
-#: Figures of the default profile land in figures/ (committed); other profiles keep theirs under runs/.
-FIGURE_PROFILE = "default"
+from .. import config, runs
+from ..config import Params
 
 
 def set_style() -> None:
@@ -25,29 +23,31 @@ def set_style() -> None:
                          "svg.hashsalt": "unlearnkit", "axes.titleweight": "bold"})
 
 
-def figure_path(name: str, profile: str) -> Path:
-    folder = paths.FIGURES if profile == FIGURE_PROFILE else paths.RUNS / profile / "figures"
+def figure_path(name: str, params: Params) -> Path:
+    """Where figure ``name`` of a run goes: ``figures/`` (committed) for the default profile's own seed, the seed's
+    run store for any other seed or profile (:func:`unlearnkit.runs.figures_dir`)."""
+    folder = runs.figures_dir(params)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.png"
 
 
-def save_fig(fig, name: str, profile: str) -> Path:
+def save_fig(fig, name: str, params: Params) -> Path:
     """Write ``fig`` as ``<name>.png`` with deterministic bytes (no timestamp or software metadata).
     Name figures after their notebook: ``01_tofu_finetune_metrics``."""
-    path = figure_path(name, profile)
+    path = figure_path(name, params)
     fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
     return path
 
 
-#: Under runs/<profile>/: what each figure of the profile was drawn from (one pickle per figure).
+#: Under runs/<profile>/seed-<s>/: what each figure of the run was drawn from (one pickle per figure).
 FIGURE_DATA = "figure-data"
 
 
-def figure_data_path(name: str, profile: str) -> Path:
-    return paths.RUNS / profile / FIGURE_DATA / f"{name}.pkl"
+def figure_data_path(name: str, params: Params) -> Path:
+    return runs.store(params) / FIGURE_DATA / f"{name}.pkl"
 
 
-def _render(name: str, profile: str, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> Path:
+def _render(name: str, params: Params, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> Path:
     """``plot(*args, **kwargs)`` saved under ``name`` in the workbook's style alone: matplotlib's defaults plus
     :func:`set_style`, whatever the caller's backend (a notebook's inline backend sets its own) set, so a
     notebook and ``make figures`` write the same bytes."""
@@ -56,22 +56,22 @@ def _render(name: str, profile: str, plot: Callable[..., Any], args: tuple, kwar
         set_style()
         fig = plot(*args, **kwargs)
         try:
-            return save_fig(fig, name, profile)
+            return save_fig(fig, name, params)
         finally:
             plt.close(fig)
 
 
-def draw(name: str, profile: str, plot: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+def draw(name: str, params: Params, plot: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Draw ``plot(*args, **kwargs)`` (a function of the library returning a figure), save it as
-    ``<name>.png`` and keep the function and its arguments under ``runs/<profile>/figure-data/``, so that
+    ``<name>.png`` and keep the function and its arguments under ``runs/<profile>/seed-<s>/figure-data/``, so that
     :func:`redraw` makes the figure again from them alone, with the plotting code as it is then. In a notebook the
     saved PNG itself is shown: the report embeds the very bytes of the figure file (:func:`figure_path` gives
     where it is)."""
     if not callable(plot) or "<" in getattr(plot, "__qualname__", "<"):
         raise TypeError(f"draw needs a module-level plotting function of the library, got {plot!r}")
-    path = _render(name, profile, plot, args, kwargs)
+    path = _render(name, params, plot, args, kwargs)
     recipe = {"plot": plot, "args": args, "kwargs": dict(kwargs)}
-    config.atomic_write_bytes(figure_data_path(name, profile), pickle.dumps(recipe, pickle.HIGHEST_PROTOCOL))
+    config.atomic_write_bytes(figure_data_path(name, params), pickle.dumps(recipe, pickle.HIGHEST_PROTOCOL))
     _show(path, name)
 
 
@@ -86,19 +86,19 @@ def _show(path: Path, name: str) -> None:
         display(Image(filename=str(path)), metadata={"unlearnkit": {"figure": name}})
 
 
-def redraw(profile: str) -> list[Path]:
-    """Every figure of ``profile`` drawn again from what :func:`draw` kept, without training or sampling. Raises
-    FileNotFoundError when the profile has kept nothing (its notebooks have not run)."""
-    folder = paths.RUNS / profile / FIGURE_DATA
+def redraw(params: Params) -> list[Path]:
+    """Every figure of the run (profile and seed) drawn again from what :func:`draw` kept, without training or
+    sampling. Raises FileNotFoundError when the run has kept nothing (its notebooks have not run)."""
+    folder = runs.store(params) / FIGURE_DATA
     kept = sorted(folder.glob("*.pkl"))
     if not kept:
-        raise FileNotFoundError(f"no figure data of profile {profile!r} under {folder}: run its notebooks first "
-                                f"(make notebooks PROFILE={profile})")
+        raise FileNotFoundError(f"no figure data of profile {params.profile!r}, seed {params.seed} under {folder}: run "
+                                f"its notebooks first (make notebooks PROFILE={params.profile})")
     out = []
     for path in kept:
         with path.open("rb") as f:
             recipe = pickle.load(f)  # written by draw() in this project's own runs/ folder
-        out.append(_render(path.stem, profile, recipe["plot"], recipe["args"], recipe["kwargs"]))
+        out.append(_render(path.stem, params, recipe["plot"], recipe["args"], recipe["kwargs"]))
     return out
 
 

@@ -1,7 +1,9 @@
 """The HTML report of a profile's executed notebooks, and the README's results section.
 
-``build(profile)`` turns ``runs/<profile>/*.ipynb`` into ``report/<profile>/``: ``index.html`` is notebook 08 (the
-findings across the papers), then one page per executed notebook, with a navigation bar between them. The pages
+``build(params)`` turns the executed notebooks of one training seed, ``runs/<profile>/seed-<s>/*.ipynb``, into
+``report/<profile>/`` (``report/<profile>/seed-<s>/`` for a seed other than the profile's own): ``index.html`` is
+notebook 08 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
+each), then one page per executed notebook, with a navigation bar between them. The pages
 are nbconvert's (JupyterLab template) with every figure embedded and nothing fetched from the network: MathJax is
 the copy packaged by ``jupyter_server_mathjax``, placed beside the pages, and the template drops require.js and
 mermaid, which nbconvert otherwise loads from a CDN.
@@ -14,8 +16,8 @@ time), every figure has an anchor where its notebook draws it (``#fig-<name>``),
 front page links each figure to that place.
 
 ``readme_section`` writes the README's results section from the committed summary ``docs/findings.json`` (which
-notebook 08 writes on the default profile), so that README and results cannot drift; ``python -m
-unlearnkit.report readme --check`` fails when they have.
+notebook 08 writes on the default profile, from a set of seeds that includes the committed file's), so that README
+and results cannot drift; ``python -m unlearnkit.report readme --check`` fails when they have.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import config, paths, runs
+from ..claims import Verdict
+from ..config import Params
 from ..studies import verdicts
 
 REPORT = paths.ROOT / "report"
@@ -40,8 +44,10 @@ MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
 INDEX = "index.html"
 
 
-def report_dir(profile: str) -> Path:
-    return REPORT / profile
+def report_dir(params: Params) -> Path:
+    """``report/<profile>/`` for the profile's own seed, ``report/<profile>/seed-<s>/`` for another."""
+    folder = REPORT / params.profile
+    return folder if runs.is_reference_seed(params) else folder / f"{runs.SEED_PREFIX}{params.seed}"
 
 
 def _title(stem: str) -> str:
@@ -52,23 +58,26 @@ def _title(stem: str) -> str:
     return f"{key} {rest.replace('_', ' ')}"
 
 
-def pages(profile: str) -> list[tuple[str, Path]]:
-    """(page file, executed notebook) for every executed notebook of ``profile``: notebook 08 is the index."""
-    executed = sorted((paths.RUNS / profile).glob("[0-9][0-9]_*.ipynb"))
+def pages(params: Params) -> list[tuple[str, Path]]:
+    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 08 is the
+    index."""
+    folder = runs.store(params)
+    executed = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     if not executed:
-        raise FileNotFoundError(f"no executed notebooks under {paths.RUNS / profile}: run them first "
-                                f"(make notebooks PROFILE={profile})")
+        raise FileNotFoundError(f"no executed notebooks under {folder}: run them first "
+                                f"(make notebooks PROFILE={params.profile})")
     front = [p for p in executed if p.stem == runs.FINDINGS]
     if not front:
-        raise FileNotFoundError(f"notebook 08 has not run on profile {profile!r}: it is the report's front page "
-                                f"(make notebook NB=08 PROFILE={profile})")
+        raise FileNotFoundError(f"notebook 08 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
+                                f"report's front page (make notebook NB=08 PROFILE={params.profile})")
     return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS]
 
 
-def _nav(entries: Sequence[tuple[str, Path]], here: str, profile: str) -> str:
+def _nav(entries: Sequence[tuple[str, Path]], here: str, params: Params) -> str:
     links = [f'<a href="{file}"{" class=here" if file == here else ""}>{html.escape(_title(nb.stem))}</a>'
              for file, nb in entries]
-    return "".join(links) + f'<span class="profile">profile: {html.escape(profile)}</span>'
+    return "".join(links) + (f'<span class="profile">profile: {html.escape(params.profile)} · seed '
+                             f'{params.seed}</span>')
 
 
 def _footer(entries: Sequence[tuple[str, Path]], i: int) -> str:
@@ -137,14 +146,12 @@ def fold_injected_parameters(nb) -> None:
     own[0].source = "\n".join(lines)
 
 
-def _figures_by_bytes(profile: str) -> dict[str, str]:
-    """base64 PNG -> figure name for the profile's saved figures: how a figure shown before the runner tagged its
+def _figures_by_bytes(params: Params) -> dict[str, str]:
+    """base64 PNG -> figure name for the run's saved figures: how a figure shown before the runner tagged its
     outputs is recognised."""
     import base64
 
-    from .. import plots
-
-    folder = plots.figure_path("x", profile).parent
+    folder = runs.figures_dir(params)
     return {base64.b64encode(p.read_bytes()).decode(): p.stem for p in sorted(folder.glob("*.png"))}
 
 
@@ -189,20 +196,20 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def provenance(profile: str, stem: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+def provenance(params: Params, stem: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Who made a page: profile, commit, seed, packages (the runner's record in the executed notebook's
     ``metadata``, else the notebook's metrics.json), when it ran and how long it took."""
     meta = metadata.get(_META, {})
     record = dict(meta.get("provenance") or {})
     if not record:
         try:
-            stored = runs.read_metrics(profile, stem)["meta"]
+            stored = runs.read_metrics(params, stem)["meta"]
         except (FileNotFoundError, KeyError, ValueError):
             stored = {}
         record = {"git_revision": stored.get("git_revision"), "seed": stored.get("parameters", {}).get("seed"),
                   "packages": stored.get("packages", {})}
     timing = meta.get("timing") or {}
-    return {"profile": profile, **record, "started": timing.get("started"), "wall_s": timing.get("wall_s")}
+    return {"profile": params.profile, **record, "started": timing.get("started"), "wall_s": timing.get("wall_s")}
 
 
 def provenance_line(record: Mapping[str, Any]) -> str:
@@ -228,38 +235,38 @@ def _times(entries: Sequence[tuple[str, Path]], records: Mapping[str, Mapping[st
     return ("time per notebook: " + " · ".join(items)) if items else ""
 
 
-def build(profile: str, out: Path | None = None) -> Path:
-    """Write the report of ``profile`` and return its index page."""
+def build(params: Params, out: Path | None = None) -> Path:
+    """Write the report of one run (profile and seed) and return its index page."""
     import nbformat
     from nbconvert import HTMLExporter
 
-    out = out or report_dir(profile)
+    out = out or report_dir(params)
     out.mkdir(parents=True, exist_ok=True)
     _mathjax(out)
     exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)])
     exporter.mathjax_url = f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
-    entries = pages(profile)
+    entries = pages(params)
     notebooks = {file: nbformat.read(notebook, as_version=4) for file, notebook in entries}
     for nb in notebooks.values():
         fold_injected_parameters(nb)  # before the figures are found: it removes a cell
-    by_bytes = _figures_by_bytes(profile)
+    by_bytes = _figures_by_bytes(params)
     placed = {file: figure_outputs(nb, by_bytes) for file, nb in notebooks.items()}
     where: dict[str, str] = {}
     for file, _ in [*entries[1:], entries[0]]:  # a figure's place is where its notebook draws it; 08 shows copies
         for _, _, name in placed[file]:
             where.setdefault(name, file)
-    records = {file: provenance(profile, notebook.stem, notebooks[file].metadata) for file, notebook in entries}
+    records = {file: provenance(params, notebook.stem, notebooks[file].metadata) for file, notebook in entries}
     for i, (file, notebook) in enumerate(entries):
         nb = notebooks[file]
         _anchor_figures(nb, [p for p in placed[file] if where.get(p[2]) == file])
         if file == INDEX:
             _link_figures(nb, where)
-        nb.metadata["title"] = f"{_title(notebook.stem)} ({profile})"
+        nb.metadata["title"] = f"{_title(notebook.stem)} ({params.profile}, seed {params.seed})"
         line = provenance_line(records[file])
         if file == INDEX:
             line += "<br>" + _times(entries, records)
         body, _ = exporter.from_notebook_node(nb, resources={
-            "workbook_nav": _nav(entries, file, profile), "workbook_footer": _footer(entries, i),
+            "workbook_nav": _nav(entries, file, params), "workbook_footer": _footer(entries, i),
             "workbook_provenance": line, "metadata": {"name": notebook.stem}})
         config.atomic_write_text(out / file, body)
     return out / INDEX
@@ -292,19 +299,48 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _spread_text(spread: Mapping[str, Any]) -> str:
+    """A deciding quantity over the seeds, for the table: mean [interval] and what it needs."""
+    def f(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.3g}"
+
+    text = f"{spread['name']} {f(spread['mean'])}"
+    if spread.get("seeds", 0) > 1:
+        text += f" [{f(spread['low'])}, {f(spread['high'])}]"
+    if spread.get("threshold_mean") is not None:
+        text += f" (needs {spread['direction']} {f(spread['threshold_mean'])})"
+    return text
+
+
+def seeds_cell(row: Mapping[str, Any]) -> str:
+    """What the seeds of one finding show, in the README's words: the outcome of each seed, the deciding quantities
+    over them (mean, with a 95 % bootstrap interval over seeds when there are several) and, for one seed, its numbers."""
+    per_seed = row.get("per_seed", [])
+    outcomes = "; ".join(f"seed {r['seed']}: {r['outcome']}" for r in per_seed)
+    judged = [s for s in row.get("spreads", []) if s.get("threshold_mean") is not None]
+    parts = [row.get("text") or "", outcomes]
+    if judged:
+        parts.append("; ".join(_spread_text(s) for s in judged))
+    if len(per_seed) == 1:
+        parts.append(per_seed[0].get("text", ""))
+    return ". ".join(p for p in parts if p)
+
+
 def readme_section(summary: Mapping[str, Any]) -> str:
     """The results section, from a findings summary (notebook 08's ``docs/findings.json``)."""
     rows = summary["findings"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
+    seeds = summary.get("seeds", [])
     lines = [START, "", f"## Results on the `{summary['profile']}` profile", "",
-             "Computed by the notebooks, collected by notebook 08 (`docs/findings.json`), written here by "
-             "`make readme`; a test fails if this section and the summary differ. The verdicts judge the papers' "
-             "findings at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
-             f"2 CPU cores. In all: {counts}.", "",
-             "| paper | finding | this run | verdict | figure |", "|---|---|---|---|---|"]
+             "Computed by the notebooks, judged over training seeds by notebook 08 (`docs/findings.json`), written "
+             "here by `make readme`; a test fails if this section and the summary differ. The verdicts judge the "
+             "papers' findings at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
+             f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}. "
+             f"{summary.get('rule', '')} In all: {counts}.", "",
+             "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
     for row in rows:
         figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
-        lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(row['this_run'])} | "
+        lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(seeds_cell(row))} | "
                      f"**{row['verdict']}** | {figure} |")
     named = {row.get("figure") for row in rows}
     shown = [name for name in README_FIGURES if name in named]
@@ -334,11 +370,27 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
     return True
 
 
-def write_summary(profile: str, found: Sequence[verdicts.Finding], path: Path = SUMMARY) -> Path | None:
-    """Notebook 08 on the default profile writes the committed summary beside the committed figures; other
-    profiles keep theirs in their metrics.json only."""
+def committed_summary(profile: str, path: Path = SUMMARY) -> dict[str, Any] | None:
+    """The committed summary (docs/findings.json) when ``profile`` is the one it is written for, else None."""
     if profile != config.BASE_PROFILE:
         return None
+    return verdicts.read_summary(path)
+
+
+def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY) -> str:
+    """Notebook 08 on the default profile writes the committed summary beside the committed figures, but only from a
+    set of seeds that includes the committed file's seeds (a one-seed run never replaces a six-seed table); other
+    profiles keep theirs under runs/. Returns what it did, in a sentence."""
+    if profile != config.BASE_PROFILE:
+        return "not the default profile: no README summary"
+    seeds = sorted({s for v in judged for s in v.seeds})
+    committed = verdicts.read_summary(path)
+    if not verdicts.may_replace(committed, seeds):
+        kept = ", ".join(map(str, verdicts.summary_seeds(committed)))
+        return (f"{path.relative_to(paths.ROOT) if path.is_relative_to(paths.ROOT) else path} kept: it is judged "
+                f"over seeds {kept}, these findings over {', '.join(map(str, seeds)) or 'none'} (run the missing seeds "
+                f"to replace it)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    config.atomic_write_text(path, json.dumps(verdicts.summary(profile, found), indent=1, ensure_ascii=False) + "\n")
-    return path
+    config.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged)), indent=1,
+                                              ensure_ascii=False) + "\n")
+    return f"summary for the README: {path} (seeds {', '.join(map(str, seeds))})"

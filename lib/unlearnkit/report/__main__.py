@@ -1,5 +1,6 @@
-"""``python -m unlearnkit.report build --profile default`` writes report/<profile>/; ``... readme [--check]``
-rewrites (or checks) README's results section from docs/findings.json."""
+"""``python -m unlearnkit.report build --profile default [--seed S]`` writes report/<profile>/ (report/<profile>/seed-<S>/
+for a seed other than the profile's own); ``... readme [--check]`` rewrites (or checks) README's results section from
+docs/findings.json."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m unlearnkit.report", description=__doc__)
     parser.add_argument("target", choices=["build", "readme"])
     parser.add_argument("--profile", default=config.BASE_PROFILE)
+    parser.add_argument("--seed", type=int, default=None, help="build: the training seed (default: the profile's)")
     parser.add_argument("--check", action="store_true", help="readme: fail if the section is out of date")
     args = parser.parse_args(argv)
     if args.target == "readme":
@@ -25,7 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     started = time.time()
     try:
-        index = build(args.profile)
+        params = config.Params.load(args.profile, **({} if args.seed is None else {"seed": args.seed}))
+    except (ValueError, KeyError, TypeError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    try:
+        index = build(params)
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import bounds, config, models, pipeline, runs
+from ..claims import SCHOLTEN, Finding, Quantity, names, outcome_of
 from ..data import behaviours as behaviour_data
 from ..metrics import safety
 from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, split_sampler, with_sampler
@@ -102,7 +103,7 @@ def split_counts(split: BehaviourSplit) -> pd.DataFrame:
 # --------------------------------------------------------------------------- models
 
 
-def prepare_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mapping[str, Any]],
+def prepare_models(params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
                    split: BehaviourSplit) -> dict[str, str]:
     """``{display name: folder or Hub name}`` of the models to evaluate.
 
@@ -112,10 +113,10 @@ def prepare_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mappi
     params = config.as_params(params)
     if params.alignment_models:
         return {str(name): str(name) for name in params.alignment_models}
-    pipeline.complying_model(params, profile, list(rows))
-    names = pipeline.aligned_models(params, profile, split.aligned, behaviour_data.refusal_for)
-    found = {"complying": str(runs.model_dir(profile, pipeline.COMPLYING))}
-    found.update({f"aligned ×{s}": str(runs.model_dir(profile, name)) for s, name in names.items()})
+    pipeline.complying_model(params, list(rows))
+    names = pipeline.aligned_models(params, split.aligned, behaviour_data.refusal_for)
+    found = {"complying": str(runs.model_dir(params, pipeline.COMPLYING))}
+    found.update({f"aligned ×{s}": str(runs.model_dir(params, name)) for s, name in names.items()})
     return found
 
 
@@ -188,7 +189,7 @@ def _identity(location: str) -> str:
     return runs.model_identity(location) if models.is_saved_model(location) else location
 
 
-def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any], profile: str) -> dict[str, Any]:
+def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any]) -> dict[str, Any]:
     """The greedy answer (with its certainty c(x)) and n sampled answers of every request, drawn by the profile's
     ``sampler`` (:func:`unlearnkit.metrics.sampling.sample_and_score_with`) and cached in the run store by the
     model's identity, the requests and the sampling settings. Adaptive temperature needs nothing more: a request
@@ -217,17 +218,17 @@ def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any],
                 "mean_prompt_tokens": float(np.mean([len(p) for p in prompts]))}
 
     name = "samples-" + config.params_hash({"model": _identity(location)})
-    return runs.cached_json(profile, runs.ALIGNMENT, name,
+    return runs.cached_json(params, runs.ALIGNMENT, name,
                             {"model": _identity(location), "goals": list(goals), "settings": settings,
                              "template": params.alignment_template}, sample, ALIGNMENT_VERSION)
 
 
 def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Mapping[str, Any],
-                  profile: str, jobs: int | None = 1) -> dict[str, dict[str, Any]]:
+                  jobs: int | None = 1) -> dict[str, dict[str, Any]]:
     """:func:`sample_model` of each ``{display name: folder or Hub name}``, side by side in up to ``jobs`` worker
     processes (None: one per core)."""
     params = config.as_params(params)
-    found = models.side_by_side(sample_model, [(location, list(goals), params, profile)
+    found = models.side_by_side(sample_model, [(location, list(goals), params)
                                                for location in entries.values()], jobs, desc="sample")
     return dict(zip(entries, found))
 
@@ -376,6 +377,29 @@ def finding(summary: pd.DataFrame, judge: Judge, alpha: float) -> dict[str, Any]
     return {"per_model": per_model, "tested": tested, "holding": holding, "text": "\n".join(lines)}
 
 
+def _share(value: Any) -> str:
+    return "n/a" if value is None or value != value else f"{value:.0%}"
+
+
+def findings(verdict: Mapping[str, Any]) -> list[Finding]:
+    """Scholten et al.'s Appendix B finding on this run, as data (from :func:`finding`): of the models greedy
+    decoding calls safe, those whose sampled answers comply where greedy is safe. Holds for every such model, partly
+    for some, fails for none; no test when greedy calls no model safe. A model with no greedy-safe request has no share
+    of risky ones (n/a)."""
+    per_model, tested, holding = verdict["per_model"], verdict["tested"], verdict["holding"]
+    parts = [f"{model}: greedy safe on {_share(row['greedy_safe_share'])}, sampled answers comply where greedy is "
+             f"safe on {_share(row['risky_when_greedy_safe'])}" for model, row in per_model.items()]
+    text = (f"holds for {len(holding)} of {len(tested)} models that greedy decoding calls safe ({names(holding)}); "
+            + "; ".join(parts))
+    quantities = (Quantity("share of greedy-safe models whose samples comply", len(holding) / len(tested)
+                           if tested else None, 1.0, ">=", "every such model"),
+                  Quantity("models greedy decoding calls safe", len(tested), fmt=".0f"))
+    return [Finding(runs.ALIGNMENT, SCHOLTEN, "greedy decoding suggests the aligned models are safe; sampled answers, "
+                    "bounded by M_bin, show a real risk", text, outcome_of(len(holding), len(tested)),
+                    f"{runs.ALIGNMENT}_binary_bounds", "aligned models", quantities,
+                    tuple((m, m in holding) for m in tested))]
+
+
 def example_behaviours(tables: Mapping[str, pd.DataFrame], model: str, count: int) -> list[int]:
     """Requests to draw for one model (Fig. 6 top): those greedy answers safely with the most sampled risk,
     then the others by sampled risk, one per category where possible."""
@@ -471,6 +495,7 @@ def metrics_entries(summary: pd.DataFrame, verdict: Mapping[str, Any], judge: Ju
     meta = {
         "finding": {k: v for k, v in verdict.items() if k != "text"},
         "finding_text": verdict["text"],
+        "findings": [f.as_dict() for f in findings(verdict)],
         "judge": {"name": judge.name, "measures": judge.measures, "threshold": judge.threshold, "binary": judge.binary,
                   "heldout_accuracy": judge.heldout_accuracy, "n_heldout_requests": judge.n_heldout},
         "requests": {"aligned_on": len(split.aligned), "evaluated": len(split.evaluation),

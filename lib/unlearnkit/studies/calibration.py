@@ -33,6 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from .. import config, models, pipeline, runs
+from ..claims import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
 from ..generation import greedy_answers
 from ..metrics.ps import (
     ALL_METRICS,
@@ -311,14 +312,15 @@ def mixing_evaluator(original, unlearned, evaluate: PSEvaluator | RetainFirst,
     return MixingControl(original, unlearned, evaluate, before)
 
 
-def early_stopping_evaluator(profile: str, run: str, evaluate: Callable[[Any], PSProfile],
+def early_stopping_evaluator(params: config.Params, run: str, evaluate: Callable[[Any], PSProfile],
                              before: PSProfile | None = None) -> ControlEvaluator:
     """t -> the profile of the weights kept at step t of notebook 02's run ``run`` (t = 0: ``before``)."""
-    kept = dict(runs.trajectory_steps(profile, run))
+    kept = dict(runs.trajectory_steps(params, run))
     if not kept:
         key = runs.notebook_key(runs.UNLEARNING)
-        raise FileNotFoundError(f"no weights kept along unlearning run {run!r} of profile {profile!r}: run "
-                                f"notebook {key} with unlearn_save_every > 0 (make notebook NB={key} PROFILE={profile})")
+        raise FileNotFoundError(f"no weights kept along unlearning run {run!r} of profile {params.profile!r}, seed "
+                                f"{params.seed}: run notebook {key} with unlearn_save_every > 0 (make notebook NB={key} "
+                                f"PROFILE={params.profile})")
 
     def profile_of(step: float) -> PSProfile:
         return evaluate(models.load_model(kept[int(step)]).model)
@@ -349,7 +351,7 @@ def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRu
     return CappedRun(pipeline.derived_run(params, method, run, cap_delta=float(delta)), run)
 
 
-def capping_evaluator(params: Mapping[str, Any], profile: str, evaluate: Callable[[Any], PSProfile],
+def capping_evaluator(params: Mapping[str, Any], evaluate: Callable[[Any], PSProfile],
                       method: str) -> ControlEvaluator:
     """δ -> the profile of ``method`` rerun with each example's forget NLL capped at δ (``cap_on``: the sequence
     NLL by default; trained on first use, cached on disk after). The profile also records, under ``"training"``,
@@ -359,7 +361,7 @@ def capping_evaluator(params: Mapping[str, Any], profile: str, evaluate: Callabl
 
     def profile_of(delta: float) -> PSProfile:
         capped = capped_run(params, method, delta)
-        trained = pipeline.unlearned_model(capped.params, profile, capped.run)
+        trained = pipeline.unlearned_model(capped.params, capped.run)
         logged = [h for h in trained.history if key in h]
         training = {"forget_nll": logged[-1][key]} if logged else {}
         return {**evaluate(trained.model), "training": training}
@@ -406,30 +408,30 @@ def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerance
     return RetainFirst(judge, before, tolerances, settle_early=False), before
 
 
-def _with_epochs(table: pd.DataFrame, profile: str, run: str) -> pd.DataFrame:
+def _with_epochs(table: pd.DataFrame, params: config.Params, run: str) -> pd.DataFrame:
     epochs = {0: 0.0, **{step: runs.saved_recipe(folder).get("epoch")
-                         for step, folder in runs.trajectory_steps(profile, run)}}
+                         for step, folder in runs.trajectory_steps(params, run)}}
     table.insert(1, "epoch", [epochs.get(int(t)) for t in table["t"]])
     return table
 
 
-def early_stopping_sweep(profile: str, run: str, evaluate: PSEvaluator, original, before: PSProfile,
+def early_stopping_sweep(params: config.Params, run: str, evaluate: PSEvaluator, original, before: PSProfile,
                          tolerances: Tolerances, risks: bool = True, every: int | None = None,
                          jobs: int | None = 1) -> pd.DataFrame:
     """Profiles (and risks) at t = 0 (``original``, the model before, whose profile is ``before``) and at every
     step notebook 02 kept along ``run`` (or, with ``every``, at :func:`runs.sparse_steps`), with the epoch of each
     step; :func:`stopping_judge` says how each step is judged."""
     judge, before = stopping_judge(evaluate, original, before, tolerances, risks)
-    control = early_stopping_evaluator(profile, run, judge, before)
-    steps = [0] + [step for step, _ in runs.sparse_steps(profile, run, every)]
-    return _with_epochs(sweep(steps, control, "t", before, tolerances, jobs), profile, run)
+    control = early_stopping_evaluator(params, run, judge, before)
+    steps = [0] + [step for step, _ in runs.sparse_steps(params, run, every)]
+    return _with_epochs(sweep(steps, control, "t", before, tolerances, jobs), params, run)
 
 
-def capping_sweep(params: Mapping[str, Any], profile: str, deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
+def capping_sweep(params: Mapping[str, Any], deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
                   method: str, before: PSProfile, tolerances: Tolerances, jobs: int | None = 1) -> pd.DataFrame:
     """Profiles of ``method`` rerun with each cap δ in ``deltas`` (see :func:`capping_evaluator`), each run trained
     and evaluated side by side in up to ``jobs`` worker processes."""
-    return sweep(deltas, capping_evaluator(params, profile, evaluate, method), "delta", before, tolerances, jobs)
+    return sweep(deltas, capping_evaluator(params, evaluate, method), "delta", before, tolerances, jobs)
 
 
 def mixing_grid(n: int) -> list[float]:
@@ -588,7 +590,7 @@ def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: in
     return result
 
 
-def calibrate_methods(params: Mapping[str, Any], profile: str, methods: Sequence[str], original,
+def calibrate_methods(params: Mapping[str, Any], methods: Sequence[str], original,
                       evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances, coarse_points: int,
                       fine_points: int, swept: Mapping[str, MixingControl] | None = None,
                       complete: bool = True, jobs: int | None = 1) -> dict[str, Calibration]:
@@ -600,11 +602,11 @@ def calibrate_methods(params: Mapping[str, Any], profile: str, methods: Sequence
     are trained side by side, and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
     swept = dict(swept or {})
     retain_first = RetainFirst(evaluate, before, tolerances)
-    pipeline.unlearned_models(params, profile, [m for m in methods if m not in swept], jobs)
+    pipeline.unlearned_models(params, [m for m in methods if m not in swept], jobs)
     calibrations = {}
     for method in methods:
         mixing = swept.get(method) or mixing_evaluator(
-            original, pipeline.unlearned_model(params, profile, method).model, retain_first, before)
+            original, pipeline.unlearned_model(params, method).model, retain_first, before)
         calibrations[method] = calibrate_mixing(mixing, before, coarse_points, fine_points, tolerances, complete,
                                                 jobs)
     return calibrations
@@ -653,11 +655,13 @@ def verdicts(calibrations: Mapping[str, Calibration], before: PSProfile, toleran
 
 def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps: Mapping[str, pd.DataFrame],
              evaluate: PSEvaluator, elapsed_s: float, tolerances: Tolerances | None = None,
-             tables: Mapping[str, pd.DataFrame] | None = None, verdict: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             tables: Mapping[str, pd.DataFrame] | None = None, verdict: Mapping[str, Any] | None = None,
+             found: Sequence[Finding] = ()) -> dict[str, Any]:
     """What metrics.json keeps beside the Table 3 results: each method's calibration, GD's best passing setting
     under each control, the PS item counts and the time taken; with ``tables`` (Table 2, Table 3, the controls
-    summary, the forget splits) their rows, and the controls ``verdict``."""
-    extra: dict[str, Any] = {"tables": {name: records(table) for name, table in (tables or {}).items()}}
+    summary, the forget splits) their rows, the controls ``verdict`` and the findings (:func:`findings`)."""
+    extra: dict[str, Any] = {"tables": {name: records(table) for name, table in (tables or {}).items()},
+                             "findings": [f.as_dict() for f in found]}
     if verdict is not None:
         extra["controls_verdict"] = dict(verdict)
     if tolerances is not None:
@@ -733,26 +737,26 @@ def stopping_grid(kept_steps: Sequence[float], every: int) -> list[float]:
     return sorted(t for t in grid if t == 0 or t in kept)
 
 
-def calibrate_early_stopping(profile: str, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
+def calibrate_early_stopping(params: config.Params, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
                              tolerances: Tolerances, every: int, fine_points: int, jobs: int | None = 1) -> Calibration:
     """Early stopping of one run calibrated coarse to fine over its kept steps: every ``every``-th step, then the
     kept steps between the best passing one and the next (:func:`calibrate` with the kept steps as allowed); its
     table carries each step's epoch. ``evaluate`` may be a judge of :func:`stopping_judge` (section 1: with risks)."""
-    control = early_stopping_evaluator(profile, run, evaluate, before)
+    control = early_stopping_evaluator(params, run, evaluate, before)
     result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t",
                        jobs=jobs)
-    result.table = _with_epochs(result.table, profile, run)
+    result.table = _with_epochs(result.table, params, run)
     return result
 
 
-def calibrate_capping(params: Mapping[str, Any], profile: str, run: str, evaluate: Callable[[Any], PSProfile],
+def calibrate_capping(params: Mapping[str, Any], run: str, evaluate: Callable[[Any], PSProfile],
                       before: PSProfile, tolerances: Tolerances, deltas: Sequence[float],
                       jobs: int | None = 1) -> Calibration:
     """Objective capping of one run coarse to fine over the grid ``deltas`` (each δ is a training run): every other
     δ and the largest first, then the δ of the grid between the best passing one and the next."""
     grid = sorted(float(d) for d in deltas)
     coarse = sorted(set(grid[::2]) | {grid[-1]})
-    return calibrate(coarse, capping_evaluator(params, profile, evaluate, run), len(grid), before, tolerances,
+    return calibrate(coarse, capping_evaluator(params, evaluate, run), len(grid), before, tolerances,
                      control="delta", allowed=grid, jobs=jobs)
 
 
@@ -768,7 +772,7 @@ class MethodControls:
     not_capped: str | None = None
 
 
-def control_methods(params: Mapping[str, Any], profile: str, run_names: Sequence[str], evaluate: PSEvaluator,
+def control_methods(params: Mapping[str, Any], run_names: Sequence[str], evaluate: PSEvaluator,
                     before: PSProfile, tolerances: Tolerances, mixing: Mapping[str, Calibration],
                     cap_deltas: Sequence[float], stopping_every: int, fine_points: int,
                     known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None,
@@ -785,10 +789,10 @@ def control_methods(params: Mapping[str, Any], profile: str, run_names: Sequence
         controls: dict[str, Calibration] = {}
         if method in CAPPABLE_METHODS:
             controls["delta"] = (_as_calibration(done["delta"], "delta") if "delta" in done else
-                                 calibrate_capping(params, profile, run, retain_first, before, tolerances, cap_deltas,
+                                 calibrate_capping(params, run, retain_first, before, tolerances, cap_deltas,
                                                    jobs))
         controls["t"] = (_as_calibration(done["t"], "t") if "t" in done else
-                         calibrate_early_stopping(profile, run, retain_first, before, tolerances, stopping_every,
+                         calibrate_early_stopping(config.as_params(params), run, retain_first, before, tolerances, stopping_every,
                                                   fine_points, jobs))
         controls["a"] = mixing[run]
         out[run] = MethodControls(run, method, controls, mixing[run].uncontrolled,
@@ -841,17 +845,17 @@ def controls_summary(method_controls: Mapping[str, MethodControls], before: PSPr
     return pd.DataFrame(rows)
 
 
-def control_model(params: Mapping[str, Any], profile: str, run: str, control: str, value: float, original):
+def control_model(params: Mapping[str, Any], run: str, control: str, value: float, original):
     """The model of one setting: the mix at a, the weights kept at step t, or the run capped at δ."""
     if control == "a":
-        return mix_models(original, pipeline.unlearned_model(params, profile, run).model, value)
+        return mix_models(original, pipeline.unlearned_model(params, run).model, value)
     if control == "t":
         if value == 0:
             return original
-        return models.load_model(dict(runs.trajectory_steps(profile, run))[int(value)]).model
+        return models.load_model(dict(runs.trajectory_steps(params, run))[int(value)]).model
     if control == "delta":
         capped = capped_run(params, run, value)
-        return pipeline.unlearned_model(capped.params, profile, capped.run).model
+        return pipeline.unlearned_model(capped.params, capped.run).model
     raise ValueError(f"unknown control {control!r}; use {', '.join(CONTROL_NAMES)}")
 
 
@@ -866,7 +870,7 @@ def best_control(mc: MethodControls) -> str | None:
     return min(found, key=found.get) if found else None
 
 
-def calibrated_comparison(params: Mapping[str, Any], profile: str, method_controls: Mapping[str, MethodControls],
+def calibrated_comparison(params: Mapping[str, Any], method_controls: Mapping[str, MethodControls],
                           evaluate: PSEvaluator, before: PSProfile, original) -> pd.DataFrame:
     """Wang et al.'s Table 3 twice over: each run calibrated by model mixing alone, and by its best control
     (:func:`best_control`), with the full PS profile of both sets; the model before unlearning first."""
@@ -883,7 +887,7 @@ def calibrated_comparison(params: Mapping[str, Any], profile: str, method_contro
         if chosen == "a" and mixing.reported is not None:
             reported = mixing.reported
         else:
-            reported = evaluate(control_model(params, profile, run, chosen, value, original), TABLE_METRICS)
+            reported = evaluate(control_model(params, run, chosen, value, original), TABLE_METRICS)
         rows.append({"run": run, "calibrated by": f"best control ({CONTROL_NAMES[chosen]})", "control": chosen,
                      "setting": value, **flatten(means(reported))})
     return pd.DataFrame(rows)
@@ -963,6 +967,42 @@ def controls_text(verdict: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def findings(verdict: Mapping[str, Any], forget_split: str, splits: pd.DataFrame | None = None) -> list[Finding]:
+    """Wang et al.'s two findings on this run, as data. (1) Every control calibrates excessive unlearning, model
+    mixing most smoothly (from :func:`controls_verdict`): holds when every control works for every run and mixing is
+    smoothest for each, partly when some control works for some run. (2) Model mixing calibrates every method on the
+    1 %, 5 % and 10 % forget splits (from :func:`splits_table`): a split counts when mixing works for every method
+    on it; holds for every split, partly for some, fails for none."""
+    works, smooth = verdict["works"], verdict["mixing_smoothest"]
+    pairs = [ok for controls in works.values() for ok in controls.values()]
+    working = [f"{run}: {names(c for c, ok in controls.items() if ok)}" for run, controls in works.items()]
+    quantities = (Quantity("share of (run, control) pairs where the control works",
+                           sum(pairs) / len(pairs) if pairs else None, 1.0, ">=", "every control, every run"),
+                  Quantity("share of runs where model mixing is smoothest",
+                           sum(smooth.values()) / len(smooth) if smooth else None, 1.0, ">=", "every run"))
+    parts = (("every control works for every run", bool(pairs) and all(pairs)),
+             ("model mixing smoothest for every run", bool(smooth) and all(smooth.values())))
+    text = (f"on {forget_split}, controls that work: {'; '.join(working)}; model mixing smoothest for "
+            f"{names(run for run, ok in smooth.items() if ok)}")
+    found = [Finding(runs.CONTROLS, WANG, verdict["finding"], text, outcome_from_label(verdict["verdict"]),
+                     f"{runs.CONTROLS}_controls_per_method", "three controls", quantities, parts)]
+    if splits is not None and len(splits):
+        on_split = splits_verdict(splits)
+        methods = {split: list(part["run"]) for split, part in splits.groupby("split", sort=False)}
+        shares = {split: len(on_split[split]) / len(methods[split]) for split in methods}
+        split_parts = tuple((f"model mixing works for every method on {split}", shares[split] >= 1.0)
+                            for split in methods)
+        quantities = tuple(Quantity(f"share of methods model mixing calibrates on {split}", share, 1.0, ">=",
+                                    "every method") for split, share in shares.items())
+        text = (f"model mixing works (of {names(dict.fromkeys(m for ms in methods.values() for m in ms))}) "
+                + "; ".join(f"on {split} for {names(on_split[split])}" for split in methods)
+                + f"; every method on {names(s for s in methods if shares[s] >= 1.0)}")
+        found.append(Finding(runs.CONTROLS, WANG, "model mixing calibrates every method on the 1 %, 5 % and 10 % "
+                             "forget splits", text, outcome_of(sum(ok for _, ok in split_parts), len(split_parts)),
+                             f"{runs.CONTROLS}_splits", "mixing by split", quantities, split_parts))
+    return found
+
+
 def uncertain_text(tables: Mapping[str, pd.DataFrame]) -> str:
     """How many of the evaluated settings the bootstrap intervals leave uncertain, per sweep."""
     parts = []
@@ -996,7 +1036,7 @@ class SplitCalibration:
     calibrations: dict[str, Calibration]
 
 
-def calibrate_splits(params: Mapping[str, Any], profile: str, splits: Sequence[str], run_names: Sequence[str],
+def calibrate_splits(params: Mapping[str, Any], splits: Sequence[str], run_names: Sequence[str],
                      target: models.LoadedModel, forget_rows_of: Callable[[str], Sequence[Mapping[str, Any]]],
                      evaluate: PSEvaluator, tolerances: Tolerances, coarse_points: int, fine_points: int,
                      known: Mapping[str, SplitCalibration] | None = None,
@@ -1012,11 +1052,11 @@ def calibrate_splits(params: Mapping[str, Any], profile: str, splits: Sequence[s
     for split in todo:
         for run in run_names:
             split_params, names[split, run] = split_run(split_params, run, split)
-    pipeline.unlearned_models(split_params, profile, list(names.values()), jobs)
+    pipeline.unlearned_models(split_params, list(names.values()), jobs)
     for split in todo:
         split_evaluate = replace(evaluate, forget_rows=list(forget_rows_of(split)))
         before = split_evaluate(target.model, split_evaluate.metrics)
-        found = calibrate_methods(split_params, profile, [names[split, run] for run in run_names], target.model,
+        found = calibrate_methods(split_params, [names[split, run] for run in run_names], target.model,
                                   split_evaluate, before, tolerances, coarse_points, fine_points, complete=False,
                                   jobs=jobs)
         out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[split, run]] for run in run_names})
@@ -1072,7 +1112,7 @@ def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances:
 # --------------------------------------------------------------------------- what erodes the held-out memory
 
 
-def interference_sweeps(params: Mapping[str, Any], profile: str, run_names: Sequence[str], evaluate: PSEvaluator,
+def interference_sweeps(params: Mapping[str, Any], run_names: Sequence[str], evaluate: PSEvaluator,
                         original, before: PSProfile, tolerances: Tolerances,
                         known: Mapping[str, pd.DataFrame] | None = None, jobs: int | None = 1) -> dict[str, pd.DataFrame]:
     """:func:`early_stopping_sweep` along each run of ``run_names`` (``interference_runs``: GD, GD with its forget
@@ -1082,12 +1122,12 @@ def interference_sweeps(params: Mapping[str, Any], profile: str, run_names: Sequ
     says where early stopping of its run passes (:func:`stopping_by_run`). The runs are trained side by side, and
     each trace's steps evaluated side by side, in up to ``jobs`` worker processes."""
     tables = dict(known or {})
-    pipeline.unlearned_models(params, profile, [run for run in run_names if run not in tables], jobs)
+    pipeline.unlearned_models(params, [run for run in run_names if run not in tables], jobs)
     for run in run_names:
         if run not in tables:
             # the held-out memory is what these traces show, in full; forget PS-similar only where a step can pass,
             # so that each trace is also an early-stopping sweep of its run (stopping_by_run)
-            tables[run] = early_stopping_sweep(profile, run, evaluate, original, before, tolerances, risks=False,
+            tables[run] = early_stopping_sweep(config.as_params(params), run, evaluate, original, before, tolerances, risks=False,
                                                every=config.as_params(params).unlearn_save_every, jobs=jobs)
     return {run: tables[run] for run in run_names}
 
@@ -1192,12 +1232,12 @@ def answer_steps(early_stopping: pd.DataFrame) -> list[int]:
     return [0, early, int(early_stopping["t"].iloc[-1])]
 
 
-def answers_at_steps(profile: str, run: str, steps: Sequence[int], sets: Mapping[str, Sequence[Mapping[str, Any]]],
+def answers_at_steps(params: config.Params, run: str, steps: Sequence[int], sets: Mapping[str, Sequence[Mapping[str, Any]]],
                      original: models.LoadedModel, max_new_tokens: int, batch_size: int) -> pd.DataFrame:
     """Greedy answers to the rows of each named set (column ``set``) at some kept steps of ``run`` (step 0 is
     ``original``, the model before unlearning): coherent early, collapsed late under excessive unlearning
     (Wang et al.'s Table 1)."""
-    kept = dict(runs.trajectory_steps(profile, run))
+    kept = dict(runs.trajectory_steps(params, run))
     rows = [row for group in sets.values() for row in group]
     questions = [r["question"] for r in rows]
     table = {"set": [name for name, group in sets.items() for _ in group], "question": questions,

@@ -12,7 +12,7 @@ notebook shows:
    equals a run of the profile (``npo`` is λ_f = 0; ``npo_eo`` is λ_f = 1, λ_r = −0.25) reuses that run's model;
    the others are named runs of their own (:func:`sweep_run`), trained once and cached.
 2. **Samples.** ``eo_n_samples`` answers to ``eo_max_items`` forget questions per model, scored as in
-   notebook 05 (:func:`score_runs`, cached under ``runs/<profile>/06_entropy_optimisation/cache``).
+   notebook 05 (:func:`score_runs`, cached under ``runs/<profile>/seed-<s>/06_entropy_optimisation/cache``).
 3. **Measures.** Model utility on ``eo_utility_items`` items per set (:func:`utility`); the mean next-token
    entropy on forget and retain answers along a run (:func:`entropy_along`); self-BLEU of samples on retain,
    real authors and world facts (:func:`diversity`); the same models at other temperatures
@@ -31,6 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import bounds, config, models, pipeline, runs
+from ..claims import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
 from ..config import Params
 from ..metrics.sampling import SampledScores, adaptive_view, with_sampler
 from ..metrics.tofu import evaluate_tofu, tofu_eval_splits
@@ -172,45 +173,45 @@ def paper_points(points: Sequence[SweepPoint], params: Mapping[str, Any]) -> tup
     return found[wanted[0]], found[wanted[1]]
 
 
-def train(params: Mapping[str, Any], profile: str, run_names: Sequence[str], jobs: int | None = 1) -> None:
+def train(params: Mapping[str, Any], run_names: Sequence[str], jobs: int | None = 1) -> None:
     """Each run unlearned (:func:`unlearnkit.pipeline.unlearned_models`, side by side in up to ``jobs`` worker
     processes): trained now unless it is saved with the same parameters (notebook 02's runs, or an earlier run of
     this notebook)."""
-    pipeline.unlearned_models(params, profile, run_names, jobs)
+    pipeline.unlearned_models(params, run_names, jobs)
 
 
-def model_folders(profile: str, run_names: Sequence[str]) -> dict[str, Any]:
+def model_folders(params: Params, run_names: Sequence[str]) -> dict[str, Any]:
     """``{run: folder}`` of trained runs, for :func:`unlearnkit.studies.leakage.score_models`."""
-    return {run: runs.model_dir(profile, runs.unlearned_name(run)) for run in run_names}
+    return {run: runs.model_dir(params, runs.unlearned_name(run)) for run in run_names}
 
 
-def score_runs(profile: str, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
+def score_runs(params: Params, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
                settings: Mapping[str, Any], cache_tag: str = "", jobs: int | None = 1) -> leakage.Scored:
     """Greedy answer, c(x) and n samples of each run's model on ``rows``, scored and cached by notebook 06, side by
     side in up to ``jobs`` worker processes."""
-    return leakage.score_models(profile, model_folders(profile, run_names), rows, settings, runs.ENTROPY,
+    return leakage.score_models(params, model_folders(params, run_names), rows, settings, runs.ENTROPY,
                                 cache_tag, jobs)
 
 
 # --------------------------------------------------------------------------- measures
 
 
-def utility(profile: str, run_names: Sequence[str], params: Mapping[str, Any], source,
+def utility(params: Mapping[str, Any], run_names: Sequence[str], source,
             jobs: int | None = 1) -> dict[str, float]:
     """TOFU model utility of each run's model on the first ``eo_utility_items`` items of retain, real authors and
     world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached; side by
     side in up to ``jobs`` worker processes."""
     params = config.as_params(params)
-    found = models.side_by_side(_utility_of, [(profile, run, params, source) for run in run_names], jobs,
+    found = models.side_by_side(_utility_of, [(params, run, source) for run in run_names], jobs,
                                 desc="utility")
     return dict(zip(run_names, found))
 
 
-def _utility_of(profile: str, run: str, params: Params, source) -> float:
-    return _utility_of_folder(profile, run, runs.model_dir(profile, runs.unlearned_name(run)), params, source)
+def _utility_of(params: Params, run: str, source) -> float:
+    return _utility_of_folder(params, run, runs.model_dir(params, runs.unlearned_name(run)), source)
 
 
-def _utility_of_folder(profile: str, run: str, folder, params: Params, source) -> float:
+def _utility_of_folder(params: Params, run: str, folder, source) -> float:
     def measure() -> dict[str, Any]:
         model, tokenizer, template = models.load_model(folder)
         with models.cpu_threads(model):
@@ -221,7 +222,7 @@ def _utility_of_folder(profile: str, run: str, folder, params: Params, source) -
 
     depends_on = {"model": runs.model_identity(folder), "items": params.eo_utility_items,
                   "forget_split": params.forget_split, "max_new_tokens": params.max_new_tokens}
-    return float(runs.cached_json(profile, runs.ENTROPY, f"utility-{run}", depends_on, measure,
+    return float(runs.cached_json(params, runs.ENTROPY, f"utility-{run}", depends_on, measure,
                                   ENTROPY_VERSION)["model_utility"])
 
 
@@ -239,12 +240,12 @@ def answer_entropy(model, tokenizer, template, rows: Sequence[Mapping[str, Any]]
     return float(torch.cat(values).mean())
 
 
-def entropy_along(profile: str, run: str, forget: Sequence[Mapping[str, Any]], retain: Sequence[Mapping[str, Any]],
-                  params: Mapping[str, Any]) -> pd.DataFrame:
+def entropy_along(params: Mapping[str, Any], run: str, forget: Sequence[Mapping[str, Any]],
+                  retain: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Fig. 5b: the mean answer entropy on forget and on retain questions at step 0 (the target) and at every step
     kept along an unlearning run. Cached by the kept models' identities."""
     params = config.as_params(params)
-    steps = [(0, runs.model_dir(profile, "target")), *runs.trajectory_steps(profile, run)]
+    steps = [(0, runs.model_dir(params, "target")), *runs.trajectory_steps(params, run)]
 
     def measure() -> list[dict[str, Any]]:
         records = []
@@ -258,21 +259,20 @@ def entropy_along(profile: str, run: str, forget: Sequence[Mapping[str, Any]], r
 
     depends_on = {"steps": [runs.model_identity(f) for _, f in steps], "forget": [r["question"] for r in forget],
                   "retain": [r["question"] for r in retain]}
-    records = runs.cached_json(profile, runs.ENTROPY, f"entropy-{run}", depends_on, measure, ENTROPY_VERSION)
+    records = runs.cached_json(params, runs.ENTROPY, f"entropy-{run}", depends_on, measure, ENTROPY_VERSION)
     return pd.DataFrame(records).set_index("step")
 
 
-def entropy_along_runs(profile: str, run_names: Sequence[str], forget: Sequence[Mapping[str, Any]],
-                       retain: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
-                       jobs: int | None = 1) -> dict[str, pd.DataFrame]:
+def entropy_along_runs(params: Mapping[str, Any], run_names: Sequence[str], forget: Sequence[Mapping[str, Any]],
+                       retain: Sequence[Mapping[str, Any]], jobs: int | None = 1) -> dict[str, pd.DataFrame]:
     """:func:`entropy_along` of each run, side by side in up to ``jobs`` worker processes."""
     names = list(dict.fromkeys(run_names))
-    found = models.side_by_side(entropy_along, [(profile, run, forget, retain, config.as_params(params))
+    found = models.side_by_side(entropy_along, [(config.as_params(params), run, forget, retain)
                                                 for run in names], jobs, desc="entropy along")
     return dict(zip(names, found))
 
 
-def diversity(profile: str, run_names: Sequence[str], source, params: Mapping[str, Any],
+def diversity(params: Mapping[str, Any], run_names: Sequence[str], source,
               jobs: int | None = 1) -> pd.DataFrame:
     """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
     and world facts (1 = all samples identical). Rows: runs; columns: sets. Every (set, run) side by side in up to
@@ -280,29 +280,29 @@ def diversity(profile: str, run_names: Sequence[str], source, params: Mapping[st
     params = config.as_params(params)
     settings = sampling_settings(params)
     files = tofu_eval_splits(params.forget_split)
-    folders = model_folders(profile, run_names)
+    folders = model_folders(params, run_names)
     tasks = []
     for role in DIVERSITY_ROLES:
         rows = leakage.evenly_spaced(source.load(files[role][1]), params.eo_diversity_items)
         tasks += [(run, folders[run], rows, settings, f".{role}") for run in run_names]
-    scored = leakage.score_many(profile, tasks, runs.ENTROPY, jobs)
+    scored = leakage.score_many(params, tasks, runs.ENTROPY, jobs)
     return pd.DataFrame({role: {run: float(np.nanmean(r.self_bleu)) for run, r in found.results.items()}
                          for role, found in zip(DIVERSITY_ROLES, scored)})
 
 
-def temperature_sweep(profile: str, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                      params: Mapping[str, Any], jobs: int | None = 1) -> dict[float, dict[str, SampledScores]]:
+def temperature_sweep(params: Mapping[str, Any], run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
+                      jobs: int | None = 1) -> dict[float, dict[str, SampledScores]]:
     """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}; every
     (temperature, run) side by side in up to ``jobs`` worker processes."""
     params = config.as_params(params)
-    folders = model_folders(profile, run_names)
+    folders = model_folders(params, run_names)
     temperatures = [float(t) for t in dict.fromkeys(params.eo_temperatures)]
     tasks = []
     for temperature in temperatures:
         settings = sampling_settings(params, temperature)
         tag = "" if temperature == float(params.sample_temperature) else f".T{temperature:g}"
         tasks += [(run, folders[run], rows, settings, tag) for run in run_names]
-    scored = leakage.score_many(profile, tasks, runs.ENTROPY, jobs)
+    scored = leakage.score_many(params, tasks, runs.ENTROPY, jobs)
     return {temperature: found.results for temperature, found in zip(temperatures, scored)}
 
 
@@ -366,6 +366,8 @@ def adaptive_sweep(results: Mapping[str, SampledScores], thresholds: Sequence[fl
 class Verdict(NamedTuple):
     label: str  # reproduced / elsewhere / not
     text: str
+    quantities: tuple[Quantity, ...] = ()  # the deciding quantities, as the finding stores them
+    parts: tuple[tuple[str, bool], ...] = ()  # each case judged (a model, a point of the grid) and whether it holds
 
 
 def _collapses(row: pd.Series, alone: pd.Series) -> bool:
@@ -427,18 +429,21 @@ def ed_score(result: SampledScores, rho: float) -> float:
     return float(np.mean(bounds.ed_score(np.atleast_2d(result.rouge), rho)))
 
 
-def regime_of_leakage(profile: str) -> dict[str, tuple[str, int]]:
+def regime_of_leakage(params: Params) -> dict[str, tuple[str, int]]:
     """The models of the paper's regime that notebook 05 found: ``{label: (run, step)}``, e.g.
-    ``{"npo_mild@18": ("npo_mild", 18)}``, from its metrics.json (run notebook 05 first)."""
-    meta = runs.read_metrics(profile, runs.LEAKAGE)["meta"]
-    return {label: (str(m["run"]), int(m["step"])) for label, m in (meta.get("regime") or {}).items()}
+    ``{"npo_mild@18": ("npo_mild", 18)}``, from its metrics.json (run notebook 05 first). A run whose greedy leak
+    rate never came down to the retain model's (``reached`` false: notebook 05 took its lowest step instead) is not in
+    the regime, and is left out."""
+    meta = runs.read_metrics(params, runs.LEAKAGE)["meta"]
+    return {label: (str(m["run"]), int(m["step"])) for label, m in (meta.get("regime") or {}).items()
+            if m.get("reached", True)}
 
 
-def kept_step(profile: str, run: str, step: int):
+def kept_step(params: Params, run: str, step: int):
     """The folder of the weights an unlearning run kept at ``step``."""
-    kept = dict(runs.trajectory_steps(profile, run))
+    kept = dict(runs.trajectory_steps(params, run))
     if step not in kept:
-        raise FileNotFoundError(f"run {run!r} of profile {profile!r} kept no weights at step {step} (kept: "
+        raise FileNotFoundError(f"run {run!r} of profile {params.profile!r}, seed {params.seed} kept no weights at step {step} (kept: "
                                 f"{sorted(kept)[:5]}...): its unlearn_save_every does not divide {step}")
     return kept[step]
 
@@ -458,7 +463,7 @@ class Table1Model(NamedTuple):
 REGIME, COLLAPSED, REGIME_EO = "in regime (05)", "collapsed (02)", "EO, in regime"
 
 
-def table1_models(params: Mapping[str, Any], profile: str, regime: Mapping[str, tuple[str, int]],
+def table1_models(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int]],
                   eo: Sequence[RegimePoint] = ()) -> list[Table1Model]:
     """The models of Table 1: for each method of ``eo_table_runs`` (and RMU), the in-regime step of notebook 05
     where it has one, the collapsed run of notebook 02 beside it, and the EO points given (in the regime)."""
@@ -466,13 +471,13 @@ def table1_models(params: Mapping[str, Any], profile: str, regime: Mapping[str, 
     out = []
     for label, (run, step) in regime.items():
         method = pipeline.unlearning_settings(params, run)["method"]
-        out.append(Table1Model(label, method, REGIME, kept_step(profile, run, step)))
+        out.append(Table1Model(label, method, REGIME, kept_step(params, run, step)))
     for run in params.eo_table_runs:
         settings = pipeline.unlearning_settings(params, run)
         method = settings["method"] + ("_eo" if settings.get("lambda_f") else "")
-        out.append(Table1Model(run, method, COLLAPSED, runs.model_dir(profile, runs.unlearned_name(run))))
+        out.append(Table1Model(run, method, COLLAPSED, runs.model_dir(params, runs.unlearned_name(run))))
     for point in eo:
-        out.append(Table1Model(point.label, f"{point.method}_eo", REGIME_EO, point.folder(profile)))
+        out.append(Table1Model(point.label, f"{point.method}_eo", REGIME_EO, point.folder(params)))
     return out
 
 
@@ -538,13 +543,21 @@ def table1_verdict(table: pd.DataFrame, tolerance: float, sd_min: float) -> Verd
             held += [str(model)] if check.holds else []
             spread += [str(model)] if check.spread else []
     label = ("reproduced" if tested and len(held) == len(tested) else "partly" if held or spread else "not")
+    share = (lambda xs: len(xs) / len(tested)) if tested else (lambda xs: None)  # noqa: E731
+    quantities = (Quantity("share of in-regime models where the whole reading holds", share(held), 1.0, ">=",
+                           "every in-regime model of GA, GD, NPO, RMU"),
+                  Quantity("share of in-regime models where its part about sampling holds", share(spread), 1.0, ">=",
+                           "every such model"),
+                  Quantity("in-regime models", len(tested), fmt=".0f"),
+                  Quantity("largest |sampled mean - greedy|", max(map(abs, gaps)) if gaps else None, tolerance,
+                           "<=", "table1_tolerance"))
     head = (f"The paper's Table 1 reading (mean within {tolerance} of greedy, sd at least {sd_min}, ED score = mean "
             f"+ ρ·sd more than {tolerance} above greedy) holds in full for {len(held)} of {len(tested)} in-regime "
             f"models" + (f" ({', '.join(held)})" if held else "") + f"; its part about sampling (a considerable "
             f"spread lifting the ED score above greedy) for {len(spread)} of {len(tested)}"
             + (f"; the sampled mean minus greedy ranges from {min(gaps):+.2f} to {max(gaps):+.2f}" if gaps else "")
             + ".")
-    return Verdict(label, head + "\n" + "\n".join(lines))
+    return Verdict(label, head + "\n" + "\n".join(lines), quantities, tuple((m, m in held) for m in tested))
 
 
 def curve_pair(table: pd.DataFrame, results: Mapping[str, SampledScores]) -> dict[str, SampledScores] | None:
@@ -585,8 +598,8 @@ class RegimePoint(NamedTuple):
     def label(self) -> str:
         return f"{self.run}@{self.step}"
 
-    def folder(self, profile: str):
-        return kept_step(profile, self.run, self.step)
+    def folder(self, params: Params):
+        return kept_step(params, self.run, self.step)
 
 
 def regime_eo_points(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int]]) -> tuple[Params, list[RegimePoint]]:
@@ -678,15 +691,22 @@ def regime_eo_verdict(table: pd.DataFrame) -> Verdict:
             f"keeps {UTILITY_KEPT:.0%} of that model's utility and its greedy ROUGE-L stays within {ROUGE_SLACK} of it.)")
     if summary:
         head += " " + "; ".join(summary) + "."
-    return Verdict(label, head + "\n" + "\n".join(lines))
+    with_eo = table[table["lambda_f"] > 0]
+    quantities = (Quantity("points with the entropy where the paper takes it (all tokens) where sd -> 0 with utility "
+                           "kept", sum(1 for h in hits if h[0] in PAPER_POSITIONS), 1, ">=", "one point", ".0f"),
+                  Quantity("points of any placement where sd -> 0 with utility kept", len(hits), fmt=".0f"),
+                  Quantity("lowest sampled sd with EO", float(with_eo["ED sd"].min()) if len(with_eo) else None,
+                           SD_NEAR_ZERO, "<=", "sd near 0"))
+    return Verdict(label, head + "\n" + "\n".join(lines), quantities,
+                   tuple((str(m), any(h[2] == str(m) for h in hits)) for m in with_eo.index))
 
 
-def folder_utility(profile: str, named_folders: Mapping[str, Any], params: Mapping[str, Any], source,
+def folder_utility(params: Mapping[str, Any], named_folders: Mapping[str, Any], source,
                    jobs: int | None = 1) -> dict[str, float]:
     """:func:`utility` of models given by folder (a step kept along a run), keyed by their labels."""
     params = config.as_params(params)
     names = list(named_folders)
-    found = models.side_by_side(_utility_of_folder, [(profile, name, named_folders[name], params, source)
+    found = models.side_by_side(_utility_of_folder, [(params, name, named_folders[name], source)
                                                      for name in names], jobs, desc="utility")
     return dict(zip(names, found))
 
@@ -708,13 +728,22 @@ def adaptive_verdict(sweep: pd.DataFrame, threshold: float, leaking: str, eo_run
     leak_up = leak_row["greedy share"] > 0 and leak_row["M_bin"] >= leak_row["M_bin sampling"] + MIN_M_BIN_CHANGE
     eo_down = eo_row["greedy share"] > 0 and eo_row["M_bin"] <= eo_row["M_bin sampling"] - MIN_M_BIN_CHANGE
     label = "reproduced" if leak_up and eo_down else "partly" if (leak_up or eo_down) else "not"
+    quantities = (Quantity("M_bin change of the most-leaking collapsed model",
+                           float(leak_row["M_bin"] - leak_row["M_bin sampling"]), MIN_M_BIN_CHANGE, ">=",
+                           "a rise of at least MIN_M_BIN_CHANGE"),
+                  Quantity("M_bin change of the EO model", float(eo_row["M_bin"] - eo_row["M_bin sampling"]),
+                           -MIN_M_BIN_CHANGE, "<=", "a fall of at least MIN_M_BIN_CHANGE"),
+                  Quantity("share of questions the most-leaking model decodes greedily", float(leak_row["greedy share"])),
+                  Quantity("share of questions the EO model decodes greedily", float(eo_row["greedy share"])))
+    parts = ((f"raises M_bin where greedy leaks ({leaking})", bool(leak_up)),
+             (f"lowers M_bin for the confident EO model ({eo_run})", bool(eo_down)))
     text = (f"{label.capitalize()}: at c_T = {threshold:g}, {leaking} decodes {leak_row['greedy share']:.0%} of the "
             f"questions greedily and its mean M_bin goes from {leak_row['M_bin sampling']:.3f} (sampling) to "
             f"{leak_row['M_bin']:.3f}; {eo_run} decodes {eo_row['greedy share']:.0%} greedily, M_bin "
             f"{eo_row['M_bin sampling']:.3f} -> {eo_row['M_bin']:.3f} (a change counts from {MIN_M_BIN_CHANGE}). The "
             "paper expects adaptive temperature to help a confident (EO) model and to make a confidently leaking model "
             "leak for certain.")
-    return Verdict(label, text)
+    return Verdict(label, text, quantities, parts)
 
 
 def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame, *more: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -771,27 +800,39 @@ def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, 
 
 
 def findings(table1_found: Verdict, regime_eo: Verdict, adaptive: Verdict, diversity: pd.DataFrame | None = None,
-             lambda_r: Sequence[float] = ()) -> pd.DataFrame:
-    """The notebook's findings: the paper's claim, this run's numbers, the verdict."""
-    rows = [
-        {"paper": "Table 1: for GA, GD, NPO and RMU the sampled mean matches greedy, but the spread is considerable, so "
-                  "the ED score (mean + 2 sd) exceeds what greedy decoding reports; with EO the spread is gone",
-         "this run": _first_sentence(table1_found.text) + " " + _counted_lines(table1_found.text),
-         "verdict": table1_found.label},
-        {"paper": "NPO + EO on models in the paper's regime: the sampled sd falls to 0 with utility kept",
-         "this run": _first_sentence(regime_eo.text), "verdict": regime_eo.label},
-        {"paper": "adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
-         "this run": adaptive.text.split(": ", 1)[1].split(" The paper")[0], "verdict": adaptive.label},
+             lambda_r: Sequence[float] = ()) -> list[Finding]:
+    """The notebook's findings on this run, as data: the claim, this run's numbers, the deciding quantities and the
+    outcome; each names its figure."""
+    tested = any(q.name == "in-regime models" and q.value for q in table1_found.quantities)
+
+    def finding(claim: str, text: str, verdict: Verdict, figure: str, short: str, outcome: str | None = None):
+        return Finding(runs.ENTROPY, SCHOLTEN, claim, text, outcome or outcome_from_label(verdict.label),
+                       f"{runs.ENTROPY}_{figure}", short, verdict.quantities, verdict.parts)
+
+    found = [
+        finding("Table 1: for GA, GD, NPO and RMU the sampled mean matches greedy, but the spread is considerable, so "
+                "the ED score (mean + 2 sd) exceeds what greedy decoding reports; with EO the spread is gone",
+                _first_sentence(table1_found.text) + " " + _counted_lines(table1_found.text), table1_found,
+                "table1", "Table 1", None if tested else NO_TEST),
+        finding("NPO + EO on models in the paper's regime: the sampled sd falls to 0 with utility kept",
+                _first_sentence(regime_eo.text), regime_eo, "regime_eo", "EO in regime",
+                None if regime_eo.parts else NO_TEST),
+        finding("adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
+                adaptive.text.split(": ", 1)[1].split(" The paper")[0], adaptive, "adaptive", "adaptive T"),
     ]
     if diversity is not None and len(lambda_r) >= 2 and "retain" in diversity:
         order = np.argsort(-np.asarray(lambda_r, dtype=float))  # from λ_r 0 down to the most negative
         retain = diversity["retain"].to_numpy()[order]
         falling = bool(np.all(np.diff(retain) <= 0.01)) and retain[-1] < retain[0]
-        rows.append({"paper": "λ_r < 0 keeps the samples diverse outside the forget set",
-                     "this run": "retain self-BLEU " + " -> ".join(
-                         f"{b:.3f} (λr {lr_:g})" for b, lr_ in zip(retain, np.asarray(lambda_r)[order])),
-                     "verdict": "reproduced" if falling else "not"})
-    return pd.DataFrame(rows)
+        quantities = (Quantity("retain self-BLEU change from λr 0 to the most negative λr",
+                               float(retain[-1] - retain[0]), 0.0, "<", "a fall"),)
+        text = "retain self-BLEU " + " -> ".join(f"{b:.3f} (λr {lr_:g})"
+                                                 for b, lr_ in zip(retain, np.asarray(lambda_r)[order]))
+        found.append(finding("λ_r < 0 keeps the samples diverse outside the forget set", text,
+                             Verdict("reproduced" if falling else "not", text, quantities,
+                                     (("retain self-BLEU falls as λr goes below 0", falling),)),
+                             "diversity", "λ_r diversity"))
+    return found
 
 
 def _first_sentence(text: str) -> str:
@@ -810,7 +851,7 @@ def _counted_lines(text: str) -> str:
 
 
 def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-             scored: leakage.Scored, found: pd.DataFrame, lambda_f: Sequence[SweepPoint],
+             scored: leakage.Scored, found: Sequence[Finding], lambda_f: Sequence[SweepPoint],
              lambda_r: Sequence[SweepPoint], regime_points: Sequence[RegimePoint] = (),
              lambda_f_verdict: str = "") -> dict[str, Any]:
     """What metrics.json records beside the parameters: the runs, the sweeps' settings, sampling, the questions,
@@ -819,7 +860,7 @@ def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequenc
             "sampling_seconds": sum(scored.seconds.values()),
             "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
             "regime_eo": [{**p._asdict(), "label": p.label} for p in regime_points],
-            "lambda_f_verdict": lambda_f_verdict, "findings": found.to_dict(orient="records")}
+            "lambda_f_verdict": lambda_f_verdict, "findings": [f.as_dict() for f in found]}
 
 
 def temperature_text(table: pd.DataFrame) -> str:

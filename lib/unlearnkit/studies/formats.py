@@ -61,6 +61,7 @@ import numpy as np
 from scipy import stats
 
 from .. import config, models, pipeline, runs
+from ..claims import JOSHI, NO_TEST, Finding, Quantity, names, outcome_of
 from ..data.formats import FORMATS, MCQA_STYLE_FORMATS, format_coverage
 from ..data.tofu import TofuSource
 from ..metrics import formats as scoring
@@ -161,15 +162,15 @@ def heuristic_coverage(source: TofuSource, forget_split: str) -> CoverageReport:
 # =============================================================================================
 
 
-def _required(profile: str, params: config.Params, names: Sequence[str]) -> dict[str, str]:
+def _required(params: config.Params, names: Sequence[str]) -> dict[str, str]:
     """``{name: folder or Hub name}`` of models that must all exist; ``base`` of a Hub-model profile is the Hub
     model itself (never saved)."""
     hub_base = params.model != pipeline.TINY
-    found = runs.require_saved(profile, [n for n in names if not (n == "base" and hub_base)])
+    found = runs.require_saved(params, [n for n in names if not (n == "base" and hub_base)])
     return {name: params.model if name == "base" and hub_base else str(found[name]) for name in dict.fromkeys(names)}
 
 
-def evaluated_models(profile: str, params: Mapping[str, Any], names: Sequence[str] | None) -> dict[str, str]:
+def evaluated_models(params: Mapping[str, Any], names: Sequence[str] | None) -> dict[str, str]:
     """``{name: folder or Hub name}`` of the models to evaluate, in the order of the figures.
 
     ``names=None`` (``format_models: null``) means base, target, the retain model and every unlearning run
@@ -179,20 +180,19 @@ def evaluated_models(profile: str, params: Mapping[str, Any], names: Sequence[st
     """
     params = config.as_params(params)
     if names is not None:
-        return _required(profile, params, names)
-    _required(profile, params, ["target", runs.retain_model(profile, params.forget_split)])
-    saved = runs.saved_models(profile, include_base=True, forget_split=params.forget_split)
-    found = {name: str(runs.model_dir(profile, folder)) for name, folder in saved.items()}
+        return _required(params, names)
+    _required(params, ["target", runs.retain_model(params, params.forget_split)])
+    saved = runs.saved_models(params, include_base=True, forget_split=params.forget_split)
+    found = {name: str(runs.model_dir(params, folder)) for name, folder in saved.items()}
     if "base" not in found and params.model != pipeline.TINY:
         found = {"base": params.model, **found}  # a Hub model is used as it is: never saved
-    left_out = [name for name in ("base", *runs.unlearning_runs(profile)) if name not in found]
+    left_out = [name for name in ("base", *runs.unlearning_runs(params)) if name not in found]
     if left_out:
         print(f"left out (not saved): {', '.join(left_out)}")
     return found
 
 
-def evaluate_model(name: str, location: str, items_by_format, params: Mapping[str, Any],
-                   profile: str) -> FormatScores:
+def evaluate_model(name: str, location: str, items_by_format, params: Mapping[str, Any]) -> FormatScores:
     """Every format's score of one model (``{format: {set: score}}``) and its per-item rows, cached in the run
     store by the model's identity, the items, the scoring settings and the scoring version."""
     params = config.as_params(params)
@@ -208,7 +208,7 @@ def evaluate_model(name: str, location: str, items_by_format, params: Mapping[st
 
     depends_on = {"model": runs.model_identity(location), "items": items_by_format,
                   "settings": {k: params[k] for k in ("format_likelihood", "max_new_tokens", "dtype")}}
-    stored = runs.cached_json(profile, runs.FORMATS, name, depends_on, score, FORMAT_SCORING_VERSION)
+    stored = runs.cached_json(params, runs.FORMATS, name, depends_on, score, FORMAT_SCORING_VERSION)
     return FormatScores(**stored)
 
 
@@ -220,18 +220,17 @@ class FormatEvaluation(NamedTuple):
     per_item: dict[str, Any]
 
 
-def _timed_evaluation(name: str, location: str, items_by_format, params: config.Params,
-                      profile: str) -> tuple[FormatScores, float]:
+def _timed_evaluation(name: str, location: str, items_by_format, params: config.Params) -> tuple[FormatScores, float]:
     started = time.time()
-    return evaluate_model(name, location, items_by_format, params, profile), time.time() - started
+    return evaluate_model(name, location, items_by_format, params), time.time() - started
 
 
 def evaluate_all(named_models: Mapping[str, str], items_by_format, params: Mapping[str, Any],
-                 profile: str, jobs: int | None = 1) -> FormatEvaluation:
+                 jobs: int | None = 1) -> FormatEvaluation:
     """:func:`evaluate_model` for each model, side by side in up to ``jobs`` worker processes (None: one per core;
     each loads its model and writes its cache entry). Prints the seconds each model took."""
     params = config.as_params(params)
-    scored = models.side_by_side(_timed_evaluation, [(name, location, items_by_format, params, profile)
+    scored = models.side_by_side(_timed_evaluation, [(name, location, items_by_format, params)
                                                      for name, location in named_models.items()],
                                  jobs, desc="formats")
     scores, per_item = {}, {}
@@ -286,15 +285,15 @@ def format_order(scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> lis
     return order + sorted(present - set(order))
 
 
-def qa_rouge(profile: str, names: Sequence[str]) -> dict[str, dict[str, float]]:
+def qa_rouge(params: config.Params, names: Sequence[str]) -> dict[str, dict[str, float]]:
     """TOFU's Q&A ROUGE-L recall on forget and retain of each model: the fine-tuning notebook's for base, target
     and retain models, each unlearning run's own. Models with no such result are left out."""
     found = {}
     try:
-        finetuning = runs.read_metrics(profile, runs.FINETUNE)
+        finetuning = runs.read_metrics(params, runs.FINETUNE)
     except FileNotFoundError:
         finetuning = {}
-    unlearning = runs.unlearning_runs(profile)
+    unlearning = runs.unlearning_runs(params)
     for name in names:
         source = finetuning.get(name) if name in finetuning else unlearning.get(name, {}).get(name)
         if source:
@@ -735,7 +734,8 @@ def results_meta(named_models: Mapping[str, str], retain_model: str, chance: Map
     likelihood readouts."""
     meta = {"models": dict(named_models), "retain_model": retain_model, "chance": dict(chance),
             "n_items": dict(n_items), "informative_formats": verdicts.informative, "too_few_items": verdicts.too_few,
-            "qa_rouge": dict(qa), "findings": verdicts.findings}
+            "qa_rouge": dict(qa), "per_model": verdicts.findings,
+            "findings": [f.as_dict() for f in findings(verdicts)]}
     if verdicts.scorers is not None:
         meta.update(scorers=verdicts.scorers, not_transferring=verdicts.not_transferring, unread=verdicts.unread)
     if transfer is not None:
@@ -745,8 +745,32 @@ def results_meta(named_models: Mapping[str, str], retain_model: str, chance: Map
     if likelihood_verdicts is not None:
         meta["likelihood"] = {"informative_formats": likelihood_verdicts.informative,
                               "not_transferring": likelihood_verdicts.not_transferring,
-                              "unread": likelihood_verdicts.unread, "findings": likelihood_verdicts.findings}
+                              "unread": likelihood_verdicts.unread, "per_model": likelihood_verdicts.findings}
     return meta
+
+
+def findings(verdicts: FormatVerdicts) -> list[Finding]:
+    """Joshi et al.'s finding on this run, as data: of the models that look unlearned in Q&A, those for which
+    another (informative) format still recalls the forget facts. Holds when it does for every such model, partly for
+    some, fails for none; no test when no model looks unlearned in Q&A."""
+    tested = [f for f in verdicts.findings if f["qa_forgets"]]
+    held = [f["model"] for f in tested if f["paper_finding"]]
+    not_forgetting = [f["model"] for f in verdicts.findings if not f["qa_forgets"]]
+    left_out = (f"; left out, the target cannot read them (no transfer from Q&A): {names(verdicts.not_transferring)}"
+                if verdicts.not_transferring else "")
+    scorers = " (the paper's scorers)" if verdicts.scorers == PAPER_SCORERS else ""
+    text = (f"of {len(tested)} models that look unlearned in Q&A, another format still recalls the facts for "
+            f"{names(held)}; informative formats{scorers}: {names(verdicts.informative)}{left_out}; not unlearned in "
+            f"Q&A (no test): {names(not_forgetting)}")
+    share = len(held) / len(tested) if tested else None
+    quantities = (Quantity("share of Q&A-unlearned models recalled in another format", share, 1.0, ">=",
+                           "every such model"),
+                  Quantity("models that look unlearned in Q&A", len(tested), fmt=".0f"),
+                  Quantity("informative formats", len(verdicts.informative), fmt=".0f"))
+    outcome = outcome_of(len(held), len(tested)) if verdicts.informative else NO_TEST
+    return [Finding(runs.FORMATS, JOSHI, "a model that looks unlearned in Q&A still answers the same facts in "
+                    "another format", text, outcome, f"{runs.FORMATS}_kept", "other formats", quantities,
+                    tuple((f["model"], bool(f["paper_finding"])) for f in tested))]
 
 
 # =============================================================================================
@@ -777,12 +801,12 @@ def example_model(findings: Sequence[Mapping[str, Any]], unlearned: Sequence[str
     return next((f["model"] for f in findings if f["paper_finding"]), unlearned[0] if unlearned else "target")
 
 
-def _qa_rows(profile: str, model: str) -> list[float] | None:
+def _qa_rows(params: config.Params, model: str) -> list[float] | None:
     """Per-item TOFU Q&A ROUGE-L recall on forget (fine-tuning or unlearning notebook), in the rows order of the
     formats' source."""
     for notebook in (runs.FINETUNE, runs.unlearning_notebook(model)):
         try:
-            stored = runs.read_per_item(profile, notebook)
+            stored = runs.read_per_item(params, notebook)
         except FileNotFoundError:
             continue
         if model in stored:
@@ -798,17 +822,18 @@ def _chosen_rows(per_item_of_model: Mapping[str, Any], formats: Sequence[str], s
             if set_name in per_item_of_model.get(fmt, {})}
 
 
-def disagreement_examples(per_item_of_model: Mapping[str, Any], formats: Sequence[str], profile: str | None = None,
+def disagreement_examples(per_item_of_model: Mapping[str, Any], formats: Sequence[str],
+                          params: config.Params | None = None,
                           model: str | None = None, set_name: str = "forget", rouge_threshold: float = 0.5,
                           n: int = 8):
     """Facts of ``set_name`` on which the given formats disagree for one model (right in some, wrong in others),
-    with TOFU's Q&A verdict beside them (ROUGE-L recall at least ``rouge_threshold``) when ``profile`` and
+    with TOFU's Q&A verdict beside them (ROUGE-L recall at least ``rouge_threshold``) when ``params`` and
     ``model`` find it. Cloze counts its greedy fill (``cloze_fill``)."""
     import pandas as pd
 
     chosen = _chosen_rows(per_item_of_model, formats, set_name)
     rows = scoring.disagreement_table(chosen, rouge_threshold=rouge_threshold)
-    qa = _qa_rows(profile, model) if profile and model else None
+    qa = _qa_rows(params, model) if params is not None and model else None
     table = pd.DataFrame(rows)
     if table.empty:
         return table

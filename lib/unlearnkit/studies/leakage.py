@@ -39,6 +39,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import bounds, config, models, paths, pipeline, runs
+from ..claims import NO_TEST, SCHOLTEN, Finding, Quantity, names, outcome_from_label
 from ..data.hp_qa import SYNTHETIC, hp_qa_rows
 from ..generation import greedy_answers
 from ..metrics.judges import leak_judge
@@ -146,7 +147,7 @@ def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return evenly_spaced(source.load(params.forget_split), params.sample_max_items)
 
 
-def score_model_folder(profile: str, folder: str | Path, cache_name: str, rows: Sequence[Mapping[str, Any]],
+def score_model_folder(params: config.Params, folder: str | Path, cache_name: str, rows: Sequence[Mapping[str, Any]],
                        settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, use_cache: bool = True,
                        **kwargs) -> SampledScores:
     """:func:`unlearnkit.metrics.sampling.sample_and_score_with` on the model saved in ``folder`` (a model of the
@@ -167,49 +168,49 @@ def score_model_folder(profile: str, folder: str | Path, cache_name: str, rows: 
         with model_for(sampler, folder, seed=options.get("seed", 0)) as loaded:
             return sample_and_score_with(sampler, *loaded, rows, **options, **kwargs).to_json()
 
-    cached = runs.cached_json(profile, notebook, cache_name, depends_on, sample, SAMPLING_VERSION, use_cache)
+    cached = runs.cached_json(params, notebook, cache_name, depends_on, sample, SAMPLING_VERSION, use_cache)
     return SampledScores.from_json(cached)
 
 
-def score_saved_model(profile: str, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
+def score_saved_model(params: config.Params, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
                       use_cache: bool = True, cache_tag: str = "", notebook: str = runs.LEAKAGE,
                       **kwargs) -> SampledScores:
-    """:func:`score_model_folder` on a model saved under ``runs/<profile>/models/<name>`` (a message names the
+    """:func:`score_model_folder` on a model saved under ``runs/<profile>/seed-<s>/models/<name>`` (a message names the
     notebook that makes it when it is missing). ``cache_tag`` (e.g. ``.hp``) keeps the cache of another
     question set of the same model apart, so neither evicts the other."""
-    if not runs.is_saved(profile, name):
-        runs.require_saved(profile, [name])
-    return score_model_folder(profile, runs.model_dir(profile, name), f"{name}{cache_tag}", rows, settings,
+    if not runs.is_saved(params, name):
+        runs.require_saved(params, [name])
+    return score_model_folder(params, runs.model_dir(params, name), f"{name}{cache_tag}", rows, settings,
                               notebook, use_cache, **kwargs)
 
 
-def _score_one(profile: str, name: str, saved: str | Path, rows: Sequence[Mapping[str, Any]],
+def _score_one(params: config.Params, name: str, saved: str | Path, rows: Sequence[Mapping[str, Any]],
                settings: Mapping[str, Any], notebook: str, cache_tag: str) -> tuple[SampledScores, float]:
     started = time.time()
     if isinstance(saved, Path):
-        result = score_model_folder(profile, saved, f"{name}{cache_tag}", rows, settings, notebook)
+        result = score_model_folder(params, saved, f"{name}{cache_tag}", rows, settings, notebook)
     else:
-        result = score_saved_model(profile, saved, rows, settings, cache_tag=cache_tag, notebook=notebook)
+        result = score_saved_model(params, saved, rows, settings, cache_tag=cache_tag, notebook=notebook)
     return result, time.time() - started
 
 
-def score_models(profile: str, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
+def score_models(params: config.Params, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
                  settings: Mapping[str, Any], notebook: str = runs.LEAKAGE, cache_tag: str = "",
                  jobs: int | None = 1) -> Scored:
     """Each ``{display name: saved model name or folder}`` scored (:func:`score_saved_model`,
     :func:`score_model_folder`), with the seconds each took; side by side in up to ``jobs`` worker processes
     (None: one per core), each writing its model's cache entry."""
-    return score_many(profile, [(name, saved, rows, settings, cache_tag) for name, saved in named_models.items()],
+    return score_many(params, [(name, saved, rows, settings, cache_tag) for name, saved in named_models.items()],
                       notebook, jobs)[0]
 
 
-def score_many(profile: str, tasks: Sequence[tuple[str, str | Path, Sequence[Mapping[str, Any]], Mapping[str, Any],
+def score_many(params: config.Params, tasks: Sequence[tuple[str, str | Path, Sequence[Mapping[str, Any]], Mapping[str, Any],
                                                    str]],
                notebook: str = runs.LEAKAGE, jobs: int | None = 1) -> list[Scored]:
     """Several :func:`score_models` in one go, so that all their models run side by side: ``tasks`` are
     ``(display name, saved model name or folder, rows, settings, cache tag)``; one :class:`Scored` per distinct
     (rows, settings, cache tag), in the order they first appear."""
-    done = models.side_by_side(_score_one, [(profile, name, saved, rows, settings, notebook, tag)
+    done = models.side_by_side(_score_one, [(params, name, saved, rows, settings, notebook, tag)
                                             for name, saved, rows, settings, tag in tasks], jobs, desc="sample")
     groups: dict[str, Scored] = {}
     for (name, _, rows, settings, tag), (result, spent) in zip(tasks, done):
@@ -264,8 +265,8 @@ def coarse_then_fine(count: int, rate: Callable[[int], float], threshold: float,
     return sorted(rates)
 
 
-def greedy_along(profile: str, run: str, rows: Sequence[Mapping[str, Any]],
-                 retain: Sequence[Mapping[str, Any]], params: Mapping[str, Any], threshold: float | None = None,
+def greedy_along(params: Mapping[str, Any], run: str, rows: Sequence[Mapping[str, Any]],
+                 retain: Sequence[Mapping[str, Any]], threshold: float | None = None,
                  stride: int = 5) -> pd.DataFrame:
     """Along the steps kept by an unlearning run: the greedy leak rate (key entity in the greedy answer) on the
     forget ``rows`` and greedy ROUGE-L recall on them and on ``retain``, cached by the kept models' identities.
@@ -275,10 +276,10 @@ def greedy_along(profile: str, run: str, rows: Sequence[Mapping[str, Any]],
     it, which finds the first step at or below it at a fraction of the cost when the rate falls along the run
     (a dip below it between two coarse steps before that one goes unseen)."""
     params = config.as_params(params)
-    steps = runs.trajectory_steps(profile, run)
+    steps = runs.trajectory_steps(params, run)
     if not steps:
-        raise FileNotFoundError(f"no weights kept along the unlearning run {run!r} of profile {profile!r}: "
-                                f"{runs.trajectory_dir(profile, run)} is empty (unlearn_save_every: 0?)")
+        raise FileNotFoundError(f"no weights kept along the unlearning run {run!r} of profile {params.profile!r}, seed {params.seed}: "
+                                f"{runs.trajectory_dir(params, run)} is empty (unlearn_save_every: 0?)")
     keys = leak_keys(rows)
 
     def at(step: int, folder: Path) -> dict[str, Any]:
@@ -311,7 +312,7 @@ def greedy_along(profile: str, run: str, rows: Sequence[Mapping[str, Any]],
     depends_on = {"steps": [runs.model_identity(folder) for _, folder in steps], "rows": [dict(r) for r in rows],
                   "retain": [dict(r) for r in retain], "max_new_tokens": params.sample_max_new_tokens,
                   "threshold": threshold, "stride": stride}
-    records = runs.cached_json(profile, runs.LEAKAGE, f"along-{run}", depends_on, measure, REGIME_VERSION)
+    records = runs.cached_json(params, runs.LEAKAGE, f"along-{run}", depends_on, measure, REGIME_VERSION)
     return pd.DataFrame(records).set_index("step")
 
 
@@ -325,24 +326,24 @@ def choose_regime_step(path: pd.DataFrame, reference_rate: float, tolerance: flo
     return int(path.index[path["greedy_leak_rate"] == lowest][-1]), False
 
 
-def regime_models(params: Mapping[str, Any], profile: str, rows: Sequence[Mapping[str, Any]],
+def regime_models(params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
                   reference_rate: float, jobs: int | None = 1) -> dict[str, RegimeModel]:
     """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
     params = config.as_params(params)
     retain = retain_rows(pipeline.corpus(params), params, params.sample_max_items)  # as many as forget questions
-    found = models.side_by_side(_regime_model, [(params, profile, run, rows, retain, reference_rate)
+    found = models.side_by_side(_regime_model, [(params, run, rows, retain, reference_rate)
                                                 for run in params.regime_runs], jobs, desc="regime")
     return {model.label: model for model in found}
 
 
-def _regime_model(params: config.Params, profile: str, run: str, rows: Sequence[Mapping[str, Any]],
+def _regime_model(params: config.Params, run: str, rows: Sequence[Mapping[str, Any]],
                   retain: Sequence[Mapping[str, Any]], reference_rate: float) -> RegimeModel:
     """One run of :func:`regime_models`: trained if need be, then its path of greedy leak rates and its step."""
-    pipeline.unlearned_model(params, profile, run)
-    path = greedy_along(profile, run, rows, retain, params, threshold=reference_rate + params.regime_tolerance)
+    pipeline.unlearned_model(params, run)
+    path = greedy_along(params, run, rows, retain, threshold=reference_rate + params.regime_tolerance)
     step, reached = choose_regime_step(path, reference_rate, params.regime_tolerance)
-    folder = dict(runs.trajectory_steps(profile, run))[step]
+    folder = dict(runs.trajectory_steps(params, run))[step]
     return RegimeModel(run, step, folder, float(path.loc[step, "greedy_leak_rate"]), float(reference_rate),
                        float(path.loc[step, "retain_rouge"]), reached, path)
 
@@ -763,6 +764,27 @@ def regime_verdict(results: Mapping[str, SampledScores], summaries: Mapping[str,
     return RegimeVerdict(pd.DataFrame(rows).T, revealing, verdict, text + "\n" + example)
 
 
+def findings(verdict: RegimeVerdict, chosen: Mapping[str, RegimeModel], needed: int = 2) -> list[Finding]:
+    """Scholten et al.'s headline on this run, as data: of the models in the paper's regime (greedy decoding leaks
+    no more than the retain model's), those whose samples reveal forget answers beyond the retain model's guessing
+    (:func:`regime_verdict`). Holds for at least ``needed`` of them, partly for fewer but some, fails for none; no
+    test when no run reached the regime."""
+    reached = [label for label, m in chosen.items() if m.reached]
+    missed = [label for label, m in chosen.items() if not m.reached]
+    text = (f"sampling reveals forget answers beyond the retain model's guessing for {len(verdict.revealing)} of "
+            f"{len(reached)} models whose greedy answers leak no more than the retain model's: "
+            f"{names(verdict.revealing)}" + (f"; never reached that regime (not counted): {names(missed)}"
+                                             if missed else ""))
+    quantities = (Quantity("in-regime models where sampling reveals beyond guessing", len(verdict.revealing), needed,
+                           ">=", f"{needed} models", ".0f"),
+                  Quantity("models in the regime", len(reached), fmt=".0f"))
+    outcome = outcome_from_label(verdict.verdict) if reached else NO_TEST
+    return [Finding(runs.LEAKAGE, SCHOLTEN, "greedy decoding understates leakage: sampled answers, bounded with "
+                    "high probability, reveal what greedy answers hide", text, outcome,
+                    f"{runs.LEAKAGE}_greedy_vs_samples", "greedy understates", quantities,
+                    tuple((label, label in verdict.revealing) for label in reached))]
+
+
 # --------------------------------------------------------------------------- keyword Q&A (Harry Potter)
 
 
@@ -821,29 +843,30 @@ def _keyword_qa(result: SampledScores, alpha: float) -> KeywordQA:
     return KeywordQA(result, report.table, report.summary)
 
 
-def run_hp_qa(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def run_hp_qa(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
               settings: Mapping[str, Any], alpha: float, use_prefix: bool = True) -> KeywordQA:
-    """:func:`hp_leakage` for the profile's ``hp_model``: a model saved under ``runs/<profile>/models/``
+    """:func:`hp_leakage` for the profile's ``hp_model``: a model saved under ``runs/<profile>/seed-<s>/models/``
     (``target`` among them) is scored through the cache of :func:`score_saved_model`; a Hub name or folder is
     loaded with the profile's ``dtype`` (its prompt template from its name: a Llama-2 model gets the
     Llama-2-chat template), on the GPU when there is one."""
-    if runs.is_saved(profile, hp_model):
+    params = config.as_params(params)
+    if runs.is_saved(params, hp_model):
         # one cache entry per choice of the prefix, so that asking both never evicts the other
         tag = ".hp.prefixed" if use_prefix else ".hp"
-        return _keyword_qa(score_saved_model(profile, hp_model, rows, settings, cache_tag=tag,
+        return _keyword_qa(score_saved_model(params, hp_model, rows, settings, cache_tag=tag,
                                              use_prefix=use_prefix), alpha)
     sampler, options = split_sampler(settings)
     with model_for(sampler, hp_model, dtype=config.as_params(params).dtype, seed=options.get("seed", 0)) as loaded:
         return hp_leakage(*loaded, rows, alpha, use_prefix=use_prefix, sampler=sampler, **options)
 
 
-def run_hp_qa_both(hp_model: str, profile: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def run_hp_qa_both(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
                    settings: Mapping[str, Any], alpha: float, use_prefix: bool = False,
                    jobs: int | None = 1) -> tuple[KeywordQA, KeywordQA]:
     """:func:`run_hp_qa` with the profile's choice of the affirmative prefix (``use_prefix``) and with the other
     one, side by side in up to ``jobs`` worker processes: (the profile's choice, the other)."""
     params = config.as_params(params)
-    chosen, other = models.side_by_side(run_hp_qa, [(hp_model, profile, params, list(rows), dict(settings), alpha,
+    chosen, other = models.side_by_side(run_hp_qa, [(hp_model, params, list(rows), dict(settings), alpha,
                                                      prefix) for prefix in (use_prefix, not use_prefix)],
                                         jobs, desc="keyword Q&A")
     return chosen, other
@@ -885,7 +908,7 @@ def run_meta(named_models: Mapping[str, str | Path], reference: str | None, sett
              chosen: Mapping[str, RegimeModel] | None = None) -> dict[str, Any]:
     """What metrics.json records beside the parameters: the models (a kept step by its folder under the run
     store), the retain model, the sampling settings, the questions, the seconds spent scoring, the models of the
-    paper's regime and the verdict."""
+    paper's regime, the verdict and the findings (:func:`findings`)."""
     def shown(model: str | Path) -> str:
         if isinstance(model, Path) and model.resolve().is_relative_to(paths.RUNS):
             return str(model.resolve().relative_to(paths.RUNS))
@@ -895,7 +918,8 @@ def run_meta(named_models: Mapping[str, str | Path], reference: str | None, sett
             "reference": reference, "sampling": dict(settings), "questions": [r["question"] for r in rows],
             "sampling_seconds": sum(scored.seconds.values())}
     if isinstance(verdict, RegimeVerdict):
-        meta.update(verdict=verdict.text, verdict_label=verdict.verdict, revealing=verdict.revealing)
+        meta.update(verdict=verdict.text, verdict_label=verdict.verdict, revealing=verdict.revealing,
+                    findings=[f.as_dict() for f in findings(verdict, chosen or {})])
     else:
         meta["verdict"] = verdict
     if chosen:

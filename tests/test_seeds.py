@@ -1,0 +1,124 @@
+"""Training seeds in the run store: each seed's runs live apart, a seed never touches another seed's files or the
+committed ones, the training seed and the corpus draw are separate keys, a seed's rerun skips what it finished, and
+the instruction set is pinned where the workbook starts Python."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from unlearnkit import config, machine, paths, pipeline, runner, runs
+
+
+def test_each_seed_has_its_own_run_store_and_only_the_profiles_own_seed_draws_the_committed_figures(
+        monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    default, other = config.Params.load("default"), config.Params.load("default", seed=3)
+    assert runs.store(default) == tmp_path / "default" / "seed-0"
+    assert runs.store(other) == tmp_path / "default" / "seed-3"
+    assert runs.model_dir(other, "target") == tmp_path / "default" / "seed-3" / "models" / "target"
+    assert runs.figures_dir(default) == paths.FIGURES
+    assert runs.figures_dir(other) == runs.store(other) / "figures"
+    assert runs.figures_dir(config.Params.load("smoke")) == tmp_path / "smoke" / "seed-0" / "figures"
+    runs.write_metrics(other, runs.DATA_TOUR, {"corpus": {}})
+    (tmp_path / "default" / "seed-x").mkdir()  # not a seed
+    assert runs.seeds("default") == [3]
+    assert json.loads((runs.store(other) / runs.DATA_TOUR / "metrics.json").read_text())["meta"]["seed"] == 3
+    with pytest.raises(FileNotFoundError, match=r"--set seed=3"):
+        runs.read_metrics(other, runs.FINETUNE)
+
+
+def test_the_training_seed_does_not_draw_another_corpus():
+    """``seed`` is the training seed; the synthetic corpus and the stand-ins follow ``data_seed`` (fixed by default),
+    under the key the corpus had when one seed did both (its folder and every model trained on it keep their keys)."""
+    params = config.Params.load("default")
+    assert params.data_seed == 0
+    assert pipeline.corpus_params(params) == pipeline.corpus_params(params.replace(seed=5))
+    assert pipeline.corpus_params(params) != pipeline.corpus_params(params.replace(data_seed=1))
+    assert pipeline.corpus_params(params)["seed"] == 0  # the key it always had
+    # a training seed other than 0 names itself in the base and fine-tuning keys; seed 0's keys stay as they were
+    assert pipeline.seed_key(params) == {} and pipeline.seed_key(params.replace(seed=2)) == {"training_seed": 2}
+
+
+def test_seeds_on_the_command_line():
+    assert runner._seed_list(["0", "1", "3"]) == [0, 1, 3]
+    assert runner._seed_list(["0-5"]) == [0, 1, 2, 3, 4, 5]
+    assert runner._seed_list(["2", "0-2"]) == [2, 0, 1]
+    with pytest.raises(SystemExit):
+        runner._seed_list(["one"])
+
+
+def test_a_finished_notebook_is_known_by_its_commit_and_parameters(tmp_path):
+    out = tmp_path / "00_data_tour.ipynb"
+    recipe = {"git_revision": "abc1234", "notebook": "00_data_tour.ipynb", "parameters": "p1"}
+    assert not runner.already_done(out, recipe)
+    out.write_text(json.dumps({"cells": [], "metadata": {}}))
+    runner._record_timing(out, {"wall_s": 1.0}, {}, recipe)
+    assert runner.already_done(out, recipe)
+    assert not runner.already_done(out, {**recipe, "parameters": "p2"})  # other parameters: run again
+    assert not runner.already_done(out, {**recipe, "git_revision": "abc1234-dirty"})  # edited code: run again
+    out.write_text(json.dumps({"cells": [], "metadata": {"unlearnkit": {"recipe": recipe}}}))
+    assert not runner.already_done(out, recipe)  # no timing: it did not finish
+
+
+def _digests(paths_: list[Path]) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths_ if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_run_of_seed_1_leaves_seed_0_and_every_committed_file_untouched(tmp_path):
+    """Notebooks 00 and 08 of the default profile for seed 1 (the runner's ``seed``-style override): seed 0's store
+    keeps every byte, and so do the committed figures, docs/findings.json and README.md."""
+    runs_dir = tmp_path / "runs"
+    sentinel = runs_dir / "default" / "seed-0" / "models" / "target" / "model.safetensors"
+    sentinel.parent.mkdir(parents=True)
+    sentinel.write_bytes(b"seed 0's target")
+    committed = [*sorted(paths.FIGURES.glob("*.png")), paths.ROOT / "docs" / "findings.json", paths.ROOT / "README.md"]
+    before = _digests([*committed, sentinel])
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(runs_dir), "TQDM_DISABLE": "1"}
+    for notebook in ("00", "08"):
+        done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", notebook, "--profile", "default", "--set",
+                               "seed=1"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "[default seed 1]" in done.stdout
+    assert _digests([*committed, sentinel]) == before
+    seed1 = runs_dir / "default" / "seed-1"
+    assert (seed1 / "figures" / "00_data_tour_splits.png").exists() and (seed1 / "00_data_tour.ipynb").exists()
+    summary = json.loads((runs_dir / "default" / "findings.json").read_text())
+    assert summary["seeds"] == [1]  # seed 0 has no results here
+    printed = json.loads((seed1 / "08_findings.ipynb").read_text())["cells"][-1]["outputs"]
+    assert "kept" in "".join("".join(o.get("text", "")) for o in printed)  # the committed summary was not replaced
+
+
+# --------------------------------------------------------------------------- the instruction set
+
+
+def test_the_pin_is_set_where_it_applies_and_never_over_a_users_value(monkeypatch):
+    monkeypatch.setattr(machine, "pinnable", lambda: True)
+    env = {"MKL_CBWR": "COMPATIBLE"}
+    added = machine.pin(env)
+    assert env["MKL_CBWR"] == "COMPATIBLE" and "MKL_CBWR" not in added  # the user's value wins
+    assert env["ATEN_CPU_CAPABILITY"] == "avx2" and added == {k: v for k, v in machine.PIN.items() if k != "MKL_CBWR"}
+    assert machine.pin({machine.NATIVE_VARIABLE: "1"}) == {}  # the machine's own kernels, on request
+    monkeypatch.setattr(machine, "pinnable", lambda: False)  # an ARM machine or one without AVX2: nothing set
+    assert machine.pin({}) == {}
+
+
+def test_the_makefile_and_a_fresh_process_take_the_libraries_pin():
+    """The Makefile's exports come from machine.py itself, and a Python started by the workbook computes on AVX2
+    where the machine has it (PyTorch reports it; NumPy's AVX-512 loops are off when it loads after the pin)."""
+    if not machine.pinnable():
+        pytest.skip("no AVX2 on this machine: nothing is pinned (the README says what such a machine gets)")
+    printed = subprocess.run([sys.executable, str(paths.ROOT / "lib" / "unlearnkit" / "machine.py")],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert dict(word.split("=", 1) for word in printed) == machine.PIN
+    env = {k: v for k, v in os.environ.items() if k not in machine.PIN}
+    code = "import unlearnkit, torch, json; from unlearnkit import machine; print(json.dumps(machine.active()))"
+    active = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                       check=True).stdout)
+    assert active["torch"] == "AVX2" and active["numpy"] in ("X86_V3", "X86_V2")
