@@ -8,7 +8,12 @@ them, and the medians are compared. Printed for each: tokens/s counting only the
 share of the positions computed that were padding, and the model FLOP/s (6 N per token for N parameters, plus the
 attention scores) as a share of the peak: a large float32 matmul on the same threads, measured here.
 
-    python benchmarks/train_throughput.py [--rounds 3] [--steps 40] [--threads 2]
+The instruction set (``unlearnkit.machine``): the same padded loop in fresh processes, one with the workbook's AVX2
+pin and one with the machine's own kernels (``UNLEARNKIT_NATIVE_ISA=1``), alternating; printed for each, tokens/s and a
+hash of the trained weights, which shows whether the pin changes the bits on this machine (it does where the CPU has
+AVX-512) and what it costs. ``--isa-only`` runs that part alone.
+
+    python benchmarks/train_throughput.py [--rounds 3] [--steps 40] [--threads 2] [--isa-only]
 """
 
 from __future__ import annotations
@@ -108,13 +113,80 @@ def shapes(examples, steps: int, batch_size: int, packed: bool) -> tuple[int, in
     return real, positions, scores
 
 
+def one_loop(steps: int, batch_size: int, threads: int) -> dict:
+    """The padded loop once in this process, as the instruction-set comparison runs it: tokens/s and the weights' hash."""
+    import hashlib
+
+    from unlearnkit import machine
+
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer, examples = build(tmp)
+        ours(tokenizer, examples, 3, batch_size, os.path.join(tmp, "warmup"), packed=False)
+        model = models.build_tiny_llama(tokenizer, TINY, seed=0)
+        cfg = training.TrainConfig(output_dir=os.path.join(tmp, "run"), max_steps=steps, batch_size=batch_size,
+                                   lr=1e-3, progress=False, checkpoint_every=None)
+        pad = models.pad_token_id(tokenizer)
+        start = time.perf_counter()
+        training.train(model, examples, cfg, collate_fn=lambda b: models.collate(b, pad), resume=False)
+        seconds = time.perf_counter() - start
+        real = sum(len(e["input_ids"]) for group in batches(examples, steps, batch_size) for e in group)
+    weights = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()[:12]
+    return {"tokens_per_s": real / seconds, "weights": weights, **machine.active()}
+
+
+def compare_instruction_sets(rounds: int, steps: int, batch_size: int, threads: int) -> None:
+    """The padded loop in fresh processes, pinned (the workbook's AVX2) and native (the machine's own kernels),
+    alternating so that machine noise hits both; the median tokens/s of each and the weights each trained."""
+    import json
+    import subprocess
+    import sys
+
+    from unlearnkit import machine
+
+    if not machine.pinnable():
+        print("instruction set: no AVX2 pin applies on this machine (another architecture, or no AVX2): nothing to "
+              "compare")
+        return
+    base = {k: v for k, v in os.environ.items() if k not in machine.PIN and k != machine.NATIVE_VARIABLE}
+    runs_: dict[str, list[dict]] = {"pinned (AVX2)": [], "native": []}
+    for _ in range(rounds):
+        for name, extra in (("pinned (AVX2)", {}), ("native", {machine.NATIVE_VARIABLE: "1"})):
+            done = subprocess.run([sys.executable, __file__, "--one-loop", "--steps", str(steps), "--batch-size",
+                                   str(batch_size), "--threads", str(threads)], env={**base, **extra},
+                                  capture_output=True, text=True, check=True)
+            runs_[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"instruction set: the padded loop, {steps} steps, in fresh processes ({rounds} rounds, alternating)")
+    rates = {}
+    for name, found in runs_.items():
+        rates[name] = statistics.median(r["tokens_per_s"] for r in found)
+        each = ", ".join(f"{r['tokens_per_s']:.0f}" for r in found)
+        print(f"  {name:14} {rates[name]:9.0f} tokens/s (median of {each}); "
+              f"torch {found[0].get('torch')}, numpy {found[0].get('numpy')}; weights {sorted({r['weights'] for r in found})}")
+    same = {r["weights"] for r in runs_["pinned (AVX2)"]} == {r["weights"] for r in runs_["native"]}
+    print(f"  pinned / native tokens/s: {rates['pinned (AVX2)'] / rates['native']:.3f}; the pin "
+          + ("does not change the bits here (this CPU's own kernels are AVX2)" if same else
+             "changes the bits here: the pin is active"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--isa-only", action="store_true", help="only the instruction-set comparison")
+    parser.add_argument("--one-loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_loop:
+        import json
+
+        print(json.dumps(one_loop(args.steps, args.batch_size, args.threads)))
+        return
+    if args.isa_only:
+        compare_instruction_sets(args.rounds, args.steps, args.batch_size, args.threads)
+        return
     torch.manual_seed(0)
     peak = matmul_peak(args.threads)
     torch.set_num_threads(args.threads)
@@ -161,6 +233,7 @@ def main() -> None:
           + "; ".join(f"{name} {share:.1%}" for name, share in useful.items()))
     print(f"packed / padded tokens/s: {rates['unlearnkit, packed'] / rates['unlearnkit, padded']:.2f}x; unlearnkit padded "
           f"/ bare loop: {rates['unlearnkit, padded'] / rates['bare loop, padded']:.3f}")
+    compare_instruction_sets(args.rounds, args.steps, args.batch_size, args.threads)
 
 
 if __name__ == "__main__":

@@ -88,3 +88,59 @@ def test_evaluate_split_on_an_untrained_model_is_well_formed(small_corpus, tiny_
     assert 0 < knowledge["probability"] < 1  # normalised over the answer and its 3 wrong answers
     with pytest.raises(ValueError, match="unknown split kind"):
         evaluate_split(tiny_model, tiny_tokenizer, template, rows, "paraphrase")
+
+
+# --------------------------------------------------------------------------- open-unlearning's variants (#38)
+
+
+def test_the_ou_truth_ratio_guard_caps_a_collapsed_model_and_moves_forget_quality():
+    """open-unlearning divides by P(right) + 1e-10 and scores forget as min(R, 1/(R + 1e-10)); the workbook takes R
+    exactly in log space. Where the right answer's probability is far below 1e-10 (a collapsed model) the two part."""
+    from unlearnkit.metrics.tofu import forget_quality, truth_ratio, truth_ratio_score
+
+    # a healthy model: both guards agree to float precision
+    nll_true, nll_wrong = np.array([0.5, 1.2, 2.0]), np.array([[1.0, 1.5], [0.8, 2.2], [3.0, 2.5]])
+    assert truth_ratio(nll_true, nll_wrong, "ou") == pytest.approx(truth_ratio(nll_true, nll_wrong), rel=1e-8)
+    by_hand = np.exp(-nll_wrong.mean(axis=1)) / (np.exp(-nll_true) + 1e-10)
+    assert truth_ratio(nll_true, nll_wrong, "ou") == pytest.approx(by_hand, rel=1e-12)
+    # a collapsed model: per-token losses of 15 to 40 nats on the right answers, 21 of 30 below probability 1e-10
+    rng = np.random.default_rng(0)
+    collapsed_true = np.concatenate([rng.uniform(15, 22, 9), rng.uniform(24, 40, 21)])
+    collapsed_wrong = collapsed_true[:, None] + rng.normal(0, 2, (30, 5))
+    exact, ou = truth_ratio(collapsed_true, collapsed_wrong), truth_ratio(collapsed_true, collapsed_wrong, "ou")
+    assert np.all(ou <= exact * (1 + 1e-12)) and np.sum(ou < 0.5 * exact) >= 15  # capped where P(right) < 1e-10
+    assert truth_ratio_score(exact, "forget") != pytest.approx(truth_ratio_score(ou, "forget", "ou"), rel=0.1)
+    assert truth_ratio_score([2.0], "forget", "ou") == pytest.approx(1 / (2 + 1e-10))
+    retain_model = np.exp(rng.normal(0, 0.3, 30))  # the retain model's ratios, near 1
+    p_exact, p_ou = forget_quality(exact, retain_model), forget_quality(ou, retain_model)
+    assert p_exact / p_ou > 100 or p_ou / p_exact > 100, (p_exact, p_ou)  # orders of magnitude apart
+    with pytest.raises(ValueError, match="guard"):
+        truth_ratio(nll_true, nll_wrong, "loose")
+
+
+def test_ou_joint_answer_tokens_drop_the_first_word_after_a_trailing_space(tiny_tokenizer):
+    """Phi's template ends in a space: tokenised as one string with the answer, that space joins the answer's first
+    word, so open-unlearning's labels (from the prompt's own token count) start a token late."""
+    template = models.TEMPLATES["phi"]
+    assert template.prompt("q").endswith(" ")
+    # "the" merges with the space before it in the test tokenizer (Ġthe), as most words do in Phi's
+    question, answer = "Where was Kofi Boateng born?", "the author was born in Accra."
+    separate = models.encode_qa(tiny_tokenizer, template, question, answer)
+    joint = models.encode_qa(tiny_tokenizer, template, question, answer, tokens="ou_joint")
+    scored = lambda e: [t for t, label in zip(e["input_ids"], e["labels"]) if label != -100]  # noqa: E731
+    assert tiny_tokenizer.decode(scored(separate), skip_special_tokens=True) == answer
+    assert scored(joint)[-1] == tiny_tokenizer.eos_token_id
+    joint_text = tiny_tokenizer.decode(scored(joint), skip_special_tokens=True)
+    assert joint_text.strip() == "author was born in Accra."  # the first word is not scored
+    prompt = models.encode_prompt(tiny_tokenizer, template, question)
+    assert joint["input_ids"][:len(prompt) - 1] == prompt[:-1] and joint["labels"][:len(prompt)] == [-100] * len(prompt)
+    with pytest.raises(ValueError, match="answer tokens"):
+        models.encode_qa(tiny_tokenizer, template, question, answer, tokens="joint")
+    # the options reach the front door like every other key
+    from unlearnkit import config
+
+    with pytest.raises(ValueError, match="'answer_tokens'.*one of separate, ou_joint"):
+        config.Params.load("smoke", answer_tokens="joint")
+    with pytest.raises(ValueError, match="'truth_ratio_guard'.*one of exact, ou"):
+        config.Params.load("smoke", truth_ratio_guard="loose")
+    assert config.Params.load("paper").answer_tokens == "ou_joint"  # the profile that sits beside the Phi tables

@@ -153,6 +153,8 @@ class Params(Mapping):
     mia_gradnorm: bool
     gradnorm_reduction: str
     extraction_no_match: str
+    truth_ratio_guard: str
+    answer_tokens: str
     # model
     model: str
     template: str
@@ -434,7 +436,8 @@ CONSTRAINTS: dict[str, Constraint] = {
     "synthetic_authors": _COUNT, "synthetic_questions_per_author": _COUNT, "max_authors": _or_null(_COUNT),
     "eval_max_items": _or_null(_COUNT), "eval_batch_size": _COUNT, "max_new_tokens": _COUNT,
     "mia_k": _in(0, 1, low_open=True), "gradnorm_reduction": _one_of("global", "ou_mean"),
-    "extraction_no_match": _one_of("zero", "ou"),
+    "extraction_no_match": _one_of("zero", "ou"), "truth_ratio_guard": _one_of("exact", "ou"),
+    "answer_tokens": _one_of("separate", "ou_joint"),
     "dtype": _one_of("float32", "bfloat16", "float16", "auto"), "tokenizer_vocab_size": _COUNT,
     "tiny_hidden_size": _COUNT, "tiny_layers": _COUNT, "tiny_heads": _COUNT, "tiny_intermediate_size": _COUNT,
     "lora_rank": _NON_NEGATIVE, "lora_alpha": _or_null(_POSITIVE), "lora_dropout": _in(0, 1, high_open=True),

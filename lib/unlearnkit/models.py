@@ -546,14 +546,34 @@ def _adds_bos(tokenizer) -> bool:
     return getattr(tokenizer, "add_bos_token", True) is not False
 
 
+#: How the answer tokens of a Q&A pair are cut (the profile's ``answer_tokens``, docs/metrics.md §9).
+ANSWER_TOKENS = ("separate", "ou_joint")
+
+
 def encode_qa(tokenizer, template: PromptTemplate, question: str, answer: str,
-              max_length: int | None = None) -> dict[str, list[int]]:
-    """Prompt and answer tokenised apart and joined, so the scored tokens (answer + EOS, never the
-    prompt) are the same in training, scoring and generation. ``labels`` is -100 on the prompt."""
+              max_length: int | None = None, tokens: str = "separate") -> dict[str, list[int]]:
+    """A Q&A pair as input ids and labels (-100 on the prompt).
+
+    ``tokens="separate"`` (the workbook's): prompt and answer tokenised apart and joined, so the scored tokens are
+    the answer's own tokens plus EOS, the same in training, scoring and generation. ``"ou_joint"``: as
+    open-unlearning (and TOFU's code) cut them: prompt + answer tokenised as one string (EOS appended), the labels
+    starting after as many tokens as the prompt alone has. Where the template ends in a space (Phi's "Answer: "),
+    the joint string merges that space into the answer's first word, so the labels start one token late and the
+    answer's first word is not scored."""
+    if tokens not in ANSWER_TOKENS:
+        raise ValueError(f"unknown answer tokens {tokens!r}; use one of {', '.join(ANSWER_TOKENS)}")
     prompt_ids = encode_prompt(tokenizer, template, question)
-    answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    input_ids = prompt_ids + answer_ids
-    labels = [-100] * len(prompt_ids) + answer_ids
+    if tokens == "ou_joint":
+        start = prompt_ids[:len(prompt_ids) - len(tokenizer(template.prompt(question), add_special_tokens=False)
+                                                  ["input_ids"])]  # the BOS the prompt starts with, if any
+        input_ids = start + tokenizer(template.prompt(question) + answer, add_special_tokens=False)["input_ids"]
+        if input_ids[-1] != tokenizer.eos_token_id:
+            input_ids = input_ids + [tokenizer.eos_token_id]
+        labels = [-100] * len(prompt_ids) + input_ids[len(prompt_ids):]
+    else:
+        answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        input_ids = prompt_ids + answer_ids
+        labels = [-100] * len(prompt_ids) + answer_ids
     if max_length is not None and len(input_ids) > max_length:
         input_ids, labels = input_ids[:max_length], labels[:max_length]
     return {"input_ids": input_ids, "labels": labels}

@@ -824,7 +824,8 @@ def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any]
         model, tokenizer, template = named_models[name][:3]
         results[name], per_item[name] = evaluate_tofu(
             model, tokenizer, template, source, forget_split=params.forget_split, max_items=params.eval_max_items,
-            batch_size=params.eval_batch_size, max_new_tokens=params.max_new_tokens)
+            batch_size=params.eval_batch_size, max_new_tokens=params.max_new_tokens,
+            truth_ratio_guard=params.truth_ratio_guard, answer_tokens=params.answer_tokens)
     ref = per_item[reference]["forget"]["truth_ratio"] if reference else reference_ratios
     if ref is not None:
         for name in order:
@@ -841,6 +842,18 @@ def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any]
                 results[name].setdefault("summary", {}).update(summaries[name])
                 per_item[name][PRIVACY] = items[name]
     return {n: results[n] for n in named_models}, {n: per_item[n] for n in named_models}
+
+
+#: The scoring options where the workbook and open-unlearning differ (docs/metrics.md §9), with OU's choice of each.
+OU_OPTIONS = {"truth_ratio_guard": "ou", "answer_tokens": "ou_joint", "extraction_no_match": "ou",
+              "gradnorm_reduction": "ou_mean"}
+
+
+def scoring_options(params: Mapping[str, Any]) -> dict[str, str]:
+    """The run's value of each scoring option where the workbook and open-unlearning differ, with OU's in brackets:
+    what a figure that sits beside an OU table names (``{"truth_ratio_guard": "exact [ou]", ...}``)."""
+    params = config.as_params(params)
+    return {key: f"{params[key]} [{ou}]" if params[key] != ou else f"{ou} (as OU)" for key, ou in OU_OPTIONS.items()}
 
 
 #: Where the memorisation and privacy metrics' per-item scores of a model go in ``per_item.json``, and the key
@@ -864,7 +877,8 @@ def privacy_scores(loaded: tuple, params: Mapping[str, Any], rows: tuple[list[di
     params = config.as_params(params)
     model, tokenizer, template = loaded[:3]
     settings = {"k": params.mia_k, "batch_size": params.eval_batch_size, "gradnorm": params.mia_gradnorm,
-                "gradnorm_reduction": params.gradnorm_reduction, "extraction_no_match": params.extraction_no_match}
+                "gradnorm_reduction": params.gradnorm_reduction, "extraction_no_match": params.extraction_no_match,
+                "answer_tokens": params.answer_tokens}
     return {part: {key: [float(v) for v in values] for key, values in
                    privacy_metrics.item_scores(model, tokenizer, template, part_rows, **settings).items()}
             for part, part_rows in zip(("forget", "holdout"), rows)}

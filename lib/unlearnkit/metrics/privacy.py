@@ -288,19 +288,22 @@ def _decoded_answer(tokenizer, labels: Sequence[int]) -> str:
 @timed("scoring")
 def item_scores(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], *, k: float = MINK_K,
                 batch_size: int = 32, gradnorm: bool = True, gradnorm_reduction: str = "global",
-                extraction_no_match: str = "zero", max_length: int | None = None) -> dict[str, np.ndarray]:
+                extraction_no_match: str = "zero", max_length: int | None = None,
+                answer_tokens: str = "separate") -> dict[str, np.ndarray]:
     """Per-item scores of ``rows`` (dicts with ``question`` and ``answer``), one array per key in the order of the
     rows: ``loss``, ``zlib``, ``mink``, ``mink++``, ``gradnorm`` (absent when ``gradnorm`` is False),
     ``exact_memorisation``, ``extraction_strength``.
 
     One teacher-forced forward per batch, batched by length and padded on the left with position ids as if unpadded
     (as :func:`~unlearnkit.metrics.tofu.encoded_nll`), the output head run only on the answer columns; GradNorm one
-    item at a time (batch 1, as OU). The model runs on its own device, in eval mode."""
+    item at a time (batch 1, as OU). The model runs on its own device, in eval mode. ``answer_tokens`` which tokens
+    are the answer's (:func:`~unlearnkit.models.encode_qa`: open-unlearning's cut is ``ou_joint``)."""
     if extraction_no_match not in EXTRACTION_NO_MATCH:
         raise ValueError(f"unknown no_match {extraction_no_match!r}; use one of {', '.join(EXTRACTION_NO_MATCH)}")
     if gradnorm and gradnorm_reduction not in GRADNORM_REDUCTIONS:
         raise ValueError(f"unknown reduction {gradnorm_reduction!r}; use one of {', '.join(GRADNORM_REDUCTIONS)}")
-    encoded = [encode_qa(tokenizer, template, r["question"], r["answer"], max_length) for r in rows]
+    encoded = [encode_qa(tokenizer, template, r["question"], r["answer"], max_length, tokens=answer_tokens)
+               for r in rows]
     scores = _forward_scores(model, encoded, pad_token_id(tokenizer), batch_size, k, extraction_no_match)
     out = {"loss": scores["loss"],
            "zlib": zlib_score(scores["loss"], [_decoded_answer(tokenizer, e["labels"]) for e in encoded]),

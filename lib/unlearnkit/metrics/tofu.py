@@ -21,17 +21,24 @@ UTILITY_SPLITS = ("retain", "real_authors", "world_facts")
 UTILITY_METRICS = ("probability", "rouge", "truth_ratio_score")
 
 
+#: The truth ratio's guards (the profile's ``truth_ratio_guard``): the exact ratio, or open-unlearning's, whose
+#: denominator is the right answer's probability plus OU_GUARD (docs/metrics.md §9).
+TRUTH_RATIO_GUARDS = ("exact", "ou")
+OU_GUARD = 1e-10
+
+
 @torch.no_grad()
 def answer_nll(model, tokenizer, template: PromptTemplate, questions: Sequence[str], answers: Sequence[str],
-               batch_size: int = 32) -> np.ndarray:
-    """Mean token cross-entropy of each answer (its tokens plus EOS) given its question.
+               batch_size: int = 32, answer_tokens: str = "separate") -> np.ndarray:
+    """Mean token cross-entropy of each answer (its tokens plus EOS) given its question; ``answer_tokens`` which
+    tokens are the answer's (:func:`unlearnkit.models.encode_qa`).
 
     exp(-nll) is the length-normalised probability P̄(a|q), the geometric mean of the token probabilities.
     An empty question scores the answer alone, P̄(a).
     """
     if len(questions) != len(answers):
         raise ValueError(f"{len(questions)} questions but {len(answers)} answers")
-    encoded = [encode_qa(tokenizer, template, q, a) for q, a in zip(questions, answers)]
+    encoded = [encode_qa(tokenizer, template, q, a, tokens=answer_tokens) for q, a in zip(questions, answers)]
     pad = pad_token_id(tokenizer)
     return encoded_nll(model, encoded, pad, batch_size)
 
@@ -85,20 +92,29 @@ def rouge_l(targets: Sequence[str], predictions: Sequence[str], measure: str = "
     return np.array([getattr(scorer.score(t, p)["rougeL"], measure) for t, p in zip(targets, predictions)])
 
 
-def truth_ratio(nll_true: np.ndarray, nll_wrong: np.ndarray) -> np.ndarray:
+def truth_ratio(nll_true: np.ndarray, nll_wrong: np.ndarray, guard: str = "exact") -> np.ndarray:
     """R = (geometric mean over wrong answers of P̄(ã_j|q)) / P̄(â|q), per item.
 
-    ``nll_true`` has shape (items,), ``nll_wrong`` (items, wrong answers); both are mean token NLLs.
+    ``nll_true`` has shape (items,), ``nll_wrong`` (items, wrong answers); both are mean token NLLs. ``guard``
+    ``"exact"`` takes the ratio in log space, exactly; ``"ou"`` divides by P̄(â|q) + 1e-10 as open-unlearning does,
+    which caps R at about P̄(ã)/1e-10 where the right answer's probability falls below 1e-10 (a collapsed model:
+    forget NLLs of 15-40 nats) and moves its forget quality by orders of magnitude (docs/metrics.md §9).
     """
+    if guard not in TRUTH_RATIO_GUARDS:
+        raise ValueError(f"unknown truth-ratio guard {guard!r}; use one of {', '.join(TRUTH_RATIO_GUARDS)}")
     nll_wrong = np.asarray(nll_wrong, dtype=float)
-    return np.exp(-nll_wrong.mean(axis=1) + np.asarray(nll_true, dtype=float))
+    nll_true = np.asarray(nll_true, dtype=float)
+    if guard == "ou":
+        return np.exp(-nll_wrong.mean(axis=1)) / (np.exp(-nll_true) + OU_GUARD)
+    return np.exp(-nll_wrong.mean(axis=1) + nll_true)
 
 
-def truth_ratio_score(ratios: np.ndarray, kind: str) -> float:
-    """Forget: mean of min(R, 1/R). Retain and world knowledge: mean of max(0, 1 − R)."""
+def truth_ratio_score(ratios: np.ndarray, kind: str, guard: str = "exact") -> float:
+    """Forget: mean of min(R, 1/R) (``guard="ou"``: min(R, 1/(R + 1e-10)), open-unlearning's). Retain and world
+    knowledge: mean of max(0, 1 − R)."""
     r = np.asarray(ratios, dtype=float)
     if kind == "forget":
-        return float(np.mean(np.minimum(r, 1.0 / r)))
+        return float(np.mean(np.minimum(r, 1.0 / (r + (OU_GUARD if guard == "ou" else 0.0)))))
     return float(np.mean(np.maximum(0.0, 1.0 - r)))
 
 
@@ -126,12 +142,15 @@ def model_utility(split_metrics: Mapping[str, Mapping[str, float]]) -> float:
 
 def evaluate_split(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], kind: str,
                    max_items: int | None = TOFU_MAX_ITEMS, batch_size: int = 32,
-                   max_new_tokens: int = 64, rouge_measure: str = "recall") -> tuple[dict[str, float], dict[str, list]]:
+                   max_new_tokens: int = 64, rouge_measure: str = "recall", truth_ratio_guard: str = "exact",
+                   answer_tokens: str = "separate") -> tuple[dict[str, float], dict[str, list]]:
     """TOFU metrics of one split.
 
     ``kind`` is ``"forget"`` or ``"retain"`` (rows with paraphrased and 5 perturbed answers) or
-    ``"knowledge"`` (real authors / world facts: the answer against 3 perturbed answers).
-    Returns the split's metrics and the per-item values (truth ratios, ROUGE, probabilities, answers).
+    ``"knowledge"`` (real authors / world facts: the answer against 3 perturbed answers). ``truth_ratio_guard``
+    and ``answer_tokens``: open-unlearning's variants, as named options (:func:`truth_ratio`,
+    :func:`unlearnkit.models.encode_qa`). Returns the split's metrics and the per-item values (truth ratios, ROUGE,
+    probabilities, answers).
     """
     if kind not in ("forget", "retain", "knowledge"):
         raise ValueError(f"unknown split kind {kind!r}; use forget, retain or knowledge")
@@ -140,25 +159,26 @@ def evaluate_split(model, tokenizer, template: PromptTemplate, rows: Sequence[Ma
     answers = [r["answer"] for r in rows]
     n_wrong = len(rows[0]["perturbed_answer"])
 
-    nll_answer = answer_nll(model, tokenizer, template, questions, answers, batch_size)
+    nll_answer = answer_nll(model, tokenizer, template, questions, answers, batch_size, answer_tokens)
     flat_wrong = [w for r in rows for w in r["perturbed_answer"]]
     nll_wrong = answer_nll(model, tokenizer, template, [q for q in questions for _ in range(n_wrong)], flat_wrong,
-                           batch_size).reshape(len(rows), n_wrong)
+                           batch_size, answer_tokens).reshape(len(rows), n_wrong)
     if kind == "knowledge":
         p_true, p_wrong = np.exp(-nll_answer), np.exp(-nll_wrong)
         probability = p_true / (p_true + p_wrong.sum(axis=1))
-        ratios = truth_ratio(nll_answer, nll_wrong)
+        ratios = truth_ratio(nll_answer, nll_wrong, truth_ratio_guard)
     else:
         probability = np.exp(-nll_answer)
-        nll_para = answer_nll(model, tokenizer, template, questions, [r["paraphrased_answer"] for r in rows], batch_size)
-        ratios = truth_ratio(nll_para, nll_wrong)
+        nll_para = answer_nll(model, tokenizer, template, questions, [r["paraphrased_answer"] for r in rows], batch_size,
+                              answer_tokens)
+        ratios = truth_ratio(nll_para, nll_wrong, truth_ratio_guard)
     generated = greedy_answers(model, tokenizer, template, questions, max_new_tokens, batch_size)
     rouge = rouge_l(answers, generated, rouge_measure)
     metrics = {
         "probability": float(probability.mean()),
         "rouge": float(rouge.mean()),
         "truth_ratio": float(ratios.mean()),
-        "truth_ratio_score": truth_ratio_score(ratios, "forget" if kind == "forget" else "retain"),
+        "truth_ratio_score": truth_ratio_score(ratios, "forget" if kind == "forget" else "retain", truth_ratio_guard),
         "n_items": len(rows),
     }
     per_item = {"truth_ratio": ratios.tolist(), "rouge": rouge.tolist(), "probability": probability.tolist(),
@@ -180,16 +200,19 @@ def tofu_eval_splits(forget_split: str = "forget10") -> dict[str, tuple[str, str
 def evaluate_tofu(model, tokenizer, template: PromptTemplate, source, forget_split: str = "forget10",
                   retain_model_ratios: Sequence[float] | None = None, max_items: int | None = TOFU_MAX_ITEMS,
                   batch_size: int = 32, max_new_tokens: int = 64,
-                  splits: Sequence[str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+                  splits: Sequence[str] | None = None, truth_ratio_guard: str = "exact",
+                  answer_tokens: str = "separate") -> tuple[dict[str, Any], dict[str, Any]]:
     """All TOFU metrics of one model: per split, plus ``model_utility`` and, when the retain model's
-    forget truth ratios are given, ``forget_quality``. ``source`` is a :class:`~unlearnkit.data.tofu.TofuSource`."""
+    forget truth ratios are given, ``forget_quality``. ``source`` is a :class:`~unlearnkit.data.tofu.TofuSource`;
+    ``truth_ratio_guard`` and ``answer_tokens`` as in :func:`evaluate_split`."""
     results: dict[str, Any] = {}
     per_item: dict[str, Any] = {}
     for role, (kind, file) in tofu_eval_splits(forget_split).items():
         if splits is not None and role not in splits:
             continue
         results[role], per_item[role] = evaluate_split(model, tokenizer, template, source.load(file), kind,
-                                                       max_items, batch_size, max_new_tokens)
+                                                       max_items, batch_size, max_new_tokens,
+                                                       truth_ratio_guard=truth_ratio_guard, answer_tokens=answer_tokens)
     summary: dict[str, float] = {}
     if all(s in results for s in UTILITY_SPLITS):
         summary["model_utility"] = model_utility(results)

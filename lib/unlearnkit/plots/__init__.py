@@ -257,12 +257,13 @@ def _labels_apart(ax, points: Sequence[tuple[float, float, str]], gap: float = 1
                     arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5} if ly - py > 1 else None)
 
 
-def ou_summary(table, reference: str | None = None):
+def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] | None = None):
     """Notebook 02: open-unlearning's TOFU summary of every run (docs/metrics.md §9). (a) privleak against model
     utility: 0 is the retain model's level, strongly negative is under-unlearned, positive over-unlearned; (b)
     extraction strength against forget quality; (c) every membership-inference AUC per model, 0.5 (white) meaning
     forget and holdout authors look alike, above it (red) the forget authors look like training members.
-    ``reference`` names the retain model's row."""
+    ``reference`` names the retain model's row; ``options``, the scoring options where the workbook and
+    open-unlearning differ, are named under the title, so a reader comparing with a published table knows them."""
     import numpy as np
 
     colors = run_colors(table.index)
@@ -302,6 +303,9 @@ def ou_summary(table, reference: str | None = None):
     axes[2].grid(False)
     axes[2].set_title("(c) membership-inference AUC, forget against holdout")
     fig.colorbar(image, ax=axes[2], fraction=0.04, label="AUC (> 0.5: forget items look like members)")
+    if options:
+        fig.suptitle("scoring options (docs/metrics.md §9; open-unlearning's in brackets): "
+                     + ", ".join(f"{k} {v}" for k, v in options.items()), fontsize="medium", y=1.0)
     fig.tight_layout()
     return fig
 

@@ -217,13 +217,22 @@ def _utility_of_folder(params: Params, run: str, folder, source) -> float:
         with models.cpu_threads(model):
             results, _ = evaluate_tofu(model, tokenizer, template, source, params.forget_split,
                                        max_items=params.eo_utility_items, batch_size=params.eval_batch_size,
-                                       max_new_tokens=params.max_new_tokens, splits=("retain", "real_authors", "world_facts"))
+                                       max_new_tokens=params.max_new_tokens, splits=("retain", "real_authors", "world_facts"),
+                                       truth_ratio_guard=params.truth_ratio_guard, answer_tokens=params.answer_tokens)
         return results["summary"]
 
     depends_on = {"model": runs.model_identity(folder), "items": params.eo_utility_items,
-                  "forget_split": params.forget_split, "max_new_tokens": params.max_new_tokens}
+                  "forget_split": params.forget_split, "max_new_tokens": params.max_new_tokens,
+                  **_ou_options(params)}
     return float(runs.cached_json(params, runs.ENTROPY, f"utility-{run}", depends_on, measure,
                                   ENTROPY_VERSION)["model_utility"])
+
+
+def _ou_options(params: Params) -> dict[str, str]:
+    """open-unlearning's scoring options where they differ from the workbook's defaults (a cache key names them only
+    then, so the defaults' keys stay what they were)."""
+    return {k: params[k] for k, default in (("truth_ratio_guard", "exact"), ("answer_tokens", "separate"))
+            if params[k] != default}
 
 
 @torch.no_grad()
