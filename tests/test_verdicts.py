@@ -283,8 +283,9 @@ def test_readme_section_escapes_table_cells(tmp_path):
     readme.write_text(f"head\n{report.START}\nold\n{report.END}\ntail\n")
     (tmp_path / "s.json").write_text(json.dumps(summary))
     assert not report.write_readme(tmp_path / "s.json", readme, check=True)
-    report.write_readme(tmp_path / "s.json", readme)
+    report.write_readme(tmp_path / "s.json", readme, figures=tmp_path)
     assert readme.read_text() == f"head\n{section}\ntail\n"
+    assert (tmp_path / f"{report.OVERVIEW}.png").stat().st_size > 1000  # the overview, drawn from the summary
     assert report.write_readme(tmp_path / "s.json", readme, check=True)
 
 

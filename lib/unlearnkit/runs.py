@@ -126,9 +126,11 @@ def is_reference_seed(params: Params) -> bool:
 FIGURE_PROFILE = config.BASE_PROFILE
 
 
-def figures_dir(params: Params) -> Path:
-    """Where a run's figures go: ``figures/`` (committed) for the default profile's own seed, else the seed's store."""
-    if params.profile == FIGURE_PROFILE and is_reference_seed(params):
+def figures_dir(params: Params, figure: str = "") -> Path:
+    """Where a run's figure goes: ``figures/`` (committed) for the default profile's own seed, else the seed's store.
+    The findings notebook's figures always go to the store: they judge whatever seeds are present, and the committed
+    overview is drawn from the committed summary (``make readme``), never from one run."""
+    if params.profile == FIGURE_PROFILE and is_reference_seed(params) and not figure.startswith(FINDINGS):
         return paths.FIGURES
     return store(params) / "figures"
 

@@ -26,7 +26,7 @@ def set_style() -> None:
 def figure_path(name: str, params: Params) -> Path:
     """Where figure ``name`` of a run goes: ``figures/`` (committed) for the default profile's own seed, the seed's
     run store for any other seed or profile (:func:`unlearnkit.runs.figures_dir`)."""
-    folder = runs.figures_dir(params)
+    folder = runs.figures_dir(params, name)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.png"
 
@@ -34,9 +34,26 @@ def figure_path(name: str, params: Params) -> Path:
 def save_fig(fig, name: str, params: Params) -> Path:
     """Write ``fig`` as ``<name>.png`` with deterministic bytes (no timestamp or software metadata).
     Name figures after their notebook: ``01_tofu_finetune_metrics``."""
-    path = figure_path(name, params)
+    return save_to(fig, figure_path(name, params))
+
+
+def save_to(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` as PNG with deterministic bytes."""
     fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
     return path
+
+
+def render_to(path: Path, plot: Callable[..., Any], *args: Any, **kwargs: Any) -> Path:
+    """``plot(*args, **kwargs)`` saved to ``path`` in the workbook's style alone (as :func:`draw` renders), without
+    keeping what it was drawn from: a figure made from committed data (the README's overview)."""
+    with plt.rc_context():
+        plt.rcdefaults()
+        set_style()
+        fig = plot(*args, **kwargs)
+        try:
+            return save_to(fig, path)
+        finally:
+            plt.close(fig)
 
 
 #: Under runs/<profile>/seed-<s>/: what each figure of the run was drawn from (one pickle per figure).
@@ -315,9 +332,10 @@ VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced"
                   "fact": "#8c8c8c"}
 
 
-def findings_overview(table):
-    """Notebook 08: one tile per finding, grouped by paper, coloured by its verdict and labelled with the
-    notebook it comes from; a reader sees at a glance which findings came back at this profile's scale."""
+def findings_overview(table, seeds: Sequence[int] | None = None):
+    """Notebook 08 and the README: one tile per finding, grouped by paper, coloured by its verdict over the training
+    seeds (``seeds``, named in the title) and labelled with the notebook it comes from; a reader sees at a glance which
+    findings came back at this profile's scale."""
     import textwrap
 
     papers = list(dict.fromkeys(table["paper"]))
@@ -341,6 +359,7 @@ def findings_overview(table):
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for v, c in VERDICT_COLORS.items() if v in set(table["verdict"])]
     labels = [v for v in VERDICT_COLORS if v in set(table["verdict"])]
     ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(labels), frameon=False)
-    ax.set_title("Each finding of each paper, by its verdict on this profile (tile: the finding, its notebook)")
+    over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
+    ax.set_title(f"Each finding of each paper, by its verdict{over} (tile: the finding, its notebook)")
     fig.tight_layout()
     return fig

@@ -151,8 +151,8 @@ def _figures_by_bytes(params: Params) -> dict[str, str]:
     outputs is recognised."""
     import base64
 
-    folder = runs.figures_dir(params)
-    return {base64.b64encode(p.read_bytes()).decode(): p.stem for p in sorted(folder.glob("*.png"))}
+    folders = dict.fromkeys([runs.figures_dir(params), runs.store(params) / "figures"])
+    return {base64.b64encode(p.read_bytes()).decode(): p.stem for folder in folders for p in sorted(folder.glob("*.png"))}
 
 
 def figure_outputs(nb, by_bytes: Mapping[str, str]) -> list[tuple[int, int, str]]:
@@ -358,15 +358,31 @@ def _split(readme: str) -> tuple[str, str, str]:
     return head, START + body + END, tail
 
 
-def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False) -> bool:
-    """Rewrite README's results section from the summary; with ``check``, only say whether it is up to date.
-    Returns True when the README is (or now is) up to date."""
+def overview_table(summary: Mapping[str, Any]):
+    """The findings of a summary as the overview figure reads them (paper, short name, notebook, verdict)."""
+    import pandas as pd
+
+    return pd.DataFrame([{k: row.get(k, "") for k in ("paper", "short", "notebook", "verdict")}
+                         for row in summary["findings"]])
+
+
+def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False,
+                 figures: Path | None = None) -> bool:
+    """Rewrite README's results section from the summary and draw its overview figure (``figures/`` by default)
+    from the same summary; with ``check``, only say whether the section is up to date. Returns True when the README
+    is (or now is) up to date."""
     summary = json.loads(summary_path.read_text())
     head, current, tail = _split(readme.read_text())
     wanted = readme_section(summary)
     if check:
         return current == wanted
     readme.write_text(head + wanted + tail)
+    from .. import plots
+
+    folder = paths.FIGURES if figures is None else figures
+    folder.mkdir(parents=True, exist_ok=True)
+    plots.render_to(folder / f"{OVERVIEW}.png", plots.findings_overview, overview_table(summary),
+                    seeds=summary.get("seeds"))
     return True
 
 
