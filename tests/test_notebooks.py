@@ -109,7 +109,7 @@ def test_08_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs
 
 def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):
     figures = {p.name: p.read_bytes() for p in (smoke_runs / "figures").glob("*.png")}
-    kept = {p.stem for p in (smoke_runs / "figure-data").glob("*.pkl")}
+    kept = {p.stem for p in (smoke_runs / "figure-data").glob("*.json")}
     assert kept == {name.removesuffix(".png") for name in figures}, "a figure was saved without its data"
     for path in (smoke_runs / "figures").glob("*.png"):
         path.unlink()

@@ -4,9 +4,11 @@ report's offline check, and figures redrawn from what `plots.draw` kept."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -349,3 +351,57 @@ def test_the_report_needs_notebook_08(monkeypatch, tmp_path):
     (runs.store(SMOKE) / "00_data_tour.ipynb").write_text("{}")
     with pytest.raises(FileNotFoundError, match="front page"):
         report.pages(SMOKE)
+
+
+# --------------------------------------------------------------------------- figure recipes: data, never code
+
+
+class _Explodes:
+    """Unpickling this writes a file: what a pickle from a colleague's runs folder could do."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.target), "pwned"))
+
+
+def test_a_crafted_pickle_in_the_figure_data_is_never_loaded(monkeypatch, tmp_path, capsys):
+    import pickle
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    sizes, lengths = _lengths()
+    plots.draw("00_data_tour_splits", SMOKE, plots.corpus_overview, sizes, lengths)
+    folder = runs.store(SMOKE) / plots.FIGURE_DATA
+    assert {p.suffix for p in folder.iterdir()} <= {".json", ".npz"}  # what draw keeps: data
+    target = tmp_path / "pwned.txt"
+    (folder / "evil.pkl").write_bytes(pickle.dumps({"plot": _Explodes(target), "args": (), "kwargs": {}}))
+    (folder / "forged.json").write_text(json.dumps({"version": 1, "plot": "os:system", "args": ["echo x"],
+                                                    "kwargs": {}}))
+    drawn = plots.redraw(SMOKE)
+    assert not target.exists()  # the pickle was never unpickled
+    err = capsys.readouterr().err
+    assert "evil.pkl: not a figure recipe (JSON), not loaded" in err
+    assert "'os:system' is not of unlearnkit.plots" in err
+    assert [p.name for p in drawn] == ["00_data_tour_splits.png"]
+
+
+def test_a_recipe_keeps_every_kind_of_argument_and_refuses_the_rest(tmp_path):
+    from unlearnkit.plots import recipes
+    from unlearnkit.studies import calibration
+
+    frame = pd.DataFrame({"a": [1.0, np.nan], "b": ["x", None], "c": [True, False]},
+                         index=pd.MultiIndex.from_tuples([("r", 1), ("r", 2)], names=["run", "step"]))
+    args = (frame, frame["a"], np.arange(6).reshape(2, 3), np.array(["u", "v"]), {1: (2, 3), "k": [np.float32(0.5)]},
+            calibration.Tolerances(0.1, 0.2), Path("/x/y"), float("inf"))
+    recipes.write(tmp_path / "r.json", plots.corpus_overview, args, {"opt": None})
+    fn, back, kwargs = recipes.read(tmp_path / "r.json")
+    assert fn is plots.corpus_overview and kwargs == {"opt": None}
+    pd.testing.assert_frame_equal(back[0], frame)
+    pd.testing.assert_series_equal(back[1], frame["a"])
+    assert np.array_equal(back[2], args[2]) and list(back[3]) == ["u", "v"]
+    assert back[4] == {1: (2, 3), "k": [0.5]} and back[5] == args[5] and back[6] == Path("/x/y") and back[7] == math.inf
+    with pytest.raises(recipes.RecipeError, match="cannot be kept as a figure's data"):
+        recipes.write(tmp_path / "s.json", plots.corpus_overview, (object(),), {})
+    with pytest.raises(recipes.RecipeError, match="is not of unlearnkit.plots"):
+        recipes.write(tmp_path / "t.json", json.dumps, (), {})

@@ -18,6 +18,15 @@ library its own choice (the benchmark that measures what the pin costs runs both
 A machine without AVX2 (an old x86 CPU) or of another architecture (ARM: Apple silicon, Graviton) has no such pin:
 it computes with its own kernels, and its bits differ from an AVX2 machine's. Its results are as valid; verdicts are
 judged over training seeds (docs/metrics.md) so that no single run's last bits decide one.
+
+What the pin does not reach, measured on an AMD EPYC with AVX-512: PyTorch's capability decides the bits of training
+(AVX-512 and AVX2 train different models) but not of decoding here; MKL's branch decides the bits of sampling
+(``MKL_CBWR=COMPATIBLE`` draws other samples than ``AVX2``, training aside), and no branch this machine offers (AVX2,
+AVX, SSE4_2, COMPATIBLE) draws the samples behind the figures of notebooks 05-07 committed before the pin, whose
+training bits it does reproduce: MKL picks its small-matrix kernels by CPU vendor and model beyond what ``MKL_CBWR=AVX2``
+fixes. ``MKL_CBWR=COMPATIBLE``, MKL's branch for the same results on every x86 CPU, halves the training loop's
+throughput (0.53x, benchmarks/train_throughput.py), so it is not the default; set it to compare samples across CPU
+vendors bit for bit.
 """
 
 from __future__ import annotations

@@ -4,14 +4,14 @@ module per study (calibration, formats, leakage). The top floor: only notebooks 
 
 from __future__ import annotations
 
-import pickle
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .. import config, runs
+from .. import runs
 from ..config import Params
 
 
@@ -56,12 +56,13 @@ def render_to(path: Path, plot: Callable[..., Any], *args: Any, **kwargs: Any) -
             plt.close(fig)
 
 
-#: Under runs/<profile>/seed-<s>/: what each figure of the run was drawn from (one pickle per figure).
+#: Under runs/<profile>/seed-<s>/: what each figure of the run was drawn from (a JSON recipe per figure, with an .npz
+#: of its numeric arrays: :mod:`unlearnkit.plots.recipes`; never a pickle, which would run code when read).
 FIGURE_DATA = "figure-data"
 
 
 def figure_data_path(name: str, params: Params) -> Path:
-    return runs.store(params) / FIGURE_DATA / f"{name}.pkl"
+    return runs.store(params) / FIGURE_DATA / f"{name}.json"
 
 
 def _render(name: str, params: Params, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> Path:
@@ -86,9 +87,12 @@ def draw(name: str, params: Params, plot: Callable[..., Any], *args: Any, **kwar
     where it is)."""
     if not callable(plot) or "<" in getattr(plot, "__qualname__", "<"):
         raise TypeError(f"draw needs a module-level plotting function of the library, got {plot!r}")
+    from . import recipes
+
     path = _render(name, params, plot, args, kwargs)
-    recipe = {"plot": plot, "args": args, "kwargs": dict(kwargs)}
-    config.atomic_write_bytes(figure_data_path(name, params), pickle.dumps(recipe, pickle.HIGHEST_PROTOCOL))
+    data = figure_data_path(name, params)
+    data.parent.mkdir(parents=True, exist_ok=True)
+    recipes.write(data, plot, args, dict(kwargs))
     _show(path, name)
 
 
@@ -106,16 +110,24 @@ def _show(path: Path, name: str) -> None:
 def redraw(params: Params) -> list[Path]:
     """Every figure of the run (profile and seed) drawn again from what :func:`draw` kept, without training or
     sampling. Raises FileNotFoundError when the run has kept nothing (its notebooks have not run)."""
+    from . import recipes
+
     folder = runs.store(params) / FIGURE_DATA
-    kept = sorted(folder.glob("*.pkl"))
+    kept = sorted(folder.glob("*.json"))
+    for path in sorted(set(folder.glob("*")) - set(kept) - {p.with_suffix(".npz") for p in kept}):
+        print(f"{path}: not a figure recipe (JSON), not loaded: a pickle or any other file could run code; rerun "
+              "the notebook that draws it", file=sys.stderr)
     if not kept:
         raise FileNotFoundError(f"no figure data of profile {params.profile!r}, seed {params.seed} under {folder}: run "
                                 f"its notebooks first (make notebooks PROFILE={params.profile})")
     out = []
     for path in kept:
-        with path.open("rb") as f:
-            recipe = pickle.load(f)  # written by draw() in this project's own runs/ folder
-        out.append(_render(path.stem, params, recipe["plot"], recipe["args"], recipe["kwargs"]))
+        try:
+            plot, args, kwargs = recipes.read(path)
+        except recipes.RecipeError as exc:
+            print(f"{path}: {exc}; not drawn", file=sys.stderr)
+            continue
+        out.append(_render(path.stem, params, plot, args, kwargs))
     return out
 
 

@@ -1,0 +1,248 @@
+"""What a figure was drawn from, kept as data that runs no code when it is read.
+
+``plots.draw`` keeps, beside every figure, the plotting function and its arguments, so that ``make figures`` redraws
+the figure without training or sampling. They used to be pickles, and a runs folder received from a colleague would
+have executed whatever its pickles held. A recipe is now ``<name>.json`` (and ``<name>.npz`` for numeric arrays,
+read with ``allow_pickle=False``): plain JSON values, tagged where JSON has no type of its own (tuples, non-string
+keys, NaN, paths, numpy arrays, pandas frames and series), the library's own dataclasses and named tuples by their
+class (a class of ``unlearnkit`` only, rebuilt from its fields), and the plotting function by its module and name (a
+function of ``unlearnkit.plots`` only). Anything else is refused when the figure is drawn, with its type named, so a
+figure that is drawn can always be redrawn; anything else in a recipe is refused when it is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+import numpy as np
+
+#: A recipe's format; bump it when the encoding changes.
+RECIPE_VERSION = 1
+#: Where the plotting functions and the classes a recipe names may come from.
+PLOTS_PACKAGE, LIBRARY = "unlearnkit.plots", "unlearnkit"
+
+
+class RecipeError(ValueError):
+    """A figure's arguments that cannot be kept as data, or a recipe that is not one. One line."""
+
+
+def _qualified(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def array(self, a: np.ndarray) -> dict[str, Any]:
+        if a.dtype.kind in "biuf":
+            key = f"a{len(self.arrays)}"
+            self.arrays[key] = a
+            return {"__array__": key}
+        if a.dtype.kind == "U":
+            return {"__str_array__": a.tolist(), "shape": list(a.shape)}
+        if a.dtype.kind == "O":
+            return {"__object_array__": [self(v) for v in a.ravel().tolist()], "shape": list(a.shape)}
+        raise RecipeError(f"a numpy array of dtype {a.dtype} cannot be kept as a figure's data")
+
+    def index(self, index) -> dict[str, Any]:
+        import pandas as pd
+
+        if isinstance(index, pd.MultiIndex):
+            return {"__multiindex__": [self(tuple(t)) for t in index.tolist()], "names": list(index.names)}
+        return {"__index__": self.array(index.to_numpy()), "name": self(index.name), "dtype": str(index.dtype)}
+
+    def __call__(self, x: Any) -> Any:
+        import pandas as pd
+
+        if x is None or isinstance(x, (bool, str)):
+            return x
+        if isinstance(x, int):
+            return x
+        if isinstance(x, float):
+            return x if math.isfinite(x) else {"__float__": repr(x)}
+        if isinstance(x, np.generic):
+            return self(x.item())
+        if isinstance(x, np.ndarray):
+            return self.array(x)
+        if isinstance(x, PurePath):
+            return {"__path__": str(x)}
+        if isinstance(x, pd.DataFrame):
+            return {"__dataframe__": {"columns": self.index(x.columns), "index": self.index(x.index),
+                                      "data": [self.array(x.iloc[:, i].to_numpy()) for i in range(x.shape[1])],
+                                      "dtypes": [str(t) for t in x.dtypes]}}
+        if isinstance(x, pd.Series):
+            return {"__series__": {"index": self.index(x.index), "data": self.array(x.to_numpy()),
+                                   "dtype": str(x.dtype), "name": self(x.name)}}
+        if _is_namedtuple(x) or dataclasses.is_dataclass(x) and not isinstance(x, type):
+            cls = type(x)
+            if not cls.__module__.startswith(LIBRARY + "."):
+                raise RecipeError(f"a {_qualified(cls)} cannot be kept as a figure's data: only the library's own "
+                                  "dataclasses and named tuples are")
+            names = cls._fields if _is_namedtuple(x) else [f.name for f in dataclasses.fields(x)]
+            return {"__object__": _qualified(cls), "fields": {n: self(getattr(x, n)) for n in names}}
+        if isinstance(x, tuple):
+            return {"__tuple__": [self(v) for v in x]}
+        if isinstance(x, list):
+            return [self(v) for v in x]
+        if isinstance(x, Mapping):
+            if all(isinstance(k, str) and not k.startswith("__") for k in x):
+                return {k: self(v) for k, v in x.items()}
+            return {"__dict__": [[self(k), self(v)] for k, v in x.items()]}
+        raise RecipeError(f"a {_qualified(type(x))} cannot be kept as a figure's data (plots.draw keeps plain values, "
+                          "numpy arrays, pandas frames and the library's own dataclasses and named tuples)")
+
+
+class _Decoder:
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self.arrays = arrays
+
+    def array(self, spec: Mapping[str, Any]) -> np.ndarray:
+        if "__array__" in spec:
+            return np.asarray(self.arrays[spec["__array__"]])
+        if "__str_array__" in spec:
+            return np.array(spec["__str_array__"], dtype=str).reshape(spec["shape"])
+        if "__object_array__" in spec:
+            out = np.empty(len(spec["__object_array__"]), dtype=object)
+            for i, v in enumerate(spec["__object_array__"]):
+                out[i] = self(v)
+            return out.reshape(spec["shape"])
+        raise RecipeError(f"not an array in a figure recipe: {sorted(spec)}")
+
+    def index(self, spec: Mapping[str, Any]):
+        import pandas as pd
+
+        if "__multiindex__" in spec:
+            return pd.MultiIndex.from_tuples([self(t) for t in spec["__multiindex__"]], names=spec["names"])
+        values = self.array(spec["__index__"])
+        return pd.Index(values, name=self(spec["name"]), dtype=spec["dtype"] if spec["dtype"] != "object" else object)
+
+    def __call__(self, x: Any) -> Any:
+        import pandas as pd
+
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return x
+        if isinstance(x, list):
+            return [self(v) for v in x]
+        if not isinstance(x, dict):
+            raise RecipeError(f"not a value of a figure recipe: {type(x).__name__}")
+        tags = [k for k in x if k.startswith("__")]
+        if not tags:
+            return {k: self(v) for k, v in x.items()}
+        tag = tags[0]
+        if tag == "__float__":
+            return float(x[tag])
+        if tag in ("__array__", "__str_array__", "__object_array__"):
+            return self.array(x)
+        if tag == "__path__":
+            return Path(x[tag])
+        if tag == "__tuple__":
+            return tuple(self(v) for v in x[tag])
+        if tag == "__dict__":
+            return {self(k): self(v) for k, v in x[tag]}
+        if tag == "__dataframe__":
+            spec = x[tag]
+            columns = self.index(spec["columns"])
+            data = {i: pd.Series(self.array(col)) for i, col in enumerate(spec["data"])}
+            frame = pd.DataFrame(data)
+            frame.columns = columns
+            frame.index = self.index(spec["index"])
+            return frame.astype({c: t for c, t in zip(columns, spec["dtypes"]) if t != "object"})
+        if tag == "__series__":
+            spec = x[tag]
+            values = self.array(spec["data"])
+            dtype = None if spec["dtype"] == "object" else spec["dtype"]
+            return pd.Series(values, index=self.index(spec["index"]), name=self(spec["name"]), dtype=dtype)
+        if tag == "__object__":
+            cls = _library_class(x[tag])
+            fields = {k: self(v) for k, v in x["fields"].items()}
+            if _is_namedtuple_class(cls):
+                return cls(**fields)
+            init = {f.name for f in dataclasses.fields(cls) if f.init}
+            obj = cls(**{k: v for k, v in fields.items() if k in init})
+            for k, v in fields.items():
+                if k not in init:
+                    object.__setattr__(obj, k, v)
+            return obj
+        raise RecipeError(f"unknown tag {tag!r} in a figure recipe")
+
+
+def _is_namedtuple_class(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _resolve(qualified: str, package: str) -> Any:
+    module, _, name = qualified.partition(":")
+    if not (module == package or module.startswith(package + ".")) or not name:
+        raise RecipeError(f"{qualified!r} is not of {package}: a figure recipe names nothing else")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _library_class(qualified: str) -> type:
+    cls = _resolve(qualified, LIBRARY)
+    if not (isinstance(cls, type) and (dataclasses.is_dataclass(cls) or _is_namedtuple_class(cls))):
+        raise RecipeError(f"{qualified!r} is not a dataclass or named tuple of the library")
+    return cls
+
+
+def plot_function(qualified: str) -> Callable[..., Any]:
+    """The plotting function a recipe names: a module-level function of ``unlearnkit.plots``, nothing else."""
+    fn = _resolve(qualified, PLOTS_PACKAGE)
+    if not callable(fn) or isinstance(fn, type):
+        raise RecipeError(f"{qualified!r} is not a plotting function")
+    return fn
+
+
+def write(path: Path, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> None:
+    """Keep ``plot(*args, **kwargs)`` as ``path`` (JSON) and, for numeric arrays, ``path`` with suffix ``.npz``.
+    Raises RecipeError, naming the type, for anything that cannot be kept as data."""
+    from .. import config
+
+    name = _qualified(plot)
+    plot_function(name)  # a function of the plots package, found again by its name
+    encode = _Encoder()
+    payload = {"version": RECIPE_VERSION, "plot": name, "args": [encode(a) for a in args],
+               "kwargs": {k: encode(v) for k, v in kwargs.items()}}
+    text = json.dumps(payload, allow_nan=False)
+    arrays = path.with_suffix(".npz")
+    if encode.arrays:
+        import io
+
+        buffer = io.BytesIO()
+        np.savez(buffer, **encode.arrays)
+        config.atomic_write_bytes(arrays, buffer.getvalue())
+    else:
+        arrays.unlink(missing_ok=True)
+    config.atomic_write_text(path, text)
+
+
+def read(path: Path) -> tuple[Callable[..., Any], tuple, dict[str, Any]]:
+    """The plotting function and its arguments kept in ``path`` (JSON, with its ``.npz``). Raises RecipeError for a
+    file that is not such a recipe."""
+    try:
+        payload = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"{path.name}: not a figure recipe ({exc})") from None
+    if not isinstance(payload, dict) or payload.get("version") != RECIPE_VERSION:
+        raise RecipeError(f"{path.name}: not a figure recipe of version {RECIPE_VERSION}")
+    arrays: Mapping[str, np.ndarray] = {}
+    npz = path.with_suffix(".npz")
+    if npz.exists():
+        with np.load(npz, allow_pickle=False) as loaded:
+            arrays = {k: loaded[k] for k in loaded.files}
+    decode = _Decoder(arrays)
+    return (plot_function(payload["plot"]), tuple(decode(a) for a in payload["args"]),
+            {k: decode(v) for k, v in payload["kwargs"].items()})
