@@ -27,7 +27,7 @@ import time
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 import torch  # noqa: E402
-from unlearnkit import models, training  # noqa: E402
+from unlearnkit import models, training, workers  # noqa: E402
 from unlearnkit.data.synthetic import generate_synthetic_tofu  # noqa: E402
 from unlearnkit.data.tofu import TofuSource  # noqa: E402
 from unlearnkit.pipeline import all_texts  # noqa: E402
@@ -82,7 +82,7 @@ def side_by_side_loops(tokenizer, examples, steps: int, batch_size: int, out: st
     """Two of :func:`ours` at once in two worker processes of one thread each (how notebook 01 trains its target and
     retain models): the seconds until both are done, timed inside the workers (their start-up excluded)."""
     tasks = [(tokenizer, examples, steps, batch_size, os.path.join(out, str(i)), packed) for i in range(2)]
-    return max(models.side_by_side(ours, tasks, jobs=2))
+    return max(workers.side_by_side(ours, tasks, jobs=2))
 
 
 def bare(tokenizer, examples, steps: int, batch_size: int) -> float:
@@ -198,7 +198,7 @@ def main() -> None:
         ours(tokenizer, examples, 5, args.batch_size, os.path.join(tmp, "warmup"), packed=True)  # warm-up
         seconds: dict[str, list[float]] = {"bare loop, padded": [], "unlearnkit, padded": [], "unlearnkit, packed": [],
                                            "2 loops x 1 thread, padded": [], "2 loops x 1 thread, packed": []}
-        pairs = args.threads == 2 and models.machine_cores() >= 2
+        pairs = args.threads == 2 and workers.machine_cores() >= 2
         for r in range(args.rounds):
             seconds["bare loop, padded"].append(bare(tokenizer, examples, args.steps, args.batch_size))
             seconds["unlearnkit, padded"].append(ours(tokenizer, examples, args.steps, args.batch_size,

@@ -20,7 +20,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from unlearnkit import models, paths  # noqa: E402
+from unlearnkit import models, paths, workers  # noqa: E402
 from unlearnkit.data.tofu import TofuSource  # noqa: E402
 
 #: The reference data sets beside the project on the team's machines (a fresh clone has none): tests that need
@@ -29,7 +29,7 @@ SHARED_DATA = Path(os.environ.get("UNLEARNKIT_SHARED_DATA", paths.ROOT.parent / 
 REAL_TOFU = SHARED_DATA / "tofu"
 HP_QA = SHARED_DATA / "hp_qa" / "hp_qa_en.csv"
 
-torch.set_num_threads(models.cores())
+torch.set_num_threads(workers.cores())
 
 
 @pytest.fixture(scope="session")

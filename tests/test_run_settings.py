@@ -130,7 +130,7 @@ def test_the_rouge_trajectory_of_a_densely_kept_run_is_decoded_at_the_profiles_s
         decoded.append(model)
         return ["x"] * len(questions)
 
-    monkeypatch.setattr(pipeline, "greedy_answers", answers)
+    monkeypatch.setattr(pipeline.unlearn, "greedy_answers", answers)
     source = pipeline.corpus(params.replace(synthetic_authors=10))
     along = pipeline.forget_rouge_along(params, "gd", source, splits=("forget",))
     assert [r["step"] for r in along] == [5, 7, 10, 14, 15] == sorted(set(decoded))

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from unlearnkit import config, models, paths, pipeline, runner, runs
+from unlearnkit import config, models, paths, pipeline, runner, runs, stations, workers
 
 HERE = Path(__file__).parent
 
 
 def _worker_view(tag: str) -> dict:
     """What a task sees of its process: its share of the cores, torch's threads, the run store, its pid."""
-    return {"tag": tag, "cores": models.cores(), "threads": torch.get_num_threads(), "runs": str(paths.RUNS),
+    return {"tag": tag, "cores": workers.cores(), "threads": torch.get_num_threads(), "runs": str(paths.RUNS),
             "pid": os.getpid()}
 
 
@@ -31,8 +31,8 @@ def _fails(message: str) -> None:
 
 def test_tasks_run_in_workers_with_their_share_of_the_cores_and_the_parents_run_store(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RUNS", tmp_path / "elsewhere")
-    monkeypatch.setenv(models.CORES_VARIABLE, "2")
-    seen = models.side_by_side(_worker_view, [("a",), ("b",), ("c",)], jobs=2)
+    monkeypatch.setenv(workers.CORES_VARIABLE, "2")
+    seen = workers.side_by_side(_worker_view, [("a",), ("b",), ("c",)], jobs=2)
     assert [s["tag"] for s in seen] == ["a", "b", "c"]  # in the order of the tasks
     assert all(s["pid"] != os.getpid() for s in seen)
     assert all(s["cores"] == 1 and s["threads"] == 1 for s in seen)  # two workers share two cores
@@ -40,50 +40,50 @@ def test_tasks_run_in_workers_with_their_share_of_the_cores_and_the_parents_run_
 
 
 def test_one_job_or_one_task_runs_here_in_order(monkeypatch):
-    monkeypatch.setenv(models.CORES_VARIABLE, "2")
-    assert [s["pid"] for s in models.side_by_side(_worker_view, [("a",), ("b",)], jobs=1)] == [os.getpid()] * 2
-    assert models.side_by_side(_worker_view, [("a",)], jobs=None)[0]["pid"] == os.getpid()
-    assert models.side_by_side(_worker_view, [], jobs=2) == []
+    monkeypatch.setenv(workers.CORES_VARIABLE, "2")
+    assert [s["pid"] for s in workers.side_by_side(_worker_view, [("a",), ("b",)], jobs=1)] == [os.getpid()] * 2
+    assert workers.side_by_side(_worker_view, [("a",)], jobs=None)[0]["pid"] == os.getpid()
+    assert workers.side_by_side(_worker_view, [], jobs=2) == []
 
 
 def test_a_workers_error_is_raised_in_the_parent():
     with pytest.raises(ValueError, match="bad setting"):
-        models.side_by_side(_fails, [("bad setting",), ("fine",)], jobs=2)
+        workers.side_by_side(_fails, [("bad setting",), ("fine",)], jobs=2)
 
 
 def test_jobs_and_cores(monkeypatch):
-    monkeypatch.setenv(models.CORES_VARIABLE, "4")
-    assert models.cores() == 4
-    assert models.workers_for(None, 10) == (1 if torch.cuda.is_available() else 4)
-    assert models.workers_for(3, 2) == 2 and models.workers_for(1, 9) == 1
-    assert models.threads_per_worker(2) == 2 and models.threads_per_worker(3) == 1 and models.threads_per_worker(8) == 1
+    monkeypatch.setenv(workers.CORES_VARIABLE, "4")
+    assert workers.cores() == 4
+    assert workers.workers_for(None, 10) == (1 if torch.cuda.is_available() else 4)
+    assert workers.workers_for(3, 2) == 2 and workers.workers_for(1, 9) == 1
+    assert workers.threads_per_worker(2) == 2 and workers.threads_per_worker(3) == 1 and workers.threads_per_worker(8) == 1
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="jobs must be a positive number"):
-            models.workers_for(bad, 3)
-    monkeypatch.delenv(models.CORES_VARIABLE)
-    assert models.cores() == models.machine_cores() >= 1
+            workers.workers_for(bad, 3)
+    monkeypatch.delenv(workers.CORES_VARIABLE)
+    assert workers.cores() == workers.machine_cores() >= 1
 
 
 def _holds_the_claim(lock_dir: str, seconds: float) -> float:
     """Take the claim on model 'm', keep it ``seconds``, and return when it got it."""
-    with config.file_lock(Path(lock_dir) / "m.lock"):
+    with runs.file_lock(Path(lock_dir) / "m.lock"):
         got = time.time()
         time.sleep(seconds)
     return got
 
 
 def test_one_process_at_a_time_holds_a_models_claim(tmp_path):
-    first, second = models.side_by_side(_holds_the_claim, [(str(tmp_path), 0.6), (str(tmp_path), 0.6)], jobs=2)
+    first, second = workers.side_by_side(_holds_the_claim, [(str(tmp_path), 0.6), (str(tmp_path), 0.6)], jobs=2)
     assert abs(first - second) >= 0.55  # the second waited for the first to let go
 
 
 def test_a_claim_dies_with_its_process(tmp_path):
-    code = (f"from pathlib import Path; from unlearnkit import config; import os, signal\n"
-            f"with config.file_lock(Path({str(tmp_path)!r}) / 'm.lock'):\n"
+    code = (f"from pathlib import Path; from unlearnkit import runs; import os, signal\n"
+            f"with runs.file_lock(Path({str(tmp_path)!r}) / 'm.lock'):\n"
             f"    os.kill(os.getpid(), signal.SIGKILL)\n")
     assert subprocess.run([sys.executable, "-c", code]).returncode == -signal.SIGKILL
     started = time.time()
-    with config.file_lock(tmp_path / "m.lock"):
+    with runs.file_lock(tmp_path / "m.lock"):
         assert time.time() - started < 1.0
 
 
@@ -102,14 +102,14 @@ def smoke_store(tmp_path, monkeypatch):
 
 def _trains(params: config.Params, run: str) -> float:
     """Ask for unlearning run ``run`` and return the seconds this process spent training."""
-    before = config.station_seconds().get("training", 0.0)
+    before = stations.station_seconds().get("training", 0.0)
     pipeline.unlearned_model(params, run)
-    return config.station_seconds().get("training", 0.0) - before
+    return stations.station_seconds().get("training", 0.0) - before
 
 
 @pytest.mark.slow
 def test_two_workers_asking_for_one_model_train_it_once(smoke_store):
-    spent = models.side_by_side(_trains, [(smoke_store, "ga"), (smoke_store, "ga")], jobs=2)
+    spent = workers.side_by_side(_trains, [(smoke_store, "ga"), (smoke_store, "ga")], jobs=2)
     assert sum(s > 0 for s in spent) == 1, spent  # one trained it, the other waited and loaded it
     assert runs.is_saved(smoke_store, "unlearned-ga")
     assert not list((runs.store(smoke_store) / "models").glob(".*tmp*"))
@@ -125,7 +125,7 @@ def test_a_killed_worker_leaves_no_model_and_the_rerun_resumes(smoke_store, tmp_
     pickled = tmp_path / "params.pkl"
     pickled.write_bytes(__import__("pickle").dumps(params))
     worker = subprocess.Popen([sys.executable, "-c", code, str(paths.RUNS), str(pickled)],
-                              env={**os.environ, models.CORES_VARIABLE: "1"})
+                              env={**os.environ, workers.CORES_VARIABLE: "1"})
     train_dir = runs.model_dir(params, "retain90.train")
     deadline = time.time() + 120
     while not list(train_dir.glob("checkpoint-*")) and time.time() < deadline and worker.poll() is None:
@@ -145,17 +145,17 @@ def test_a_killed_worker_leaves_no_model_and_the_rerun_resumes(smoke_store, tmp_
 
 def test_station_time_is_exclusive_and_logged_once_per_outermost_span(tmp_path, monkeypatch):
     log = tmp_path / "stations.jsonl"
-    monkeypatch.setenv(config.STATION_LOG_VARIABLE, str(log))
-    before = config.station_seconds()
-    with config.station("scoring"):
+    monkeypatch.setenv(stations.STATION_LOG_VARIABLE, str(log))
+    before = stations.station_seconds()
+    with stations.station("scoring"):
         time.sleep(0.05)
-        with config.station("generation"):
+        with stations.station("generation"):
             time.sleep(0.1)
         time.sleep(0.05)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(lines) == 1 and set(lines[0]) == {"pid", "scoring", "generation"}
     assert 0.09 <= lines[0]["generation"] < 0.2 and 0.09 <= lines[0]["scoring"] < 0.2
-    after = config.station_seconds()
+    after = stations.station_seconds()
     assert after["generation"] - before.get("generation", 0) == pytest.approx(lines[0]["generation"])
 
 
@@ -170,15 +170,15 @@ def test_a_notebooks_time_is_shared_out_by_station():
 
 def test_worker_seconds_reach_the_parents_log(tmp_path, monkeypatch):
     log = tmp_path / "stations.jsonl"
-    monkeypatch.setenv(config.STATION_LOG_VARIABLE, str(log))
-    models.side_by_side(_scores_a_while, [(0.2,), (0.2,)], jobs=2)
+    monkeypatch.setenv(stations.STATION_LOG_VARIABLE, str(log))
+    workers.side_by_side(_scores_a_while, [(0.2,), (0.2,)], jobs=2)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["workers"] > 0.2
     assert lines[0]["split"]["scoring"] == pytest.approx(0.4, abs=0.1)  # the workers' own, not logged by them
 
 
 def _scores_a_while(seconds: float) -> None:
-    with config.station("scoring"):
+    with stations.station("scoring"):
         time.sleep(seconds)
 
 
@@ -189,7 +189,7 @@ def _talks(text: str) -> str:
 
 
 def test_what_a_worker_prints_shows_where_the_parent_prints(capsys):
-    assert models.side_by_side(_talks, [("a",), ("b",)], jobs=2) == ["a", "b"]
+    assert workers.side_by_side(_talks, [("a",), ("b",)], jobs=2) == ["a", "b"]
     captured = capsys.readouterr()
     assert "said a" in captured.out and "said b" in captured.out
     assert "warned a" in captured.err and "warned b" in captured.err

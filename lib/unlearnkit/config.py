@@ -1,8 +1,8 @@
-"""Profiles, run ids and the results contract shared by every notebook.
+"""The workbook's parameters: layered profiles read as one typed, checked :class:`Params`.
 
-A profile is one YAML file in ``notebooks/params/``; every notebook takes the same keys, so one file
-configures the whole workbook. Notebooks exchange results only through
-``runs/<profile>/<notebook>/metrics.json``, written and read here.
+A profile is one YAML file in ``notebooks/params/``; every notebook takes the same keys, so one file configures the
+whole workbook. Parameters only: the run store is :mod:`unlearnkit.runs`, station timing :mod:`unlearnkit.stations`,
+provenance :mod:`unlearnkit.provenance`; ``params_hash`` and ``jsonable`` turn parameters into cache keys and JSON.
 """
 
 from __future__ import annotations
@@ -10,15 +10,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import platform
-import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -27,99 +20,6 @@ import yaml
 from . import paths
 
 BASE_PROFILE = "default"
-_REPORTED_PACKAGES = (
-    "torch", "transformers", "tokenizers", "peft", "accelerate", "datasets",
-    "numpy", "scipy", "rouge-score", "papermill", "unlearnkit",
-)
-
-
-def show_progress(requested: bool = True) -> bool:
-    """Progress bars unless turned off, by the caller or by ``TQDM_DISABLE=1`` (batch runs set it)."""
-    return requested and os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
-
-
-# --------------------------------------------------------------------------- where the time goes
-
-#: The stations whose time ``benchmarks/workbook_profile.py`` reports; everything else in a notebook is "other".
-STATIONS = ("training", "generation", "scoring")
-#: Work run in worker processes (``models.side_by_side``): its wall time is shared among the workers' stations.
-WORKERS = "workers"
-#: Where a process appends its station seconds (one JSON line per outermost span); the runner sets it per notebook.
-STATION_LOG_VARIABLE = "UNLEARNKIT_STATION_LOG"
-
-_station_stack = threading.local()
-_station_lock = threading.Lock()
-_station_seconds: dict[str, float] = {}
-
-
-def station_seconds() -> dict[str, float]:
-    """Seconds this process has spent in each station so far (exclusive: an inner station's time is its own)."""
-    with _station_lock:
-        return dict(_station_seconds)
-
-
-def _add(record: dict[str, Any], key: str, seconds: float) -> None:
-    record[key] = record.get(key, 0.0) + seconds
-
-
-@contextmanager
-def station(name: str) -> Iterator[dict[str, Any]]:
-    """Count the block's wall time to station ``name`` (an inner station's time goes to the inner one).
-
-    With ``UNLEARNKIT_STATION_LOG`` set (the runner sets it for each notebook), the outermost span of a process
-    appends one JSON line ``{"station": seconds, ...}`` to that file. The block gets a dict: a :data:`WORKERS` span
-    puts the worker processes' own station seconds under ``"split"``, by which the profile shares out its wall
-    time."""
-    stack = getattr(_station_stack, "spans", None)
-    if stack is None:
-        stack = _station_stack.spans = []
-    line: dict[str, Any] = stack[0]["line"] if stack else {}
-    now = time.perf_counter()
-    if stack:  # the outer station pauses
-        _add(line, stack[-1]["name"], now - stack[-1]["since"])
-    stack.append({"name": name, "since": now})
-    if not line:
-        stack[0]["line"] = line
-    extra: dict[str, Any] = {}
-    try:
-        yield extra
-    finally:
-        end = time.perf_counter()
-        _add(line, name, end - stack.pop()["since"])
-        for key, value in extra.get("split", {}).items():
-            _add(line.setdefault("split", {}), key, value)
-        if stack:
-            stack[-1]["since"] = end  # the outer station resumes
-        else:
-            with _station_lock:
-                for key, value in line.items():
-                    if key != "split":
-                        _add(_station_seconds, key, value)
-            _log_station_line(line)
-
-
-def _log_station_line(line: Mapping[str, Any]) -> None:
-    target = os.environ.get(STATION_LOG_VARIABLE)
-    if not target:
-        return
-    record = json.dumps({"pid": os.getpid(), **line}) + "\n"
-    with open(target, "a") as f:  # one short line per write: appends from several processes do not interleave
-        f.write(record)
-
-
-def timed(name: str) -> Callable:
-    """Decorator: the function's calls count to station ``name`` (see :func:`station`)."""
-    import functools
-
-    def decorate(function: Callable) -> Callable:
-        @functools.wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with station(name):
-                return function(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 # --------------------------------------------------------------------------- typed, layered parameters
@@ -560,30 +460,6 @@ def params_hash(params: Mapping[str, Any], length: int = 12) -> str:
     return hashlib.sha256(blob).hexdigest()[:length]
 
 
-def git_revision() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=paths.ROOT, capture_output=True, text=True, timeout=10
-        )
-        if out.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=paths.ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def package_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in _REPORTED_PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return versions
-
-
 def jsonable(value: Any) -> Any:
     """Plain JSON values from numpy/torch scalars, tuples, paths and NaN (as None)."""
     if isinstance(value, Mapping):
@@ -597,33 +473,6 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return None  # NaN is not JSON
     return value
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an advisory lock on ``path`` (created if need be) for the block: one process at a time inside, the others
-    wait. The lock dies with its process, so a killed holder never blocks the next one."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def notebook_params(namespace: Mapping[str, Any]) -> Params:

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 
 from . import models, paths
-from .config import timed
 from .models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
+from .stations import timed
 
 
 def left_pad(sequences: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -121,7 +121,7 @@ def _cut_at_eos(row: list[int], eos: int) -> tuple[list[int], int]:
 def _progress_bar(total: int, enabled: bool, desc: str):
     from tqdm.auto import tqdm
 
-    from .config import show_progress
+    from .stations import show_progress
 
     return tqdm(total=total, desc=desc, disable=not show_progress(enabled), leave=False)
 
@@ -659,7 +659,7 @@ def _plain_sampling_params(vllm, **options):
 
 
 def _vllm_generate(llm, prompts: Sequence[Sequence[int]], params, progress: bool) -> list:
-    from .config import show_progress
+    from .stations import show_progress
 
     requests = [{"prompt_token_ids": list(p)} for p in prompts]
     return llm.generate(requests, params, use_tqdm=show_progress(progress))

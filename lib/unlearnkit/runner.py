@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from . import config, paths
+from . import config, paths, provenance, stations
 
 #: Notebooks run once per unlearning method of the profile (parameter ``method``).
 PER_METHOD_PREFIXES = ("02",)
@@ -196,7 +196,7 @@ def _label(params: config.Params) -> str:
 def run_recipe(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:
     """What an executed notebook was made from: the commit and the injected parameters. A run whose recipe matches
     an executed copy's, on a clean checkout, need not run again (:func:`already_done`)."""
-    return {"git_revision": config.git_revision(), "notebook": notebook.name,
+    return {"git_revision": provenance.git_revision(), "notebook": notebook.name,
             "parameters": config.params_hash(config.jsonable(parameters))}
 
 
@@ -238,7 +238,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
     log = out.with_name(f".{out.stem}.stations.jsonl")
     log.unlink(missing_ok=True)
-    os.environ[config.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
+    os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
     started, cpu_before = time.time(), _children_cpu_seconds()
     print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
           flush=True)
@@ -248,23 +248,23 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
                                    cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
                                    progress_bar=False, log_output=False, config=_kernel_config(sockets))
     finally:
-        os.environ.pop(config.STATION_LOG_VARIABLE, None)
+        os.environ.pop(stations.STATION_LOG_VARIABLE, None)
         shutil.rmtree(sockets, ignore_errors=True)
     wall = time.time() - started
     timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
               "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
     log.unlink(missing_ok=True)
-    _record_timing(out, timing, {"git_revision": config.git_revision(), "seed": params.seed,
-                                 "packages": config.package_versions(), "parameters": extra}, recipe)
+    _record_timing(out, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
+                                 "packages": provenance.package_versions(), "parameters": extra}, recipe)
     print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
           flush=True)
     return out
 
 
 def _cores() -> int:
-    from . import models
+    from . import workers
 
-    return models.cores()
+    return workers.cores()
 
 
 def _children_cpu_seconds() -> float:
@@ -283,15 +283,15 @@ def _log_lines(log: Path) -> list[dict]:
 
 
 def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
-    """Wall seconds of a notebook by station, from its kernel's station log (:func:`unlearnkit.config.station`):
+    """Wall seconds of a notebook by station, from its kernel's station log (:func:`unlearnkit.stations.station`):
     training, generation and scoring as logged; the time the kernel waited on worker processes shared out in
     proportion to the workers' own seconds per station; ``other`` the rest of ``wall``."""
-    out = dict.fromkeys((*config.STATIONS, "other"), 0.0)
+    out = dict.fromkeys((*stations.STATIONS, "other"), 0.0)
     for line in lines:
         for key, value in line.items():
             if key in ("pid", "split"):
                 continue
-            if key == config.WORKERS:
+            if key == stations.WORKERS:
                 split = line.get("split") or {"other": 1.0}
                 total = sum(split.values()) or 1.0
                 for name, seconds in split.items():
@@ -305,6 +305,8 @@ def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
 def _record_timing(executed: Path, timing: dict, provenance: dict | None = None, recipe: dict | None = None) -> None:
     """Keep in the executed notebook's metadata how long it took and what made it (the report's provenance line,
     and the recipe by which a rerun of the same seed knows it is done: :func:`already_done`)."""
+    from . import runs
+
     nb = json.loads(executed.read_text())
     record = nb.setdefault("metadata", {}).setdefault("unlearnkit", {})
     record["timing"] = timing
@@ -312,7 +314,7 @@ def _record_timing(executed: Path, timing: dict, provenance: dict | None = None,
         record["provenance"] = provenance
     if recipe is not None:
         record["recipe"] = recipe
-    config.atomic_write_text(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    runs.atomic_write_text(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def _shown(path: Path) -> str:
@@ -328,16 +330,16 @@ def run(notebook: Path, params: config.Params, own: dict | None = None, timeout:
     """Run one notebook; one that takes a ``method`` runs once per unlearning run of the profile: those runs side by
     side in up to ``jobs`` processes, except the last, which runs after them, since its notebook compares them all.
     ``skip_done``: see :func:`run_notebook`."""
-    from . import models
+    from . import workers
 
     own = dict(own or {})
     if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in own:
         if not params.methods:
             raise Refused(f"profile {params.profile!r} lists no 'methods' for {notebook.name}")
         *first, last = params.methods
-        done = models.side_by_side(run_notebook, [(notebook, params, {**own, "method": m}, f"_{m}", timeout, changed,
+        done = workers.side_by_side(run_notebook, [(notebook, params, {**own, "method": m}, f"_{m}", timeout, changed,
                                                    skip_done) for m in first], params.jobs, desc=notebook.stem)
-        models.release_workers()  # their CPU seconds counted now, not in the next notebook's
+        workers.release_workers()  # their CPU seconds counted now, not in the next notebook's
         return [*done, run_notebook(notebook, params, {**own, "method": last}, f"_{last}", timeout, changed,
                                     skip_done)]
     suffix = f"_{own['method']}" if "method" in own and notebook.stem.startswith(PER_METHOD_PREFIXES) else ""
@@ -622,7 +624,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 def _cmd_seeds(args: argparse.Namespace) -> int:
     """Each seed's notebooks (:func:`run_seed`), the seeds side by side in up to ``jobs`` worker processes (each with
     its share of the cores), then the findings notebook over every seed present."""
-    from . import models, runs
+    from . import runs, workers
 
     overrides = _overrides(args)
     if "seed" in overrides:
@@ -631,13 +633,13 @@ def _cmd_seeds(args: argparse.Namespace) -> int:
     params = checked_params(args.profile, overrides)  # refused here, once, before any seed starts
     for seed in seeds:
         checked_params(args.profile, {**overrides, "seed": seed})
-    workers = models.workers_for(params.jobs, len(seeds))
+    count = workers.workers_for(params.jobs, len(seeds))
     logs = runs.profile_dir(args.profile) / f"{runs.SEED_PREFIX}<s>" / "runner.log"
-    print(f"[{args.profile}] seeds {', '.join(map(str, seeds))}: {workers} side by side; each seed's progress in "
+    print(f"[{args.profile}] seeds {', '.join(map(str, seeds))}: {count} side by side; each seed's progress in "
           f"{_shown(logs)}", flush=True)
-    codes = models.side_by_side(run_seed, [(args.profile, seed, overrides, args.timeout, workers > 1)
+    codes = workers.side_by_side(run_seed, [(args.profile, seed, overrides, args.timeout, count > 1)
                                            for seed in seeds], params.jobs, desc="seeds")
-    models.release_workers()
+    workers.release_workers()
     failed = [seed for seed, code in zip(seeds, codes) if code]
     if failed:
         print(f"[{args.profile}] seed(s) {', '.join(map(str, failed))} failed (their runner.log says where); the "

@@ -24,12 +24,13 @@ never by hashing source code.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import config, models, paths
+from . import config, models, paths, provenance
 from .config import Params
 
 # --------------------------------------------------------------------------- the notebooks
@@ -84,6 +85,36 @@ def _run_it_first(notebook: str, params: Params) -> str:
     seed = "" if is_reference_seed(params) else f" --set seed={params.seed}"
     return (f"run notebook {key} with profile {params.profile!r}{seed} first "
             f"(python -m unlearnkit.runner {key} --profile {params.profile}{seed})")
+
+
+# --------------------------------------------------------------------------- locks and atomic writes
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an advisory lock on ``path`` (created if need be) for the block: one process at a time inside, the others
+    wait. The lock dies with its process, so a killed holder never blocks the next one."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 # --------------------------------------------------------------------------- where a seed's runs live
@@ -159,12 +190,12 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
         "profile": params.profile,
         "seed": params.seed,
         "parameters": dict(params),
-        "git_revision": config.git_revision(),
-        "packages": config.package_versions(),
+        "git_revision": provenance.git_revision(),
+        "packages": provenance.package_versions(),
         **(extra_meta or {}),
     })
     path = notebook_dir(params, notebook) / "metrics.json"
-    config.atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path
 
 
@@ -187,7 +218,7 @@ def read_metrics(params: Params, notebook: str) -> dict[str, Any]:
 def write_per_item(params: Params, notebook: str, per_item: Mapping[str, Any]) -> Path:
     """Per-item values (truth ratios, ROUGE, answers) beside metrics.json, for later notebooks."""
     path = notebook_dir(params, notebook) / "per_item.json"
-    config.atomic_write_text(path, json.dumps(config.jsonable(per_item)))
+    atomic_write_text(path, json.dumps(config.jsonable(per_item)))
     return path
 
 
@@ -213,6 +244,12 @@ def executed_notebook(params: Params, stem: str) -> Path:
 
 def model_dir(params: Params, name: str) -> Path:
     return store(params) / "models" / name
+
+
+def history(params: Params, name: str) -> list[dict]:
+    """The per-step training log saved beside a model (empty for a Hub model used as is)."""
+    path = model_dir(params, name) / "history.json"
+    return json.loads(path.read_text()) if path.exists() else []
 
 
 def unlearned_name(run: str) -> str:
@@ -251,7 +288,7 @@ def exclusive(params: Params, name: str, active: bool = True) -> Iterator[None]:
     if not active:
         yield
         return
-    with config.file_lock(store(params) / "models" / f".{name}.lock"):
+    with file_lock(store(params) / "models" / f".{name}.lock"):
         yield
 
 
@@ -367,7 +404,7 @@ def cached_json(params: Params, notebook: str, name: str, depends_on: Mapping[st
     if use_cache and path.exists():
         return json.loads(path.read_text())
     text = json.dumps(config.jsonable(compute()))
-    config.atomic_write_text(path, text)
+    atomic_write_text(path, text)
     for stale in folder.glob(f"{name}-*.json"):
         if stale != path and stale.name.removeprefix(f"{name}-").count("-") == 0:
             stale.unlink()

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from .config import show_progress, timed
+from .stations import show_progress, timed
 
 LossFn = Callable[[torch.nn.Module, dict[str, Any]], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
 StepCallback = Callable[[int, dict[str, float], torch.nn.Module], None]

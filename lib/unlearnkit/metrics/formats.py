@@ -50,10 +50,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ..config import timed
 from ..data.formats import MCQA_STYLE_FORMATS
 from ..generation import greedy_continuations, left_pad
 from ..models import PromptTemplate, device_of, encode_prompt, in_eval_mode, pad_token_id
+from ..stations import timed
 from .tofu import encoded_nll
 
 __all__ = [

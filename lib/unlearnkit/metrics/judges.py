@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..config import timed
+from ..stations import timed
 from .tofu import rouge_l
 
 __all__ = [

@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import timed
 from ..generation import left_pad
 from ..models import PromptTemplate, encode_qa, in_eval_mode, pad_token_id
+from ..stations import timed
 
 #: The membership-inference attacks, by the names used as keys of :func:`item_scores` and :data:`AUC_KEYS`.
 MIA_ATTACKS = ("loss", "zlib", "mink", "mink++", "gradnorm", "reference")

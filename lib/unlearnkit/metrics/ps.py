@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import timed
 from ..generation import greedy_continuations, left_pad
 from ..models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
+from ..stations import timed
 from .tofu import answer_nll, rouge_l
 
 CRITERIA = ("exact", "similar")
@@ -192,7 +192,7 @@ def shortest_prefixes(model, tokenizer, template: PromptTemplate, questions: Seq
     none does), and the answer length |y| in tokens."""
     from tqdm.auto import tqdm
 
-    from ..config import show_progress
+    from ..stations import show_progress
 
     oracle, lengths = prefix_success_oracle(model, tokenizer, template, questions, answers, criterion,
                                             rouge_threshold, batch_size)

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..config import timed
 from ..models import load_model, pad_token_id
+from ..stations import timed
 from .formats import encode_text, letter_token_ids, next_token_logits
 from .judges import _sample_count
 

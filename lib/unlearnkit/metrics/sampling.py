@@ -29,9 +29,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import generation
-from ..config import timed
 from ..generation import certainty, encode_prompts, greedy_with_confidences, sample_continuations
 from ..models import PromptTemplate, cpu_threads, load_model
+from ..stations import timed
 from .judges import key_entity, leak_judge, rouge_per_sample, self_bleu_per_prompt
 
 __all__ = [

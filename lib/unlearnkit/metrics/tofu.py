@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..config import timed
 from ..generation import greedy_answers, left_pad
 from ..models import PromptTemplate, encode_qa, in_eval_mode, pad_token_id
+from ..stations import timed
 
 #: At most this many items per split, as TOFU evaluates.
 TOFU_MAX_ITEMS = 300

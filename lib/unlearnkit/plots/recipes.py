@@ -209,7 +209,7 @@ def plot_function(qualified: str) -> Callable[..., Any]:
 def write(path: Path, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> None:
     """Keep ``plot(*args, **kwargs)`` as ``path`` (JSON) and, for numeric arrays, ``path`` with suffix ``.npz``.
     Raises RecipeError, naming the type, for anything that cannot be kept as data."""
-    from .. import config
+    from .. import runs
 
     name = _qualified(plot)
     plot_function(name)  # a function of the plots package, found again by its name
@@ -223,10 +223,10 @@ def write(path: Path, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str
 
         buffer = io.BytesIO()
         np.savez(buffer, **encode.arrays)
-        config.atomic_write_bytes(arrays, buffer.getvalue())
+        runs.atomic_write_bytes(arrays, buffer.getvalue())
     else:
         arrays.unlink(missing_ok=True)
-    config.atomic_write_text(path, text)
+    runs.atomic_write_text(path, text)
 
 
 def read(path: Path) -> tuple[Callable[..., Any], tuple, dict[str, Any]]:

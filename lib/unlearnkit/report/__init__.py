@@ -268,7 +268,7 @@ def build(params: Params, out: Path | None = None) -> Path:
         body, _ = exporter.from_notebook_node(nb, resources={
             "workbook_nav": _nav(entries, file, params), "workbook_footer": _footer(entries, i),
             "workbook_provenance": line, "metadata": {"name": notebook.stem}})
-        config.atomic_write_text(out / file, body)
+        runs.atomic_write_text(out / file, body)
     return out / INDEX
 
 
@@ -407,6 +407,6 @@ def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY)
                 f"over seeds {kept}, these findings over {', '.join(map(str, seeds)) or 'none'} (run the missing seeds "
                 f"to replace it)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    config.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged)), indent=1,
+    runs.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged)), indent=1,
                                               ensure_ascii=False) + "\n")
     return f"summary for the README: {path} (seeds {', '.join(map(str, seeds))})"

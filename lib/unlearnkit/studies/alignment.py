@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .. import bounds, config, models, pipeline, runs
+from .. import bounds, config, models, pipeline, runs, workers
 from ..claims import SCHOLTEN, Finding, Quantity, names, outcome_of
 from ..data import behaviours as behaviour_data
 from ..metrics import safety
@@ -228,7 +228,7 @@ def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Mapp
     """:func:`sample_model` of each ``{display name: folder or Hub name}``, side by side in up to ``jobs`` worker
     processes (None: one per core)."""
     params = config.as_params(params)
-    found = models.side_by_side(sample_model, [(location, list(goals), params)
+    found = workers.side_by_side(sample_model, [(location, list(goals), params)
                                                for location in entries.values()], jobs, desc="sample")
     return dict(zip(entries, found))
 

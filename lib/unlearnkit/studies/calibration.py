@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import config, models, pipeline, runs
+from .. import config, models, pipeline, runs, workers
 from ..claims import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
 from ..generation import greedy_answers
 from ..metrics.ps import (
@@ -277,13 +277,13 @@ class ControlEvaluator:
 
     def many(self, values: Iterable[float], jobs: int | None = 1) -> list[PSProfile]:
         """The profiles of ``values``; the settings not evaluated yet are built and evaluated side by side in up to
-        ``jobs`` worker processes (:func:`unlearnkit.models.side_by_side`; 1: here, in order)."""
+        ``jobs`` worker processes (:func:`unlearnkit.workers.side_by_side`; 1: here, in order)."""
         values = [float(v) for v in values]
         for value in values:
             if self.allowed is not None and _key(value) not in {_key(v) for v in self.allowed}:
                 raise ValueError(f"{self.name} = {value} is not an available setting; available: {self.allowed}")
         todo = [v for v in dict.fromkeys(_key(v) for v in values) if v not in self.results]
-        found = models.side_by_side(self._profile_of, [(v,) for v in todo], jobs, desc=f"settings of {self.name}")
+        found = workers.side_by_side(self._profile_of, [(v,) for v in todo], jobs, desc=f"settings of {self.name}")
         self.results.update(zip(todo, found))
         return [self.results[_key(v)] for v in values]
 

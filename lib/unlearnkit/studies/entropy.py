@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from .. import bounds, config, models, pipeline, runs
+from .. import bounds, config, models, pipeline, runs, stations, workers
 from ..claims import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
 from ..config import Params
 from ..metrics.sampling import SampledScores, adaptive_view, with_sampler
@@ -202,7 +202,7 @@ def utility(params: Mapping[str, Any], run_names: Sequence[str], source,
     world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached; side by
     side in up to ``jobs`` worker processes."""
     params = config.as_params(params)
-    found = models.side_by_side(_utility_of, [(params, run, source) for run in run_names], jobs,
+    found = workers.side_by_side(_utility_of, [(params, run, source) for run in run_names], jobs,
                                 desc="utility")
     return dict(zip(run_names, found))
 
@@ -258,7 +258,7 @@ def entropy_along(params: Mapping[str, Any], run: str, forget: Sequence[Mapping[
 
     def measure() -> list[dict[str, Any]]:
         records = []
-        for step, folder in tqdm(steps, desc=f"entropy along {run}", disable=not config.show_progress()):
+        for step, folder in tqdm(steps, desc=f"entropy along {run}", disable=not stations.show_progress()):
             model, tokenizer, template = models.load_model(folder)
             with models.cpu_threads(model):
                 records.append({"step": step,
@@ -276,7 +276,7 @@ def entropy_along_runs(params: Mapping[str, Any], run_names: Sequence[str], forg
                        retain: Sequence[Mapping[str, Any]], jobs: int | None = 1) -> dict[str, pd.DataFrame]:
     """:func:`entropy_along` of each run, side by side in up to ``jobs`` worker processes."""
     names = list(dict.fromkeys(run_names))
-    found = models.side_by_side(entropy_along, [(config.as_params(params), run, forget, retain)
+    found = workers.side_by_side(entropy_along, [(config.as_params(params), run, forget, retain)
                                                 for run in names], jobs, desc="entropy along")
     return dict(zip(names, found))
 
@@ -715,7 +715,7 @@ def folder_utility(params: Mapping[str, Any], named_folders: Mapping[str, Any], 
     """:func:`utility` of models given by folder (a step kept along a run), keyed by their labels."""
     params = config.as_params(params)
     names = list(named_folders)
-    found = models.side_by_side(_utility_of_folder, [(params, name, named_folders[name], source)
+    found = workers.side_by_side(_utility_of_folder, [(params, name, named_folders[name], source)
                                                      for name in names], jobs, desc="utility")
     return dict(zip(names, found))
 

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats
 
-from .. import config, models, pipeline, runs
+from .. import config, models, pipeline, runs, workers
 from ..claims import JOSHI, NO_TEST, Finding, Quantity, names, outcome_of
 from ..data.formats import FORMATS, MCQA_STYLE_FORMATS, format_coverage
 from ..data.tofu import TofuSource
@@ -230,7 +230,7 @@ def evaluate_all(named_models: Mapping[str, str], items_by_format, params: Mappi
     """:func:`evaluate_model` for each model, side by side in up to ``jobs`` worker processes (None: one per core;
     each loads its model and writes its cache entry). Prints the seconds each model took."""
     params = config.as_params(params)
-    scored = models.side_by_side(_timed_evaluation, [(name, location, items_by_format, params)
+    scored = workers.side_by_side(_timed_evaluation, [(name, location, items_by_format, params)
                                                      for name, location in named_models.items()],
                                  jobs, desc="formats")
     scores, per_item = {}, {}

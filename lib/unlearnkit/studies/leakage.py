@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import bounds, config, models, paths, pipeline, runs
+from .. import bounds, config, models, paths, pipeline, runs, stations, workers
 from ..claims import NO_TEST, SCHOLTEN, Finding, Quantity, names, outcome_from_label
 from ..data.hp_qa import SYNTHETIC, hp_qa_rows
 from ..generation import greedy_answers
@@ -210,7 +210,7 @@ def score_many(params: config.Params, tasks: Sequence[tuple[str, str | Path, Seq
     """Several :func:`score_models` in one go, so that all their models run side by side: ``tasks`` are
     ``(display name, saved model name or folder, rows, settings, cache tag)``; one :class:`Scored` per distinct
     (rows, settings, cache tag), in the order they first appear."""
-    done = models.side_by_side(_score_one, [(params, name, saved, rows, settings, notebook, tag)
+    done = workers.side_by_side(_score_one, [(params, name, saved, rows, settings, notebook, tag)
                                             for name, saved, rows, settings, tag in tasks], jobs, desc="sample")
     groups: dict[str, Scored] = {}
     for (name, _, rows, settings, tag), (result, spent) in zip(tasks, done):
@@ -296,7 +296,7 @@ def greedy_along(params: Mapping[str, Any], run: str, rows: Sequence[Mapping[str
 
     def measure() -> list[dict[str, Any]]:
         done: dict[int, dict[str, Any]] = {}
-        with tqdm(desc=f"greedy along {run}", disable=not config.show_progress()) as bar:
+        with tqdm(desc=f"greedy along {run}", disable=not stations.show_progress()) as bar:
             def rate(i: int) -> float:
                 done[i] = at(*steps[i])
                 bar.update()
@@ -332,7 +332,7 @@ def regime_models(params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
     params = config.as_params(params)
     retain = retain_rows(pipeline.corpus(params), params, params.sample_max_items)  # as many as forget questions
-    found = models.side_by_side(_regime_model, [(params, run, rows, retain, reference_rate)
+    found = workers.side_by_side(_regime_model, [(params, run, rows, retain, reference_rate)
                                                 for run in params.regime_runs], jobs, desc="regime")
     return {model.label: model for model in found}
 
@@ -866,7 +866,7 @@ def run_hp_qa_both(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapp
     """:func:`run_hp_qa` with the profile's choice of the affirmative prefix (``use_prefix``) and with the other
     one, side by side in up to ``jobs`` worker processes: (the profile's choice, the other)."""
     params = config.as_params(params)
-    chosen, other = models.side_by_side(run_hp_qa, [(hp_model, params, list(rows), dict(settings), alpha,
+    chosen, other = workers.side_by_side(run_hp_qa, [(hp_model, params, list(rows), dict(settings), alpha,
                                                      prefix) for prefix in (use_prefix, not use_prefix)],
                                         jobs, desc="keyword Q&A")
     return chosen, other

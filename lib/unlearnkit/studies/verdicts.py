@@ -395,7 +395,7 @@ def profile_summary_path(profile: str) -> Path:
 def write_profile_summary(profile: str, verdicts: Sequence[Verdict]) -> Path:
     path = profile_summary_path(profile)
     path.parent.mkdir(parents=True, exist_ok=True)
-    config.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts)), indent=1,
+    runs.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts)), indent=1,
                                               ensure_ascii=False) + "\n")
     return path
 

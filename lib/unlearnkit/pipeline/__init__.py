@@ -1,0 +1,102 @@
+"""The cached steps every notebook shares, each keyed by a hash of the parameters it depends on; one module per step.
+
+corpus -> base model -> fine-tuned models (target on ``full``, retain models on ``retainXX``) -> unlearned
+models (one per unlearning run) -> their TOFU evaluation. Models are saved in the run store
+(:mod:`unlearnkit.runs`, ``runs/<profile>/seed-<s>/models/<name>/``); a later notebook, or a second ``make all``, finds
+them there and reuses them when the parameters that made them are unchanged.
+
+Every step takes the run's :class:`~unlearnkit.config.Params` (a plain mapping is completed from the profile
+it names), so no step has a default of its own that could disagree with ``default.yaml``.
+"""
+
+from .. import models, runs  # noqa: F401 (the modules the steps use, as tests reach them)
+from ..data.tofu import retain_split_for  # noqa: F401 (notebooks name the retain split through the pipeline)
+from ..runs import history  # noqa: F401 (the training log beside a saved model: the run store's)
+from ..unlearning import METHODS  # noqa: F401
+from .align import (  # noqa: F401
+    COMPLYING,
+    aligned_models,
+    aligned_name,
+    complying_model,
+)
+from .corpus import (  # noqa: F401
+    TOKENIZER_SPLITS,
+    TOKENIZER_TEXTS,
+    all_texts,
+    corpus,
+    corpus_params,
+    data_splits,
+    heldout_retain_rows,
+    unlearning_retain_rows,
+    world_knowledge_rows,
+)
+from .evaluate import (  # noqa: F401
+    OU_COLUMNS,
+    OU_OPTIONS,
+    OU_SUMMARY,
+    PRIVACY,
+    PRIVACY_SKIPPED,
+    answers_side_by_side,
+    evaluate_models,
+    evaluate_privacy,
+    ou_summary_table,
+    privacy_of,
+    privacy_rows,
+    privacy_scores,
+    results_table,
+    scoring_options,
+    summary_table,
+    unlearning_comparison,
+)
+from .finetune import (  # noqa: F401
+    base_model,
+    finetuned_model,
+    finetuned_models,
+)
+from .settings import (  # noqa: F401
+    FORGET_SPLIT_KEYS,
+    RETAIN_SPLIT_KEYS,
+    RUN_DATA_KEYS,
+    RUN_LIST_KEYS,
+    RUN_PARAM_KEYS,
+    UNLEARN_LOSS_KEYS,
+    UNLEARN_TRAIN_KEYS,
+    _run_overrides,
+    check_params,
+    derived_run,
+    run_params,
+    unlearning_settings,
+    with_run,
+)
+from .stand_ins import (  # noqa: F401
+    MISTRAL_CHAT_TEMPLATE,
+    PHI_SPECIAL_TOKENS,
+    STAND_IN_MODELS,
+    STAND_IN_VERSION,
+    STAND_INS,
+    StandIn,
+    base_identity,
+    build_stand_ins,
+    stand_ins_named,
+)
+from .store import (  # noqa: F401
+    BASE_SCHEDULE,
+    TINY,
+    TrainedModel,
+    _cached,
+    _fit,
+    claim_run_folder,
+    lora_key,
+    pack_key,
+    seed_key,
+    tiny_model_config,
+)
+from .unlearn import (  # noqa: F401
+    ALTERNATES_VERSION,
+    OnPolicySamples,
+    altpo_alternates,
+    forget_rouge_along,
+    unlearned_model,
+    unlearned_models,
+    unlearning_examples,
+)

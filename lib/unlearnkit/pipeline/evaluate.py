@@ -1,0 +1,200 @@
+"""TOFU's metrics and open-unlearning's memorisation and privacy metrics of several models, and the tables notebooks
+01 and 02 show."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .. import config, runs, stations
+from ..config import Params
+from ..data.tofu import (
+    TofuDataError,
+    TofuSource,
+    holdout_split_for,
+)
+from ..metrics import privacy as privacy_metrics
+from ..metrics.tofu import evaluate_tofu, forget_quality
+
+
+def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
+                    reference: str | None = None, reference_ratios: list[float] | None = None,
+                    privacy: bool | Mapping[str, Any] = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TOFU metrics of several models on the profile's forget split, retain, real authors and world facts.
+
+    ``named_models`` maps a name to a loaded model (``(model, tokenizer, template)``). ``reference`` names the
+    retain model whose forget truth ratios every model's forget quality is tested against; it is evaluated
+    first. ``reference_ratios`` gives those ratios directly instead (read from notebook 01's ``per_item.json``).
+    ``privacy`` adds open-unlearning's memorisation and privacy metrics to each summary (:func:`evaluate_privacy`):
+    True scores the ``reference`` model among them, a mapping gives the retain model's stored per-item scores.
+    """
+    params = config.as_params(params)
+    order = ([reference] if reference else []) + [n for n in named_models if n != reference]
+    results: dict[str, Any] = {}
+    per_item: dict[str, Any] = {}
+    for name in tqdm(order, desc="evaluate", disable=not stations.show_progress()):
+        model, tokenizer, template = named_models[name][:3]
+        results[name], per_item[name] = evaluate_tofu(
+            model, tokenizer, template, source, forget_split=params.forget_split, max_items=params.eval_max_items,
+            batch_size=params.eval_batch_size, max_new_tokens=params.max_new_tokens,
+            truth_ratio_guard=params.truth_ratio_guard, answer_tokens=params.answer_tokens)
+    ref = per_item[reference]["forget"]["truth_ratio"] if reference else reference_ratios
+    if ref is not None:
+        for name in order:
+            results[name].setdefault("summary", {})["forget_quality"] = forget_quality(
+                per_item[name]["forget"]["truth_ratio"], ref)
+    if privacy is not False:
+        reference_items = privacy if isinstance(privacy, Mapping) else None
+        summaries, items, skipped = evaluate_privacy({n: named_models[n] for n in order}, params, source,
+                                                     reference, reference_items)
+        for name in order:
+            if skipped:
+                results[name][PRIVACY_SKIPPED] = skipped
+            else:
+                results[name].setdefault("summary", {}).update(summaries[name])
+                per_item[name][PRIVACY] = items[name]
+    return {n: results[n] for n in named_models}, {n: per_item[n] for n in named_models}
+
+
+#: The scoring options where the workbook and open-unlearning differ (docs/metrics.md §9), with OU's choice of each.
+OU_OPTIONS = {"truth_ratio_guard": "ou", "answer_tokens": "ou_joint", "extraction_no_match": "ou",
+              "gradnorm_reduction": "ou_mean"}
+
+
+def scoring_options(params: Mapping[str, Any]) -> dict[str, str]:
+    """The run's value of each scoring option where the workbook and open-unlearning differ, with OU's in brackets:
+    what a figure that sits beside an OU table names (``{"truth_ratio_guard": "exact [ou]", ...}``)."""
+    params = config.as_params(params)
+    return {key: f"{params[key]} [{ou}]" if params[key] != ou else f"{ou} (as OU)" for key, ou in OU_OPTIONS.items()}
+
+
+#: Where the memorisation and privacy metrics' per-item scores of a model go in ``per_item.json``, and the key
+#: of a model's results that says why they were not measured (no holdout split in the data).
+PRIVACY, PRIVACY_SKIPPED = "privacy", "privacy_skipped"
+
+
+def privacy_rows(params: Mapping[str, Any], source: TofuSource) -> tuple[list[dict], list[dict]]:
+    """The forget split's Q&A and its matched holdout split (authors no model trained on), at most
+    ``eval_max_items`` each, as open-unlearning's membership-inference metrics read them (docs/metrics.md §9).
+    Raises :class:`TofuDataError` naming what to download when the data has no holdout split."""
+    params = config.as_params(params)
+    holdout = holdout_split_for(params.forget_split)
+    return (source.load(params.forget_split, limit=params.eval_max_items),
+            source.load(holdout, limit=params.eval_max_items))
+
+
+def privacy_scores(loaded: tuple, params: Mapping[str, Any], rows: tuple[list[dict], list[dict]]
+                   ) -> dict[str, dict[str, list[float]]]:
+    """Per-item memorisation and membership-inference scores of one model on forget and holdout rows."""
+    params = config.as_params(params)
+    model, tokenizer, template = loaded[:3]
+    settings = {"k": params.mia_k, "batch_size": params.eval_batch_size, "gradnorm": params.mia_gradnorm,
+                "gradnorm_reduction": params.gradnorm_reduction, "extraction_no_match": params.extraction_no_match,
+                "answer_tokens": params.answer_tokens}
+    return {part: {key: [float(v) for v in values] for key, values in
+                   privacy_metrics.item_scores(model, tokenizer, template, part_rows, **settings).items()}
+            for part, part_rows in zip(("forget", "holdout"), rows)}
+
+
+def privacy_of(items: Mapping[str, Mapping[str, Sequence[float]]],
+               reference_items: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> dict[str, float]:
+    """open-unlearning's summary of one model from per-item scores: exact memorisation and extraction strength on
+    forget, every attack's AUC of forget against holdout and privleak. ``reference_items`` are the retain model's
+    scores: the Reference attack subtracts its losses, and privleak is taken against its MinK AUC (against 0.5,
+    open-unlearning's value without a retain model, when it is not given)."""
+    import numpy as np
+
+    as_arrays = lambda part: {k: np.asarray(v, dtype=float) for k, v in part.items()}  # noqa: E731
+    forget, holdout = as_arrays(items["forget"]), as_arrays(items["holdout"])
+    if reference_items is None:
+        return privacy_metrics.privacy_summary(forget, holdout)
+    ref_forget, ref_holdout = as_arrays(reference_items["forget"]), as_arrays(reference_items["holdout"])
+    retain_auc = privacy_metrics.attack_auc(ref_forget["mink"], ref_holdout["mink"])
+    return privacy_metrics.privacy_summary(forget, holdout, ref_forget, ref_holdout, retain_auc=retain_auc)
+
+
+def evaluate_privacy(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
+                     reference: str | None = None, reference_items: Mapping[str, Any] | None = None
+                     ) -> tuple[dict[str, dict[str, float]], dict[str, Any], str | None]:
+    """open-unlearning's memorisation and privacy metrics of several models (docs/metrics.md §9): summaries,
+    per-item scores and, when the data has no holdout split, the reason they were skipped (printed, never faked).
+
+    ``reference`` names the retain model among ``named_models`` (notebook 01), ``reference_items`` gives its stored
+    per-item scores instead (notebook 02). The retain model itself is scored against AUC 0.5, as open-unlearning
+    scores a model without a reference; every other model against the retain model's AUC."""
+    try:
+        rows = privacy_rows(params, source)
+    except TofuDataError as error:
+        reason = f"privacy metrics skipped: {error}"
+        print(reason)
+        return {}, {}, reason
+    items = {name: privacy_scores(loaded, params, rows)
+             for name, loaded in tqdm(named_models.items(), desc="privacy", disable=not stations.show_progress())}
+    if reference is not None:
+        reference_items = items[reference]
+    summaries = {name: privacy_of(items[name], None if name == reference else reference_items) for name in items}
+    return summaries, items, None
+
+
+def results_table(results: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
+    """A tidy DataFrame: one row per (model, split), a column per metric."""
+    rows = [{"model": m, "split": s, **dict(metrics)} for m, splits in results.items()
+            for s, metrics in splits.items() if s != "summary" and isinstance(metrics, Mapping)]
+    return pd.DataFrame(rows).set_index(["model", "split"])
+
+
+def summary_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame({m: r.get("summary", {}) for m, r in results.items()}).T
+
+
+def answers_side_by_side(per_item: Mapping[str, Any], source: TofuSource, split_role: str, file: str,
+                         n: int = 5, max_items: int | None = None) -> pd.DataFrame:
+    """Ground truth next to each model's greedy answer for the first ``n`` items of a split."""
+    rows = source.load(file, limit=max_items)[:n]
+    table = {"question": [r["question"] for r in rows], "ground truth": [r["answer"] for r in rows]}
+    for name, items in per_item.items():
+        table[name] = items[split_role]["generated"][:n]
+    return pd.DataFrame(table)
+
+
+def unlearning_comparison(params: Params) -> pd.DataFrame:
+    """One row per unlearning run (plus the target and retain models of notebook 01): forget quality, model
+    utility, forget ROUGE, forget probability and truth ratio, and open-unlearning's privleak, extraction strength,
+    exact memorisation and membership-inference AUCs where they were measured: open-unlearning's TOFU summary."""
+    rows = []
+    first = runs.read_metrics(params, runs.FINETUNE)
+    reference = first["meta"].get("forget_quality_reference")
+    for name in ("target", reference):
+        if name in first:
+            rows.append(_comparison_row(name, first[name], "notebook 01"))
+    for run, metrics in runs.unlearning_runs(params).items():
+        if run in metrics:
+            rows.append(_comparison_row(run, metrics[run], metrics["meta"].get("settings", {}).get("method", run)))
+    return pd.DataFrame(rows).set_index("model")
+
+
+#: open-unlearning's memorisation and privacy columns of the comparison (docs/metrics.md §9), where measured.
+OU_COLUMNS = ("privleak", "extraction_strength", "exact_memorisation", "mia_loss_auc", "mia_zlib_auc", "mia_mink_auc",
+              "mia_minkpp_auc", "mia_gradnorm_auc", "mia_reference_auc")
+
+
+#: The columns of open-unlearning's TOFU summary, in its order (configs/eval/tofu.yaml), then the MIA AUCs.
+OU_SUMMARY = ("forget_quality", "model_utility", "forget_probability", "forget_rouge", "forget_truth_ratio",
+              *OU_COLUMNS)
+
+
+def ou_summary_table(comparison: pd.DataFrame) -> pd.DataFrame:
+    """open-unlearning's TOFU summary of every model of :func:`unlearning_comparison` (the columns it has)."""
+    return comparison[[c for c in OU_SUMMARY if c in comparison.columns]]
+
+
+def _comparison_row(name: str, m: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    row = {"model": name, "kind": kind, "forget_quality": m["summary"].get("forget_quality"),
+           "model_utility": m["summary"].get("model_utility"), "forget_rouge": m["forget"]["rouge"],
+           "forget_probability": m["forget"]["probability"], "forget_truth_ratio": m["forget"]["truth_ratio"],
+           "retain_rouge": m["retain"]["rouge"]}
+    row.update({column: m["summary"][column] for column in OU_COLUMNS if column in m["summary"]})
+    return row

@@ -1,0 +1,127 @@
+"""An unlearning run's settings: the profile's shared keys, then ``method_settings[<run>]``; the front door's checks
+that need the data source and the runs (split names, run names)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import config
+from ..config import Params
+from ..data.tofu import (
+    FORGET_TO_RETAIN,
+)
+from ..unlearning import (
+    COMMON_PARAMETERS,
+    METHOD_PARAMETERS,
+    METHODS,
+)
+from .corpus import data_splits
+
+#: Keys of a profile that configure an unlearning run; ``method_settings[<run>]`` overrides them per run (and may
+#: set the method-specific options of :class:`~unlearnkit.unlearning.UnlearningLoss` that the profile leaves out).
+UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "cap_on", "lambda_f", "lambda_r",
+                     "rmu_layer", "rmu_steering_coef", "simnpo_beta", "simnpo_delta", "wga_beta", "satimp_beta1",
+                     "satimp_beta2", "ceu_ignore_first", "undial_beta", "undial_positions", "altpo_n_alternates",
+                     "altpo_temperature")
+
+
+#: Training keys that ``method_settings[<run>]`` may override too: a run with a gentler learning rate, a longer
+#: schedule or weights kept more densely is its own named run (``gd_mild: {method: gd, unlearn_lr: 3.0e-4}``).
+UNLEARN_TRAIN_KEYS = ("unlearn_epochs", "unlearn_lr", "unlearn_batch_size", "unlearn_grad_accum", "unlearn_warmup",
+                      "unlearn_weight_decay", "unlearn_schedule", "unlearn_save_every")
+#: Data keys a run may override: the forget split it unlearns (Wang et al.'s forget01/05 calibrations,
+#: ``ga_forget01: {method: ga, forget_split: forget01}``), its retain split following it.
+RUN_DATA_KEYS = ("forget_split",)
+#: Every key of ``method_settings[<run>]`` that reaches the run's parameters rather than its loss.
+RUN_PARAM_KEYS = UNLEARN_TRAIN_KEYS + RUN_DATA_KEYS
+
+
+def _run_overrides(params: Params, run: str) -> dict[str, Any]:
+    overrides = dict(params.method_settings.get(run, {}))
+    method = overrides.get("method", run)
+    if method not in METHODS:
+        known = sorted(set(METHODS) | set(params.method_settings))
+        near = config.closest(str(run), known)
+        raise ValueError(f"unknown unlearning run {run!r}{f' (did you mean {near}?)' if near else ''}: not a method "
+                         f"and not in method_settings; known: {', '.join(known)}")
+    # A misspelt key would otherwise be dropped without a word and the run trained with the profile's value.
+    allowed = {"method", *UNLEARN_LOSS_KEYS, *RUN_PARAM_KEYS, *COMMON_PARAMETERS,
+               *(p for names in METHOD_PARAMETERS.values() for p in names)} - {"ref_model"}
+    unknown = sorted(set(overrides) - allowed)
+    if unknown:
+        raise ValueError(f"method_settings[{run!r}] has unknown key(s) {', '.join(unknown)}; allowed: {sorted(allowed)}")
+    return overrides
+
+
+#: The keys that name unlearning runs (a method, or a key of ``method_settings``).
+RUN_LIST_KEYS = ("methods", "calibration_methods", "interference_runs", "regime_runs", "eo_table_runs", "eo_method",
+                 "eo_regime_runs")
+#: The keys that name splits of the data: forget splits, retain splits.
+FORGET_SPLIT_KEYS, RETAIN_SPLIT_KEYS = ("forget_split", "calibration_splits"), ("retain_splits",)
+
+
+def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> Params:
+    """What a profile's values must be beyond their types and ranges (:data:`config.CONSTRAINTS`), checked before
+    any work: split names that exist for the data source, and run names that are a method or a key of
+    ``method_settings`` with valid settings (``extra_runs``: a run asked for by name, notebook 02's ``method``).
+    A ValueError with one line names the key, the value and what it may be."""
+    params = config.as_params(params)
+    available = data_splits(params)
+    for keys, kind, names in ((FORGET_SPLIT_KEYS, "forget", FORGET_TO_RETAIN),
+                              (RETAIN_SPLIT_KEYS, "retain", FORGET_TO_RETAIN.values())):
+        valid = [s for s in names if s in available]
+        for key in keys:
+            values = params[key] if isinstance(params[key], list) else [params[key]]
+            for value in values:
+                if value not in valid:
+                    near = config.closest(str(value), valid)
+                    raise ValueError(f"parameter {key!r}: {value!r} is not a {kind} split of data source "
+                                     f"{params.data_source!r}{f' (did you mean {near}?)' if near else ''}; "
+                                     f"{kind} splits: {', '.join(valid) or 'none'}")
+    for key in (*RUN_LIST_KEYS, "method"):
+        values = extra_runs if key == "method" else params[key]
+        for run in [values] if isinstance(values, str) else values:
+            try:
+                _run_overrides(params, run)
+            except ValueError as exc:
+                raise ValueError(f"parameter {key!r}: {exc}") from None
+    return params
+
+
+def run_params(params: Mapping[str, Any], run: str) -> Params:
+    """The parameters one unlearning run trains with: the profile's, with the ``unlearn_*`` keys and the forget
+    split its ``method_settings`` entry overrides."""
+    params = config.as_params(params)
+    overrides = _run_overrides(params, run)
+    return params.replace(**{k: v for k, v in overrides.items() if k in RUN_PARAM_KEYS})
+
+
+def with_run(params: Mapping[str, Any], run: str, **settings: Any) -> Params:
+    """The parameters with one more unlearning run, ``method_settings[run] = settings`` (the profile is not
+    changed): how a study adds the runs it trains itself (a learning-rate grid, an entropy-weight sweep)."""
+    params = config.as_params(params)
+    return params.replace(method_settings={**params.method_settings, run: dict(settings)})
+
+
+def derived_run(params: Mapping[str, Any], run: str, name: str, **changes: Any) -> Params:
+    """The parameters with one more run, ``name``: ``run``'s own settings and schedule with ``changes`` (a cap, a
+    forget split), but not where ``run`` keeps its weights, which serves early stopping of ``run`` alone."""
+    params = config.as_params(params)
+    own = {k: v for k, v in params.method_settings.get(run, {}).items() if k != "unlearn_save_every"}
+    return with_run(params, name, **{**own, "method": unlearning_settings(params, run)["method"], **changes})
+
+
+def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
+    """The loss settings of one unlearning run: the profile's shared keys, then ``method_settings[run]``.
+    ``run`` is a method name (``npo``) or a named variant (``npo_eo``: NPO plus entropy optimisation)."""
+    params = config.as_params(params)
+    overrides = {k: v for k, v in _run_overrides(params, run).items() if k not in RUN_PARAM_KEYS}
+    method = overrides.pop("method", run)
+    settings = {k: params[k] for k in UNLEARN_LOSS_KEYS if params[k] is not None}
+    settings.update(overrides)
+    if settings.get("cap_delta") is None:
+        settings.pop("cap_on", None)  # what a cap compares means nothing without one (and keeps uncapped runs' keys)
+    # Only what the method uses: the others would only be warned about.
+    allowed = set(COMMON_PARAMETERS) | set(METHOD_PARAMETERS.get(method, ()))
+    return {"method": method, **{k: v for k, v in settings.items() if k in allowed}}

@@ -1,0 +1,102 @@
+"""Where the time goes: station timers (training, generation, scoring) on every long step, logged per process for
+the runner (``benchmarks/workbook_profile.py`` tabulates them), and the progress switch of every long step's bar.
+Infrastructure under every station: it imports nothing of the library."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+
+def show_progress(requested: bool = True) -> bool:
+    """Progress bars unless turned off, by the caller or by ``TQDM_DISABLE=1`` (batch runs set it)."""
+    return requested and os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
+
+
+# --------------------------------------------------------------------------- where the time goes
+
+#: The stations whose time ``benchmarks/workbook_profile.py`` reports; everything else in a notebook is "other".
+STATIONS = ("training", "generation", "scoring")
+#: Work run in worker processes (``models.side_by_side``): its wall time is shared among the workers' stations.
+WORKERS = "workers"
+#: Where a process appends its station seconds (one JSON line per outermost span); the runner sets it per notebook.
+STATION_LOG_VARIABLE = "UNLEARNKIT_STATION_LOG"
+
+_station_stack = threading.local()
+_station_lock = threading.Lock()
+_station_seconds: dict[str, float] = {}
+
+
+def station_seconds() -> dict[str, float]:
+    """Seconds this process has spent in each station so far (exclusive: an inner station's time is its own)."""
+    with _station_lock:
+        return dict(_station_seconds)
+
+
+def _add(record: dict[str, Any], key: str, seconds: float) -> None:
+    record[key] = record.get(key, 0.0) + seconds
+
+
+@contextmanager
+def station(name: str) -> Iterator[dict[str, Any]]:
+    """Count the block's wall time to station ``name`` (an inner station's time goes to the inner one).
+
+    With ``UNLEARNKIT_STATION_LOG`` set (the runner sets it for each notebook), the outermost span of a process
+    appends one JSON line ``{"station": seconds, ...}`` to that file. The block gets a dict: a :data:`WORKERS` span
+    puts the worker processes' own station seconds under ``"split"``, by which the profile shares out its wall
+    time."""
+    stack = getattr(_station_stack, "spans", None)
+    if stack is None:
+        stack = _station_stack.spans = []
+    line: dict[str, Any] = stack[0]["line"] if stack else {}
+    now = time.perf_counter()
+    if stack:  # the outer station pauses
+        _add(line, stack[-1]["name"], now - stack[-1]["since"])
+    stack.append({"name": name, "since": now})
+    if not line:
+        stack[0]["line"] = line
+    extra: dict[str, Any] = {}
+    try:
+        yield extra
+    finally:
+        end = time.perf_counter()
+        _add(line, name, end - stack.pop()["since"])
+        for key, value in extra.get("split", {}).items():
+            _add(line.setdefault("split", {}), key, value)
+        if stack:
+            stack[-1]["since"] = end  # the outer station resumes
+        else:
+            with _station_lock:
+                for key, value in line.items():
+                    if key != "split":
+                        _add(_station_seconds, key, value)
+            _log_station_line(line)
+
+
+def _log_station_line(line: Mapping[str, Any]) -> None:
+    target = os.environ.get(STATION_LOG_VARIABLE)
+    if not target:
+        return
+    record = json.dumps({"pid": os.getpid(), **line}) + "\n"
+    with open(target, "a") as f:  # one short line per write: appends from several processes do not interleave
+        f.write(record)
+
+
+def timed(name: str) -> Callable:
+    """Decorator: the function's calls count to station ``name`` (see :func:`station`)."""
+    import functools
+
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with station(name):
+                return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
