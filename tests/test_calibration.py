@@ -232,7 +232,9 @@ def test_mixing_control_reuses_before_at_zero_and_calibrate_mixing_reports(monke
     """a = 0 is the original model: its profile is ``before``, never evaluated; the calibrated a and a = 1 get
     the full profile through the evaluator's ``complete``."""
     mixed = []
-    monkeypatch.setattr(calibration, "mix_models", lambda original, unlearned, a: mixed.append(a) or a)
+    fake_mix = lambda original, unlearned, a: mixed.append(a) or a  # noqa: E731
+    for module in (calibration.controls, calibration.search):  # the control mixes, calibration mixes its best a
+        monkeypatch.setattr(module, "mix_models", fake_mix)
 
     class Evaluate:
         def __call__(self, model):

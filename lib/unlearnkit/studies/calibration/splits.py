@@ -1,0 +1,153 @@
+"""Model mixing calibrated on the 1 % and 5 % forget splits (Wang et al.'s forget01 and forget05)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ... import config, models, pipeline, runs
+from ...claims import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
+from ...metrics.ps import (
+    FORGET,
+    PSEvaluator,
+    PSProfile,
+    item_values,
+)
+from .criteria import Tolerances, _percentile_interval
+from .methods import WORKING_SHARE, working_share
+from .search import Calibration, calibrate_methods
+
+# --------------------------------------------------------------------------- the 1 % and 5 % forget splits
+
+
+def split_run(params: Mapping[str, Any], run: str, split: str) -> tuple[config.Params, str]:
+    """``run`` unlearning ``split`` instead of the profile's forget split: a named run ``<run>_<split>`` with the
+    run's settings and schedule (but where it keeps weights: only model mixing is calibrated on other splits), and
+    the parameters that know it."""
+    name = f"{run}_{split}"
+    return pipeline.derived_run(params, run, name, forget_split=split), name
+
+
+@dataclass
+class SplitCalibration:
+    """Model mixing calibrated for each run on one forget split: the target's profile on it (``before``), the
+    evaluator of that split, and each run's calibration keyed by the profile's run name."""
+
+    split: str
+    before: PSProfile
+    evaluate: PSEvaluator
+    calibrations: dict[str, Calibration]
+
+
+def calibrate_splits(params: Mapping[str, Any], splits: Sequence[str], run_names: Sequence[str],
+                     target: models.LoadedModel, forget_rows_of: Callable[[str], Sequence[Mapping[str, Any]]],
+                     evaluate: PSEvaluator, tolerances: Tolerances, coarse_points: int, fine_points: int,
+                     known: Mapping[str, SplitCalibration] | None = None,
+                     jobs: int | None = 1) -> dict[str, SplitCalibration]:
+    """Model mixing (alone) calibrated for each run on each forget split of ``splits`` (Wang et al.'s forget01 and
+    forget05): each run is retrained on the split (:func:`split_run`), PS is computed on that split's forget rows
+    (``forget_rows_of(split)``) and the same held-out retain rows as ``evaluate``. ``known`` holds splits done
+    already (the profile's own forget split, from section 3). Every split's runs are trained side by side first,
+    and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
+    out = dict(known or {})
+    todo = [split for split in splits if split not in out]
+    split_params, names = config.as_params(params), {}
+    for split in todo:
+        for run in run_names:
+            split_params, names[split, run] = split_run(split_params, run, split)
+    pipeline.unlearned_models(split_params, list(names.values()), jobs)
+    for split in todo:
+        split_evaluate = replace(evaluate, forget_rows=list(forget_rows_of(split)))
+        before = split_evaluate(target.model, split_evaluate.metrics)
+        found = calibrate_methods(split_params, [names[split, run] for run in run_names], target.model,
+                                  split_evaluate, before, tolerances, coarse_points, fine_points, complete=False,
+                                  jobs=jobs)
+        out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[split, run]] for run in run_names})
+    return {split: out[split] for split in splits if split in out}
+
+
+def splits_verdict(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Per forget split, the runs for which model mixing works (its calibrated a takes forget PS-exact at least
+    :data:`WORKING_SHARE` of the way to the uncontrolled run), from :func:`splits_table`."""
+    return {split: [run for run, share in zip(part["run"], part["share of the way"]) if share >= WORKING_SHARE]
+            for split, part in table.groupby("split", sort=False)}
+
+
+def splits_text(table: pd.DataFrame) -> str:
+    """Per forget split: how many items, for which runs model mixing works and how far it gets."""
+    lines = []
+    working = splits_verdict(table)
+    for split, part in table.groupby("split", sort=False):
+        shares = ", ".join(f"{run} {share:.0%}" for run, share in zip(part["run"], part["share of the way"]))
+        runs_ = working[split]
+        lines.append(f"{split} ({int(part['forget items'].iloc[0])} forget items): model mixing works for "
+                     f"{', '.join(runs_) if runs_ else 'no method'} (share of the way: {shares}).")
+    return "\n".join(lines)
+
+
+def mean_interval(values: Sequence[float], tolerances: Tolerances) -> tuple[float, float]:
+    """A percentile-bootstrap interval of a mean over items at ``tolerances.confidence``."""
+    values = np.asarray(values, float)
+    if len(values) < 2 or np.all(values == values[0]):
+        return (float(values.mean()),) * 2 if len(values) else (math.nan, math.nan)
+    return _percentile_interval((values,), np.mean, tolerances)
+
+
+def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances: Tolerances) -> pd.DataFrame:
+    """One row per split and run: the forget items, the calibrated a, forget PS-exact before, at the calibrated a
+    (with its bootstrap interval over items) and uncontrolled, and the share of the way (model mixing only)."""
+    rows = []
+    for split, sc in split_calibrations.items():
+        for run, calibration in sc.calibrations.items():
+            profile = calibration.reported
+            values = None if profile is None else item_values(profile, FORGET, "ps_exact")
+            low, high = mean_interval(values, tolerances) if values is not None else (math.nan, math.nan)
+            rows.append({"split": split, "run": run, "forget items": len(sc.evaluate.forget_rows),
+                         "calibrated a": calibration.best,
+                         "forget PS-exact before": sc.before[FORGET]["ps_exact"],
+                         "forget PS-exact calibrated": math.nan if profile is None else profile[FORGET]["ps_exact"],
+                         "interval low": low, "interval high": high,
+                         "forget PS-exact uncontrolled": calibration.uncontrolled[FORGET]["ps_exact"],
+                         "share of the way": working_share(calibration, sc.before, calibration.uncontrolled)})
+    return pd.DataFrame(rows)
+
+
+def findings(verdict: Mapping[str, Any], forget_split: str, splits: pd.DataFrame | None = None) -> list[Finding]:
+    """Wang et al.'s two findings on this run, as data. (1) Every control calibrates excessive unlearning, model
+    mixing most smoothly (from :func:`controls_verdict`): holds when every control works for every run and mixing is
+    smoothest for each, partly when some control works for some run. (2) Model mixing calibrates every method on the
+    1 %, 5 % and 10 % forget splits (from :func:`splits_table`): a split counts when mixing works for every method
+    on it; holds for every split, partly for some, fails for none."""
+    works, smooth = verdict["works"], verdict["mixing_smoothest"]
+    pairs = [ok for controls in works.values() for ok in controls.values()]
+    working = [f"{run}: {names(c for c, ok in controls.items() if ok)}" for run, controls in works.items()]
+    quantities = (Quantity("share of (run, control) pairs where the control works",
+                           sum(pairs) / len(pairs) if pairs else None, 1.0, ">=", "every control, every run"),
+                  Quantity("share of runs where model mixing is smoothest",
+                           sum(smooth.values()) / len(smooth) if smooth else None, 1.0, ">=", "every run"))
+    parts = (("every control works for every run", bool(pairs) and all(pairs)),
+             ("model mixing smoothest for every run", bool(smooth) and all(smooth.values())))
+    text = (f"on {forget_split}, controls that work: {'; '.join(working)}; model mixing smoothest for "
+            f"{names(run for run, ok in smooth.items() if ok)}")
+    found = [Finding(runs.CONTROLS, WANG, verdict["finding"], text, outcome_from_label(verdict["verdict"]),
+                     f"{runs.CONTROLS}_controls_per_method", "three controls", quantities, parts)]
+    if splits is not None and len(splits):
+        on_split = splits_verdict(splits)
+        methods = {split: list(part["run"]) for split, part in splits.groupby("split", sort=False)}
+        shares = {split: len(on_split[split]) / len(methods[split]) for split in methods}
+        split_parts = tuple((f"model mixing works for every method on {split}", shares[split] >= 1.0)
+                            for split in methods)
+        quantities = tuple(Quantity(f"share of methods model mixing calibrates on {split}", share, 1.0, ">=",
+                                    "every method") for split, share in shares.items())
+        text = (f"model mixing works (of {names(dict.fromkeys(m for ms in methods.values() for m in ms))}) "
+                + "; ".join(f"on {split} for {names(on_split[split])}" for split in methods)
+                + f"; every method on {names(s for s in methods if shares[s] >= 1.0)}")
+        found.append(Finding(runs.CONTROLS, WANG, "model mixing calibrates every method on the 1 %, 5 % and 10 % "
+                             "forget splits", text, outcome_of(sum(ok for _, ok in split_parts), len(split_parts)),
+                             f"{runs.CONTROLS}_splits", "mixing by split", quantities, split_parts))
+    return found
