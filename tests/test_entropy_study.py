@@ -12,6 +12,7 @@ import pytest
 import torch
 from unlearnkit import claims, config, models, pipeline
 from unlearnkit import unlearning as ul
+from unlearnkit.metrics.entropy import answer_entropy
 from unlearnkit.metrics.sampling import SampledScores
 from unlearnkit.studies import entropy
 
@@ -185,7 +186,7 @@ def qa_rows(small_corpus):
 
 
 def test_answer_entropy_is_the_mean_entropy_at_the_answer_positions(tiny_model, tiny_tokenizer, template, qa_rows):
-    value = entropy.answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows)
+    value = answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows)
     assert math.isfinite(value) and 0 < value <= math.log(len(tiny_tokenizer)) + 1e-6
     batch = models.collate([models.encode_qa(tiny_tokenizer, template, r["question"], r["answer"]) for r in qa_rows],
                            tiny_tokenizer.pad_token_id)
@@ -194,7 +195,7 @@ def test_answer_entropy_is_the_mean_entropy_at_the_answer_positions(tiny_model, 
     by_hand = ul.mean_entropy(logits, ul.answer_positions(batch["labels"])).mean().item()
     assert value == pytest.approx(by_hand, rel=1e-5)
     # a mean over rows, whatever the batches
-    assert entropy.answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=2) == pytest.approx(
+    assert answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=2) == pytest.approx(
         value, rel=1e-5)
 
 
@@ -210,9 +211,9 @@ class _Sharpened(torch.nn.Module):
 
 
 def test_a_more_confident_model_has_a_lower_answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows):
-    plain = entropy.answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows)
-    sharp = entropy.answer_entropy(_Sharpened(tiny_model, 4.0), tiny_tokenizer, template, qa_rows)
-    flat = entropy.answer_entropy(_Sharpened(tiny_model, 0.0), tiny_tokenizer, template, qa_rows)
+    plain = answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows)
+    sharp = answer_entropy(_Sharpened(tiny_model, 4.0), tiny_tokenizer, template, qa_rows)
+    flat = answer_entropy(_Sharpened(tiny_model, 0.0), tiny_tokenizer, template, qa_rows)
     assert sharp < plain < flat
     assert flat == pytest.approx(math.log(tiny_model.config.vocab_size), rel=1e-5)  # uniform: ln(vocab)
 

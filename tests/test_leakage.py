@@ -10,6 +10,7 @@ import torch
 from conftest import HP_QA
 from scipy import stats
 from unlearnkit import config, models, paths, runs
+from unlearnkit.metrics import scored as sampled_scores
 from unlearnkit.metrics.sampling import SampledScores, sample_and_score
 from unlearnkit.studies import leakage
 
@@ -197,7 +198,9 @@ def test_sampling_settings_and_question_picking_follow_the_profile(small_corpus)
     from unlearnkit.config import Params
 
     params = Params.load("smoke")
-    settings = leakage.sampling_settings(params)
+    from unlearnkit.metrics.sampling import sampling_settings
+
+    settings = sampling_settings(params, "leakage")
     assert settings == {"n": params.n_samples, "temperature": params.sample_temperature, "top_p": params.sample_top_p,
                         "max_new_tokens": params.sample_max_new_tokens, "seed": params.seed}
     rows = leakage.forget_rows(small_corpus, params.replace(sample_max_items=3))
@@ -258,7 +261,7 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
     cache = runs.notebook_dir(UNIT, runs.LEAKAGE) / "cache"
     # no eviction: the forget questions and both choices of the keyword Q&A's prefix keep their entries
     assert sorted(p.name.split("-")[0] for p in cache.glob("*.json")) == ["target", "target.hp", "target.hp.prefixed"]
-    monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
+    monkeypatch.setattr(sampled_scores, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
     again = leakage.score_saved_model(UNIT, "target", rows, settings)
     assert again.examples == first.examples and np.array_equal(again.leak, first.leak)
     assert hp.scores.leak.shape == (2, 2) and len(hp.table) == 2
@@ -270,7 +273,7 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
 
     # other settings or another model sample anew, and the new entry replaces the old one
     calls = []
-    monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: calls.append(k) or first)
+    monkeypatch.setattr(sampled_scores, "sample_and_score_with", lambda *a, **k: calls.append(k) or first)
     leakage.score_saved_model(UNIT, "target", rows, {**settings, "seed": 1})
     assert len(calls) == 1 and calls[0]["seed"] == 1
     assert len(list(cache.glob("target-*.json"))) == 1
@@ -292,7 +295,7 @@ def test_the_cache_key_ignores_file_times(tiny_model, tiny_tokenizer, template, 
     leakage.score_saved_model(UNIT, "target", rows, settings)
     for weights in folder.glob("*.safetensors"):
         os.utime(weights, ns=(0, 0))
-    monkeypatch.setattr(leakage, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
+    monkeypatch.setattr(sampled_scores, "sample_and_score_with", lambda *a, **k: pytest.fail("sampled again despite the cache"))
     again = leakage.score_saved_model(UNIT, "target", rows, settings)
     assert isinstance(again, SampledScores) and isinstance(again.rouge, np.ndarray)
     assert isinstance(leakage.bound_table(again.rouge, ALPHA), pd.DataFrame)

@@ -20,15 +20,17 @@ from unlearnkit.config import Params
 from unlearnkit.generation import certainty, encode_prompts, greedy_with_confidences, sample_answers
 from unlearnkit.metrics.judges import leak_judge, rouge_per_sample, self_bleu_per_prompt
 from unlearnkit.metrics.sampling import (
+    SAMPLE_KEYS,
     SampledScores,
     leak_keys,
     prompt_ids,
     sample_and_score,
     sample_and_score_with,
+    sampling_settings,
     split_sampler,
     with_sampler,
 )
-from unlearnkit.studies import alignment, entropy, leakage
+from unlearnkit.studies import alignment, leakage
 
 #: The run store of these tests (under a temporary runs/): the smoke profile's seed 0.
 UNIT = config.Params.load("smoke")
@@ -101,20 +103,26 @@ def test_an_unknown_sampler_is_refused_naming_the_allowed_ones(name, tiny_model,
     # and the studies check what they are given too
     params = Params.load("smoke")
     object.__setattr__(params, "sampler", str(name))  # past the constraint, as a hand-made mapping would be
-    for settings in (leakage.sampling_settings, entropy.sampling_settings, alignment.sampling_settings):
+    for study in SAMPLE_KEYS:
         with pytest.raises(ValueError, match=allowed):
-            settings(params)
+            sampling_settings(params, study)
 
 
 def test_the_settings_name_the_sampler_only_when_it_is_not_hf():
     """The settings are part of the cache keys and metrics.json: for hf they stay those of before the seam."""
     hf, vllm = Params.load("smoke"), Params.load("smoke").replace(sampler="vllm")
     assert Params.load("default").sampler == "hf"
-    for settings in (leakage.sampling_settings, entropy.sampling_settings, alignment.sampling_settings):
+    for study in SAMPLE_KEYS:
+        settings = lambda params, study=study: sampling_settings(params, study)  # noqa: E731
         assert "sampler" not in settings(hf)
         assert settings(vllm) == {**settings(hf), "sampler": "vllm"}
         assert split_sampler(settings(vllm)) == ("vllm", settings(hf))
         assert split_sampler(settings(hf)) == ("hf", settings(hf))
+    # one function: each study's count and length keys, the rest shared
+    assert sampling_settings(hf, "alignment")["n"] == hf.alignment_n_samples
+    assert sampling_settings(hf, "entropy", 0.5)["temperature"] == 0.5
+    with pytest.raises(ValueError, match="unknown sampling study"):
+        sampling_settings(hf, "formats")
     assert with_sampler({"n": 2}, "hf") == {"n": 2}
 
 

@@ -199,6 +199,26 @@ def with_sampler(settings: Mapping[str, Any], sampler: str) -> dict[str, Any]:
     return dict(settings) if check_sampler(sampler) == "hf" else {**settings, "sampler": sampler}
 
 
+#: Which profile keys give the number of samples and the answer length of each study that samples.
+SAMPLE_KEYS = {"leakage": ("n_samples", "sample_max_new_tokens"),
+               "entropy": ("eo_n_samples", "sample_max_new_tokens"),
+               "alignment": ("alignment_n_samples", "alignment_max_new_tokens")}
+
+
+def sampling_settings(params: Mapping[str, Any], study: str, temperature: float | None = None) -> dict[str, Any]:
+    """The sampling arguments of a study (``leakage``: notebook 05, ``entropy``: 06, ``alignment``: 07) from its
+    profile: its number of samples and answer length (:data:`SAMPLE_KEYS`), the profile's temperature (or
+    ``temperature``), top-p and training seed, and its ``sampler`` when it is not hf (:func:`with_sampler`). The
+    settings key the caches of the sampled scores."""
+    if study not in SAMPLE_KEYS:
+        raise ValueError(f"unknown sampling study {study!r}; one of {', '.join(SAMPLE_KEYS)}")
+    n, length = SAMPLE_KEYS[study]
+    return with_sampler({"n": int(params[n]),
+                         "temperature": float(params["sample_temperature"] if temperature is None else temperature),
+                         "top_p": params["sample_top_p"], "max_new_tokens": int(params[length]),
+                         "seed": int(params["seed"])}, params["sampler"])
+
+
 def split_sampler(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The engine named in sampling settings (hf when they name none) and the other settings."""
     rest = dict(settings)

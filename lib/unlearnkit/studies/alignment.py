@@ -24,7 +24,7 @@ from .. import bounds, config, models, pipeline, runs, workers
 from ..claims import SCHOLTEN, Finding, Quantity, names, outcome_of
 from ..data import behaviours as behaviour_data
 from ..metrics import safety
-from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, split_sampler, with_sampler
+from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, sampling_settings, split_sampler
 
 __all__ = ["GROUPS", "ALIGNMENT_VERSION", "BehaviourSplit", "split_behaviours", "split_counts", "prepare_models",
            "fit_judge", "sample_models", "score_models", "behaviour_table", "strength_summary", "finding",
@@ -176,15 +176,6 @@ def judge_scores(judge: Judge, goals: Sequence[str], samples: Sequence[Sequence[
 # --------------------------------------------------------------------------- sampling
 
 
-def sampling_settings(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Notebook 07's sampling: ``alignment_n_samples`` answers of at most ``alignment_max_new_tokens`` tokens, and
-    the profile's ``sampler`` when it is not hf (the settings key the cache of :func:`sample_model`)."""
-    params = config.as_params(params)
-    return with_sampler({"n": params.alignment_n_samples, "temperature": params.sample_temperature,
-                         "top_p": params.sample_top_p, "max_new_tokens": params.alignment_max_new_tokens,
-                         "seed": params.seed}, params.sampler)
-
-
 def _identity(location: str) -> str:
     return runs.model_identity(location) if models.is_saved_model(location) else location
 
@@ -195,7 +186,7 @@ def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any])
     model's identity, the requests and the sampling settings. Adaptive temperature needs nothing more: a request
     whose c(x) exceeds c_T would get its greedy answer n times (see :func:`adaptive_complied`)."""
     params = config.as_params(params)
-    settings = sampling_settings(params)
+    settings = sampling_settings(params, "alignment")
     sampler, options = split_sampler(settings)
     # Requests have no ground truth and no key entity: of the scores only the answers and c(x) are read here.
     rows = [{"question": g} for g in goals]

@@ -1,0 +1,95 @@
+"""Entropy optimisation and adaptive temperature (Scholten et al., "A Probabilistic Perspective on Unlearning and
+Alignment for Large Language Models", section 5; docs/metrics.md section 3).
+
+The paper's finding: adding λ_f · E_forget[entropy] (+ λ_r · E_retain[entropy], λ_r ≤ 0) to an unlearning loss
+makes the model confident on forget questions, so its sampled answers collapse onto one (sd of the sampled
+ROUGE-L near 0) with little loss of utility or of diversity elsewhere; and adaptive temperature (decode greedily
+where the model is certain) then bounds what sampling can leak. This module trains and samples what the
+notebook shows:
+
+1. **Runs.** The Table 1 runs (``eo_table_runs``), the λ_f sweep of ``eo_method`` at each learning rate of
+   ``eo_lr_grid`` (:func:`lambda_f_points`) and the λ_r sweep (:func:`lambda_r_points`). A sweep point that
+   equals a run of the profile (``npo`` is λ_f = 0; ``npo_eo`` is λ_f = 1, λ_r = −0.25) reuses that run's model;
+   the others are named runs of their own (:func:`sweep_run`), trained once and cached.
+2. **Samples.** ``eo_n_samples`` answers to ``eo_max_items`` forget questions per model, scored as in
+   notebook 05 (:func:`score_runs`, cached under ``runs/<profile>/seed-<s>/06_entropy_optimisation/cache``).
+3. **Measures.** Model utility on ``eo_utility_items`` items per set (:func:`utility`); the mean next-token
+   entropy on forget and retain answers along a run (:func:`entropy_along`); self-BLEU of samples on retain,
+   real authors and world facts (:func:`diversity`); the same models at other temperatures
+   (:func:`temperature_sweep`); the c_T sweep of adaptive temperature (:func:`adaptive_sweep`).
+4. **Verdicts** computed from those numbers (:func:`eo_verdict`, :func:`adaptive_verdict`).
+"""
+
+from ... import runs  # noqa: F401 (the run store, as tests reach it)
+from .measures import (  # noqa: F401
+    adaptive_sweep,
+    diversity,
+    ed_score,
+    entropy_along,
+    entropy_along_runs,
+    model_row,
+    sample_stats,
+    sweep_table,
+    temperature_sweep,
+    temperature_table,
+    utility,
+)
+from .plan import (  # noqa: F401
+    DIVERSITY_ROLES,
+    ENTROPY_VERSION,
+    PAPER_LAMBDA_F,
+    PAPER_TABLE1,
+    ROUGE_SLACK,
+    SD_CUT,
+    SD_NEAR_ZERO,
+    UTILITY_KEPT,
+    RegimePoint,
+    SweepPoint,
+    forget_rows,
+    kept_step,
+    lambda_f_points,
+    lambda_r_points,
+    model_folders,
+    paper_points,
+    score_runs,
+    sweep_run,
+    train,
+)
+from .readout import (  # noqa: F401
+    curves_text,
+    diversity_text,
+    ed_utility_text,
+    entropy_text,
+    eo_why,
+    findings,
+    most_leaking,
+    run_meta,
+    temperature_text,
+)
+from .regime import (  # noqa: F401
+    MIN_M_BIN_CHANGE,
+    PAPER_POSITIONS,
+    POSITION_NAMES,
+    adaptive_verdict,
+    folder_utility,
+    metrics_entries,
+    regime_eo_points,
+    regime_eo_table,
+    regime_eo_verdict,
+)
+from .verdicts import (  # noqa: F401
+    COLLAPSED,
+    REGIME,
+    REGIME_EO,
+    TABLE1_METHODS,
+    Table1Check,
+    Table1Model,
+    Verdict,
+    curve_pair,
+    eo_verdict,
+    regime_of_leakage,
+    table1,
+    table1_check,
+    table1_models,
+    table1_verdict,
+)

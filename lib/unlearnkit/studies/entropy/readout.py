@@ -1,0 +1,153 @@
+"""What notebook 06 says: its findings as data, the texts under its figures, and what metrics.json keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ... import bounds, runs
+from ...claims import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
+from ...metrics import scored as sampled_scores
+from ...metrics.sampling import SampledScores
+from .plan import UTILITY_KEPT, RegimePoint, SweepPoint
+from .verdicts import Verdict
+
+# --------------------------------------------------------------------------- texts and results
+
+
+def most_leaking(table: pd.DataFrame, exclude: Sequence[str] = ()) -> str:
+    """The Table 1 run whose samples name the key entity most often (the one adaptive temperature can hurt)."""
+    return str(table.drop(index=[r for r in exclude if r in table.index])["leak rate"].idxmax())
+
+
+def curves_text(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> str:
+    """The mean general leakage bound at ``threshold`` of each curve model, and its sampled sd."""
+    parts = []
+    for name, result in curve_models.items():
+        at = float(bounds.general_leakage_bound(np.atleast_2d(result.rouge), threshold, alpha).mean())
+        parts.append(f"{name}: mean M_gen({threshold:g}) {at:.3f}, sampled sd {result.rouge.std(axis=1).mean():.3f}")
+    return "; ".join(parts)
+
+
+def entropy_text(along: Mapping[str, pd.DataFrame]) -> str:
+    """Forget and retain entropy at the start and the end of each run."""
+    return "\n".join(f"{run}: forget entropy {f['forget'].iloc[0]:.3f} -> {f['forget'].iloc[-1]:.3f} "
+                     f"(peak {f['forget'].max():.3f}), retain {f['retain'].iloc[0]:.3f} -> {f['retain'].iloc[-1]:.3f}"
+                     for run, f in along.items())
+
+
+def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, alone_run: str) -> str:
+    """What entropy optimisation did change, from the numbers: the teacher-forced forget entropy at the end of the run,
+    the certainty c(x) of the greedy continuation and the self-BLEU of the samples, against the method alone; and
+    how the sampled spread followed."""
+    eo, alone = sweep.loc[eo_run], sweep.loc[alone_run]
+    end = {run: float(frame["forget"].iloc[-1]) for run, frame in along.items()}
+    lines = [f"What EO changes ({eo_run} against {alone_run}): forget entropy on the true answers at the end of "
+             f"unlearning {end.get(eo_run, float('nan')):.3f} against {end.get(alone_run, float('nan')):.3f}; "
+             f"certainty c(x) on its own greedy answer {eo['certainty']:.3f} against {alone['certainty']:.3f}; "
+             f"self-BLEU of the forget samples {eo['self-BLEU']:.3f} against {alone['self-BLEU']:.3f}; sampled sd "
+             f"{eo['ED sd']:.3f} against {alone['ED sd']:.3f}."]
+    top = sweep.loc[sweep["lambda_f"].idxmax()]
+    lines.append(f"At the largest λf ({top['lambda_f']:g}, lr {top['lr']:g}): certainty {top['certainty']:.3f}, "
+                 f"self-BLEU {top['self-BLEU']:.3f}, sd {top['ED sd']:.3f}, greedy ROUGE-L {top['greedy ROUGE-L']:.2f}, "
+                 f"utility {top['model utility']:.3f}.")
+    return " ".join(lines)
+
+
+def findings(table1_found: Verdict, regime_eo: Verdict, adaptive: Verdict, diversity: pd.DataFrame | None = None,
+             lambda_r: Sequence[float] = ()) -> list[Finding]:
+    """The notebook's findings on this run, as data: the claim, this run's numbers, the deciding quantities and the
+    outcome; each names its figure."""
+    tested = any(q.name == "in-regime models" and q.value for q in table1_found.quantities)
+
+    def finding(claim: str, text: str, verdict: Verdict, figure: str, short: str, outcome: str | None = None):
+        return Finding(runs.ENTROPY, SCHOLTEN, claim, text, outcome or outcome_from_label(verdict.label),
+                       f"{runs.ENTROPY}_{figure}", short, verdict.quantities, verdict.parts)
+
+    found = [
+        finding("Table 1: for GA, GD, NPO and RMU the sampled mean matches greedy, but the spread is considerable, so "
+                "the ED score (mean + 2 sd) exceeds what greedy decoding reports; with EO the spread is gone",
+                _first_sentence(table1_found.text) + " " + _counted_lines(table1_found.text), table1_found,
+                "table1", "Table 1", None if tested else NO_TEST),
+        finding("NPO + EO on models in the paper's regime: the sampled sd falls to 0 with utility kept",
+                _first_sentence(regime_eo.text), regime_eo, "regime_eo", "EO in regime",
+                None if regime_eo.parts else NO_TEST),
+        finding("adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
+                adaptive.text.split(": ", 1)[1].split(" The paper")[0], adaptive, "adaptive", "adaptive T"),
+    ]
+    if diversity is not None and len(lambda_r) >= 2 and "retain" in diversity:
+        order = np.argsort(-np.asarray(lambda_r, dtype=float))  # from λ_r 0 down to the most negative
+        retain = diversity["retain"].to_numpy()[order]
+        falling = bool(np.all(np.diff(retain) <= 0.01)) and retain[-1] < retain[0]
+        quantities = (Quantity("retain self-BLEU change from λr 0 to the most negative λr",
+                               float(retain[-1] - retain[0]), 0.0, "<", "a fall"),)
+        text = "retain self-BLEU " + " -> ".join(f"{b:.3f} (λr {lr_:g})"
+                                                 for b, lr_ in zip(retain, np.asarray(lambda_r)[order]))
+        found.append(finding("λ_r < 0 keeps the samples diverse outside the forget set", text,
+                             Verdict("reproduced" if falling else "not", text, quantities,
+                                     (("retain self-BLEU falls as λr goes below 0", falling),)),
+                             "diversity", "λ_r diversity"))
+    return found
+
+
+def _first_sentence(text: str) -> str:
+    """A verdict's first line without its parenthesis on what counts."""
+    line = text.split("\n", 1)[0]
+    if " (A point counts" in line:
+        before, after = line.split(" (A point counts", 1)
+        line = before + (after.split(".)", 1)[1] if ".)" in after else "")
+    return line
+
+
+def _counted_lines(text: str) -> str:
+    """The per-model lines of a Table 1 verdict that it counts, joined."""
+    lines = [line.strip() for line in text.splitlines()[1:] if "(not counted)" not in line]
+    return "; ".join(lines)
+
+
+def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+             scored: sampled_scores.Scored, found: Sequence[Finding], lambda_f: Sequence[SweepPoint],
+             lambda_r: Sequence[SweepPoint], regime_points: Sequence[RegimePoint] = (),
+             lambda_f_verdict: str = "") -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the runs, the sweeps' settings, sampling, the questions,
+    the seconds spent, the findings, and the verdict of the λ_f grid at notebook 02's learning rate."""
+    return {"runs": list(all_runs), "sampling": dict(settings), "questions": [r["question"] for r in rows],
+            "sampling_seconds": sum(scored.seconds.values()),
+            "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
+            "regime_eo": [{**p._asdict(), "label": p.label} for p in regime_points],
+            "lambda_f_verdict": lambda_f_verdict, "findings": [f.as_dict() for f in found]}
+
+
+def temperature_text(table: pd.DataFrame) -> str:
+    """The sampled spread and leak rate at the lowest and highest temperature, per model."""
+    parts = []
+    for run, group in table.groupby(level="run", sort=False):
+        low, high = group.iloc[0], group.iloc[-1]
+        t_low, t_high = group.index.get_level_values("temperature")[[0, -1]]
+        parts.append(f"{run}: sd {low['ED sd']:.3f} at T = {t_low:g}, {high['ED sd']:.3f} at T = {t_high:g}; leak "
+                     f"rate {low['leak rate']:.3f} -> {high['leak rate']:.3f}")
+    return ("The paper: a lower temperature narrows every model's samples, EO narrows them at temperature 1. "
+            "Here: " + "; ".join(parts) + ".")
+
+
+def diversity_text(table: pd.DataFrame, lambda_r: Sequence[float]) -> str:
+    """Self-BLEU per set at each λ_r."""
+    parts = [f"{column.replace('_', ' ')}: " + ", ".join(f"{v:.3f}" for v in table[column]) for column in table.columns]
+    return (f"Self-BLEU at λr {', '.join(f'{x:g}' for x in lambda_r)} (lower is more diverse): " + "; ".join(parts)
+            + ".")
+
+
+def ed_utility_text(points: pd.DataFrame) -> str:
+    """The sweep point with the lowest ED score among those keeping the most utility, against the method alone."""
+    score = points["ED score"]
+    alone = points[points["lambda_f"] == 0]
+    kept = points[points["model utility"] >= UTILITY_KEPT * alone["model utility"].min()] if len(alone) else points
+    best = (score[kept.index]).idxmin()
+    parts = [f"the method alone: ED score {score[r]:.2f} at utility {points.loc[r, 'model utility']:.3f} (lr "
+             f"{points.loc[r, 'lr']:g})" for r in alone.index]
+    return (f"The paper finds EO lowering the ED score at little cost in utility. Here, of the points keeping "
+            f"{UTILITY_KEPT:.0%} of the method alone's utility, the lowest ED score is {score[best]:.2f} ({best}, utility "
+            f"{points.loc[best, 'model utility']:.3f}); " + "; ".join(parts) + ".")

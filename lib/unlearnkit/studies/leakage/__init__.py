@@ -1,0 +1,110 @@
+"""Leakage under sampling (Scholten et al., "A Probabilistic Perspective on Unlearning and Alignment for Large
+Language Models"; docs/metrics.md section 3): what greedy decoding misses, with high-probability bounds.
+
+The method, for each model (the target, the retain model that never saw the forget set, and the models of the
+paper's regime):
+
+1. **Models in the regime.** Along each run of ``regime_runs``, the first kept step whose greedy answers name the
+   forget key entity as rarely as the retain model's do (:func:`regime_models`, :func:`greedy_along`).
+2. **Questions.** At most ``sample_max_items`` forget questions, evenly spaced over the split
+   (:func:`forget_rows`).
+3. **Samples.** One greedy answer and n multinomial samples per question, drawn by the profile's ``sampler``
+   and scored by ROUGE-L and the binary leak judge (:func:`unlearnkit.metrics.sampling.sample_and_score_with`),
+   cached per saved model or kept step (:func:`score_model_folder`).
+4. **Bounds.** Per question: the ED mean and sd, the expectation and standard-deviation bounds, the binary
+   leakage bound M_bin and beside it the Clopper-Pearson lower bound (:func:`bound_table`).
+5. **Greedy against sampling.** The questions greedy decoding calls unlearned although sampling leaks
+   (:func:`greedy_vs_sampling`), measured against the retain model's rate of lucky guesses
+   (:func:`compare_with_reference`, and jointly over the questions by :func:`beyond_guessing`), condensed per
+   model (:func:`model_summary`), with a verdict (:func:`regime_verdict`).
+6. **Keyword Q&A** (Schwinn et al.'s Harry Potter questions, or their synthetic analogue): plainly or with the
+   affirmative response as prefix, a keyword judge, M_bin per question (:func:`run_hp_qa`).
+
+Adaptive temperature, Table 1 and entropy optimisation are in :mod:`unlearnkit.studies.entropy` (notebook 06).
+
+Every bound holds with probability >= 1 - alpha over the draw of the n samples of ONE question. Averages of
+per-question bounds over questions are reported as summaries, not as joint guarantees.
+"""
+
+from ... import runs  # noqa: F401 (the run store, as tests reach it)
+from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
+    Scored,
+    evenly_spaced,
+    retain_rows,
+    score_many,
+    score_model_folder,
+    score_models,
+    score_saved_model,
+)
+from .keyword import (  # noqa: F401
+    hp_leakage,
+    hp_rows,
+    hp_table,
+    keyword_questions_label,
+    run_hp_qa,
+    run_hp_qa_both,
+    strongest_keyword_leaks,
+)
+from .regime import (  # noqa: F401
+    REGIME_VERSION,
+    RegimeModel,
+    choose_regime_step,
+    coarse_then_fine,
+    greedy_along,
+    regime_models,
+    regime_overview,
+    scoring_overview,
+)
+from .results import (  # noqa: F401
+    AtomCoverage,
+    atom_at_zero_coverage,
+    bound_modes,
+    bound_modes_text,
+    keyword_prefix_comparison,
+    metrics_entries,
+    per_item,
+    run_meta,
+)
+from .shapes import (  # noqa: F401
+    COUNT_COLUMNS,
+    FLAGGED_COLUMNS,
+    KEYWORD_COLUMNS,
+    LEAK_COLUMNS,
+    Example,
+    FlaggedQuestions,
+    KeywordQA,
+    LeakCurves,
+    ModelReport,
+    Reports,
+    forget_rows,
+)
+from .tables import (  # noqa: F401
+    bound_table,
+    bounds_vs_n,
+    bounds_vs_n_curves,
+    bounds_vs_n_overview,
+    compare_with_reference,
+    example_answers,
+    flagged_questions,
+    general_leak_curves,
+    greedy_vs_sampling,
+    model_summary,
+    questions_by_spread,
+    summarise_models,
+    summary_frame,
+    understatement_summary,
+)
+from .texts import (  # noqa: F401
+    binary_bounds_text,
+    bounds_vs_n_text,
+    greedy_vs_samples_text,
+    keyword_text,
+    regime_text,
+)
+from .verdict import (  # noqa: F401
+    RegimeVerdict,
+    beyond_guessing,
+    findings,
+    regime_verdict,
+    understatement_verdict,
+)
