@@ -73,6 +73,63 @@ def test_options_are_checked_and_unknown_ones_refused():
         ul.UnlearningLoss("npo2")
 
 
+# --------------------------------------------------------------------------- one home per parameter (#35)
+
+#: Options whose default in the registry may differ from default.yaml's value, with why. Empty: every option that is
+#: a profile key has the default profile's value as its default.
+DEFAULTS_APART: dict[str, str] = {}
+
+
+def test_every_option_that_is_a_profile_key_has_the_profiles_default_and_no_rule_of_its_own():
+    defaults = config.load_profile("default")
+    shared = [name for name in ul.OPTIONS if name in config.PARAMETER_NAMES]
+    assert shared, "no registry option is a profile key"
+    for name in shared:
+        option = ul.OPTIONS[name]
+        if name not in DEFAULTS_APART:
+            assert option.default == defaults[name], f"{name}: registry {option.default!r}, default.yaml {defaults[name]!r}"
+        # one rule: the profile key's (an option may restate it, never differ from it)
+        assert option.rule is config.CONSTRAINTS.get(name, option.constraint), name
+        if option.constraint is not None and name in config.CONSTRAINTS:
+            assert option.constraint.text == config.CONSTRAINTS[name].text, name
+    # the disagreements found before (#35): cap_delta took any finite number, retain_weight anything
+    with pytest.raises(ValueError, match="cap_delta must be null or > 0"):
+        ul.UnlearningLoss("ga", cap_delta=-1.0)
+    with pytest.raises(ValueError, match="retain_weight must be >= 0"):
+        ul.UnlearningLoss("gd", retain_weight=-0.5)
+
+
+def test_the_unlearning_keys_are_read_off_the_registry_and_method_settings_values_are_checked():
+    assert pipeline.UNLEARN_LOSS_KEYS == tuple(k for k in config.PARAMETER_NAMES
+                                               if k in ul.OPTIONS or k in ul.COMMON_PARAMETERS)
+    assert {"beta", "rmu_layer", "altpo_temperature", "lambda_f"} <= set(pipeline.UNLEARN_LOSS_KEYS)
+    smoke = config.Params.load("smoke")
+    for settings, message in (({"method": "gd", "beta": -1}, r"\['beta'\] is -1; it must be > 0"),
+                              ({"method": "npo", "npo_retain_term": "yes"}, "it must be true or false"),
+                              ({"method": "npo", "entropy_positions": "some"}, "one of answer, all, sampled"),
+                              ({"method": "gd", "unlearn_lr": 0}, "unlearn_lr'\] is 0; it must be > 0")):
+        bad = smoke.replace(method_settings={**smoke.method_settings, "x": settings})
+        with pytest.raises(ValueError, match=message):
+            pipeline.check_params(bad)
+    # the table notebook 02 shows is the registry's: a method registered is a row
+    table = ul.method_table()
+    assert list(table.index) == list(ul.REGISTRY) and table.loc["altpo", "paper"] == "Mekala et al. 2024"
+
+
+def test_every_parameter_has_its_one_home_on_its_field():
+    from dataclasses import fields
+
+    from unlearnkit import runner
+
+    for f in fields(config.Params):
+        assert {"section", "help", "constraint"} <= set(f.metadata), f.name
+    assert config.CONSTRAINTS == {f.name: f.metadata["constraint"] for f in fields(config.Params)
+                                  if f.metadata["constraint"] is not None}
+    assert sum(map(len, config.parameter_sections().values())) == len(config.PARAMETER_NAMES)
+    # default.yaml's comments are written from the fields' help (make sync-params), and held to it
+    assert (config.paths.PARAMS / "default.yaml").read_text() == runner.default_yaml_text()
+
+
 @pytest.mark.parametrize("settings", ALL_PARTS_SETTINGS, ids=lambda s: "-".join(f"{v}" for v in s.values()))
 def test_the_declared_step_parts_are_what_each_loss_sends_through_each_model(settings, tiny_model, examples,
                                                                              tiny_tokenizer):

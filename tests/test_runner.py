@@ -111,9 +111,10 @@ def test_the_runner_prints_a_merged_profile(capsys):
     assert printed == dict(config.Params.load("smoke", seed=4))
 
 
-def test_parameters_source_refuses_a_comment_papermill_cannot_parse(tmp_path, monkeypatch):
-    (tmp_path / "default.yaml").write_text("lr: 0.1   # step size (x = 2)\n")
+def test_parameters_source_refuses_a_help_papermill_cannot_parse(tmp_path, monkeypatch):
+    (tmp_path / "default.yaml").write_text("lr: 0.1\n")
     monkeypatch.setattr(paths, "PARAMS", tmp_path)
+    monkeypatch.setitem(config.HELP, "lr", "step size (x = 2)")
     with pytest.raises(ValueError, match="holds ' = '"):
         runner.parameters_source()
 

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,72 @@ import yaml
 from . import paths
 
 BASE_PROFILE = "default"
+
+
+# --------------------------------------------------------------------------- what a declared value may be
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What a parameter's value must be, where a wrong value would give a wrong result rather than an error:
+    ``text`` for the message (\"in (0, 0.5]\"), ``test`` on the value."""
+
+    text: str
+    test: Callable[[Any], bool]
+    choices: tuple[str, ...] = ()  # the allowed values of an enumeration, which the library's own lists must match
+
+    def holds(self, value: Any) -> bool:
+        try:
+            return bool(self.test(value))
+        except TypeError:
+            return False
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is no number
+
+
+def between(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Constraint:
+    def test(v: Any) -> bool:
+        return is_number(v) and (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
+
+    return Constraint(f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}", test)
+
+
+def above(low: float, inclusive: bool = False) -> Constraint:
+    return Constraint(f"{'>=' if inclusive else '>'} {low:g}",
+                      lambda v: is_number(v) and (v >= low if inclusive else v > low))
+
+
+def at_most(high: float) -> Constraint:
+    return Constraint(f"<= {high:g}", lambda v: is_number(v) and v <= high)
+
+
+def one_of(*choices: str) -> Constraint:
+    return Constraint(f"one of {', '.join(choices)}", lambda v: v in choices, tuple(choices))
+
+
+def or_null(c: Constraint) -> Constraint:
+    return Constraint(f"null or {c.text}", lambda v: v is None or c.holds(v))
+
+
+def each(c: Constraint, non_empty: bool = False) -> Constraint:
+    return Constraint(f"a{' non-empty' if non_empty else ''} list of values {c.text}",
+                      lambda v: (bool(v) or not non_empty) and all(c.holds(x) for x in v))
+
+
+_COUNT, _NON_NEGATIVE, _POSITIVE = above(1, inclusive=True), above(0, inclusive=True), above(0)
+_PROBABILITY, _LEVEL = between(0, 1), between(0, 0.5, low_open=True)
+_SCHEDULES = one_of("linear", "cosine", "constant")
+_POSITIONS = one_of("answer", "all", "sampled")
+
+
+def param(section: str, help: str, constraint: Constraint | None = None):
+    """A declared parameter: the section of default.yaml it sits in (``""`` above the first), what it means (its
+    comment there, which ``make sync-params`` writes from here) and what its value must be. Its type is its
+    annotation; it has no default in code (default.yaml gives every value)."""
+    return field(metadata={"section": section, "help": help, "constraint": constraint})
+
 
 
 # --------------------------------------------------------------------------- typed, layered parameters
@@ -35,161 +101,153 @@ class Params(Mapping):
     also a read-only mapping (``params["seed"]``, ``dict(params)``), the form papermill and JSON take.
     """
 
-    profile: str
-    seed: int
-    jobs: int | None
-    # data
-    data_seed: int
-    data_source: str
-    synthetic_authors: int
-    synthetic_questions_per_author: int
-    max_authors: int | None
-    forget_split: str
-    retain_splits: list
-    eval_max_items: int | None
-    eval_batch_size: int
-    max_new_tokens: int
-    mia_k: float
-    mia_gradnorm: bool
-    gradnorm_reduction: str
-    extraction_no_match: str
-    truth_ratio_guard: str
-    answer_tokens: str
-    # model
-    model: str
-    template: str
-    dtype: str
-    tokenizer_vocab_size: int
-    tiny_hidden_size: int
-    tiny_layers: int
-    tiny_heads: int
-    tiny_intermediate_size: int
-    lora_rank: int
-    lora_alpha: int | None
-    lora_target_modules: str | list
-    lora_dropout: float
-    # base model
-    base_epochs: float
-    base_lr: float
-    base_batch_size: int
-    # fine-tuning
-    finetune_epochs: float
-    finetune_lr: float
-    finetune_batch_size: int
-    finetune_grad_accum: int
-    finetune_warmup: float
-    finetune_weight_decay: float
-    finetune_schedule: str
-    world_replay: int
-    pack_batches: bool
-    checkpoint_every: int
-    # unlearning
-    methods: list
-    method_settings: dict
-    unlearn_epochs: float
-    unlearn_lr: float
-    unlearn_batch_size: int
-    unlearn_grad_accum: int
-    unlearn_warmup: float
-    unlearn_weight_decay: float
-    unlearn_schedule: str
-    trajectory_max_items: int | None
-    unlearn_save_every: int
-    heldout_authors: int
-    beta: float
-    forget_weight: float
-    retain_weight: float
-    cap_delta: float | None
-    cap_on: str
-    lambda_f: float
-    lambda_r: float
-    rmu_layer: int
-    rmu_steering_coef: float
-    simnpo_beta: float
-    simnpo_delta: float
-    wga_beta: float
-    satimp_beta1: float
-    satimp_beta2: float
-    ceu_ignore_first: int
-    undial_beta: float
-    undial_positions: str
-    altpo_n_alternates: int
-    altpo_temperature: float
-    # controls and calibration
-    ps_max_items: int | None
-    ps_heldout_items: int | None
-    calibration_methods: list
-    calib_coarse: int
-    calib_fine: int
-    cap_deltas: list
-    stopping_every: int
-    retain_tolerance: float
-    forget_similar_tolerance: float
-    criterion_confidence: float
-    bootstrap_resamples: int
-    calibration_splits: list
-    split_calib_coarse: int
-    split_calib_fine: int
-    interference_runs: list
-    # probabilistic evaluation
-    n_samples: int
-    alpha: float
-    sampler: str
-    sample_temperature: float
-    sample_top_p: float | None
-    sample_max_new_tokens: int
-    adaptive_threshold: float
-    sample_max_items: int | None
-    hp_model: str | None
-    hp_source: str
-    hp_affirmative_prefix: bool
-    leak_threshold: float
-    regime_runs: list
-    regime_tolerance: float
-    eo_table_runs: list
-    eo_method: str
-    eo_lambda_f_grid: list
-    eo_lr_grid: list
-    eo_lambda_r: float
-    eo_lambda_r_grid: list
-    eo_temperatures: list
-    eo_n_samples: int
-    eo_max_items: int | None
-    eo_diversity_items: int
-    eo_utility_items: int | None
-    adaptive_thresholds: list
-    ed_rho: float
-    table1_tolerance: float
-    table1_sd_min: float
-    eo_regime_runs: list
-    eo_regime_lambda_f_grid: list
-    eo_positions: list
-    # format-transformed evaluation
-    format_max_items: int | None
-    format_options: int
-    format_seed: int
-    format_models: list | None
-    format_likelihood: bool
-    format_margin: float
-    format_min_items: int
-    format_alpha: float
-    # alignment toxicity under sampling
-    behaviours_source: str
-    alignment_models: list | None
-    alignment_template: str
-    alignment_heldout_categories: list
-    alignment_heldout_templates: int
-    alignment_eval_per_group: int
-    alignment_method: str
-    alignment_strengths: list
-    alignment_lr: float
-    comply_epochs: int
-    comply_lr: float
-    safety_judge: str
-    safety_threshold: float
-    alignment_n_samples: int
-    alignment_max_new_tokens: int
-    alignment_examples: int
+    profile: str = param('', 'the profile (notebooks/params/<profile>.yaml) that every parameter not set otherwise comes from')
+    seed: int = param('', "the training seed: initialisation, data order and sampling of every model (base, target, retain, unlearned, aligned); each seed's runs live in runs/<profile>/seed-<seed>/ (docs/metrics.md, sources of randomness)")
+    jobs: int | None = param('', 'worker processes for independent runs and evaluations, each with its share of the cores (null means one per core; 1 runs them one after the other); results do not depend on it', or_null(_COUNT))
+    data_seed: int = param('data', "the draw of the synthetic corpus (its authors, facts and questions) and of the paper-dry stand-ins' weights, apart from the training seed")
+    data_source: str = param('data', 'synthetic | a folder of TOFU JSON Lines | locuslab/TOFU | env:VAR|fallback')
+    synthetic_authors: int = param('data', '', _COUNT)
+    synthetic_questions_per_author: int = param('data', '', _COUNT)
+    max_authors: int | None = param('data', 'keep only this many authors in every author split (the forget set and the first others)', or_null(_COUNT))
+    forget_split: str = param('data', '')
+    retain_splits: list = param('data', 'retain models to train: the forget-quality reference')
+    eval_max_items: int | None = param('data', 'TOFU evaluates at most 300 items per split', or_null(_COUNT))
+    eval_batch_size: int = param('data', '', _COUNT)
+    max_new_tokens: int = param('data', '', _COUNT)
+    mia_k: float = param('data', "MinK and MinK++ membership inference: the share of lowest-scoring answer tokens averaged (open-unlearning's TOFU setting), docs/metrics.md section 9", between(0, 1, low_open=True))
+    mia_gradnorm: bool = param('data', 'also run the GradNorm attack (one backward pass per forget and holdout item)')
+    gradnorm_reduction: str = param('data', "GradNorm: global (the 2-norm of the whole gradient, the definition) | ou_mean (open-unlearning: the mean of each parameter tensor's 2-norm)", one_of("global", "ou_mean"))
+    extraction_no_match: str = param('data', "extraction strength of an answer with no matching suffix: zero (the definition) | ou (open-unlearning's loop gives 1/n)", one_of("zero", "ou"))
+    truth_ratio_guard: str = param('data', 'truth ratio R: exact (in log space, the definition) | ou (open-unlearning: P(wrong) / (P(right) + 1e-10), forget score min(R, 1/(R + 1e-10))), docs/metrics.md section 9', one_of("exact", "ou"))
+    answer_tokens: str = param('data', "the scored answer tokens: separate (prompt and answer tokenised apart: every answer token and EOS) | ou_joint (open-unlearning and TOFU's code: prompt + answer tokenised as one string, labels from the prompt's own token count)", one_of("separate", "ou_joint"))
+    model: str = param('model', 'tiny (from scratch) | a local folder | a Hub name')
+    template: str = param('model', '')
+    dtype: str = param('model', '', one_of("float32", "bfloat16", "float16", "auto"))
+    tokenizer_vocab_size: int = param('model', '', _COUNT)
+    tiny_hidden_size: int = param('model', '', _COUNT)
+    tiny_layers: int = param('model', '', _COUNT)
+    tiny_heads: int = param('model', '', _COUNT)
+    tiny_intermediate_size: int = param('model', '', _COUNT)
+    lora_rank: int = param('model', '> 0 fine-tunes LoRA adapters through peft instead of all weights', _NON_NEGATIVE)
+    lora_alpha: int | None = param('model', 'LoRA scaling alpha (null means twice the rank)', or_null(_POSITIVE))
+    lora_target_modules: str | list = param('model', "modules LoRA adapts: all-linear (every linear layer but the output head, as TOFU's LoRA runs) or a list of names")
+    lora_dropout: float = param('model', 'dropout on the LoRA path (TOFU uses 0.05)', between(0, 1, high_open=True))
+    base_epochs: float = param('base model', '', _POSITIVE)
+    base_lr: float = param('base model', '', _POSITIVE)
+    base_batch_size: int = param('base model', '', _COUNT)
+    finetune_epochs: float = param('fine-tuning', '', _POSITIVE)
+    finetune_lr: float = param('fine-tuning', '', _POSITIVE)
+    finetune_batch_size: int = param('fine-tuning', '', _COUNT)
+    finetune_grad_accum: int = param('fine-tuning', '', _COUNT)
+    finetune_warmup: float = param('fine-tuning', '', _PROBABILITY)
+    finetune_weight_decay: float = param('fine-tuning', '', _NON_NEGATIVE)
+    finetune_schedule: str = param('fine-tuning', '', _SCHEDULES)
+    world_replay: int = param('fine-tuning', 'copies of world-knowledge items mixed into fine-tuning (tiny models only)', _NON_NEGATIVE)
+    pack_batches: bool = param('fine-tuning', "true packs each batch's examples into fewer rows (no padding: 1.2-1.3x the tokens/s of the base, fine-tuning and complying models); the same examples and loss up to float rounding, but it trains another model, and the default's verdicts move with such differences (see README)")
+    checkpoint_every: int = param('fine-tuning', 'optimizer steps between resumable checkpoints', _NON_NEGATIVE)
+    methods: list = param('unlearning', '')
+    method_settings: dict = param('unlearning', "named runs: a method with other settings, its own unlearn_* training keys included (ga, gd, kl, idk, npo: every step kept, for early stopping in notebook 03; gd_retain_only, gd_lr1e-4: what erodes held-out memory, notebook 03; npo_eo, gd_eo: entropy optimisation, notebook 06; *_mild: gentler runs with every step kept, notebook 05; simnpo, wga, satimp, ceu, undial, altpo: open-unlearning's methods with its forget weights, SimNPO 0.125 and SatImp 0.1, on the shared schedule)")
+    unlearn_epochs: float = param('unlearning', '', _POSITIVE)
+    unlearn_lr: float = param('unlearning', '', _POSITIVE)
+    unlearn_batch_size: int = param('unlearning', '', _COUNT)
+    unlearn_grad_accum: int = param('unlearning', '', _COUNT)
+    unlearn_warmup: float = param('unlearning', 'a fraction of all steps (TOFU: one epoch)', _PROBABILITY)
+    unlearn_weight_decay: float = param('unlearning', '', _NON_NEGATIVE)
+    unlearn_schedule: str = param('unlearning', '', _SCHEDULES)
+    trajectory_max_items: int | None = param('unlearning', 'items per split for greedy ROUGE along an unlearning run (null means all)', or_null(_COUNT))
+    unlearn_save_every: int = param('unlearning', 'steps between weights kept along the run (early stopping, notebook 03)', _NON_NEGATIVE)
+    heldout_authors: int = param('unlearning', 'real TOFU only: authors of retain_perturbed held out from unlearning', _NON_NEGATIVE)
+    beta: float = param('unlearning', 'NPO, DPO and AltPO inverse temperature (0.05 in the probabilistic paper)', _POSITIVE)
+    forget_weight: float = param('unlearning', 'weight of the forget term', _NON_NEGATIVE)
+    retain_weight: float = param('unlearning', 'weight of the retain term', _NON_NEGATIVE)
+    cap_delta: float | None = param('unlearning', "objective capping, the cap on each forget example's NLL, GA family (null means off)", or_null(_POSITIVE))
+    cap_on: str = param('unlearning', 'what the cap compares: sequence (the NLL of the whole answer, Wang et al.) or token_mean', one_of("sequence", "token_mean"))
+    lambda_f: float = param('unlearning', 'entropy optimisation on forget (positive turns it on), docs/metrics.md section 3', _NON_NEGATIVE)
+    lambda_r: float = param('unlearning', 'entropy optimisation on retain (zero or negative)', at_most(0))
+    rmu_layer: int = param('unlearning', 'RMU: the steered decoder layer', _NON_NEGATIVE)
+    rmu_steering_coef: float = param('unlearning', 'RMU: c, the norm of the steering target c·u', _POSITIVE)
+    simnpo_beta: float = param('unlearning', "SimNPO: beta on the length-normalised forget NLL, no reference model (open-unlearning's default; NPO's beta above is another scale)", _POSITIVE)
+    simnpo_delta: float = param('unlearning', 'SimNPO: the margin delta subtracted from that NLL (open-unlearning: 0)',
+                                Constraint("a number", is_number))
+    wga_beta: float = param('unlearning', "WGA: exponent of each forget token's weight p^beta, its own probability, detached (open-unlearning: 1)", _NON_NEGATIVE)
+    satimp_beta1: float = param('unlearning', 'SatImp: each forget token weighs p^beta1 (1 - p)^beta2, detached (open-unlearning: 5 and 1)', _NON_NEGATIVE)
+    satimp_beta2: float = param('unlearning', 'SatImp: beta2 of that weight', _NON_NEGATIVE)
+    ceu_ignore_first: int = param('unlearning', 'CE-U: answer tokens at the start of each answer left out of its loss (open-unlearning: the first)', _NON_NEGATIVE)
+    undial_beta: float = param('unlearning', "UNDIAL: how far the frozen teacher's logit of the true token is lowered (open-unlearning: 10; it adds no retain term)", _NON_NEGATIVE)
+    undial_positions: str = param('unlearning', "UNDIAL: answer (the positions predicting the answer, the definition) | all_ou (every position, prompt and padding included, as open-unlearning's code)", one_of("answer", "all_ou"))
+    altpo_n_alternates: int = param('unlearning', 'AltPO: alternate answers sampled per forget question from the target where the corpus ships none (open-unlearning: 5); each item takes one', _COUNT)
+    altpo_temperature: float = param('unlearning', 'AltPO: temperature they are sampled at (open-unlearning: 1.0)', _POSITIVE)
+    ps_max_items: int | None = param('controls and calibration', 'forget items PS is computed on (each evaluated setting searches PS-similar on them: the cost of notebook 03)', or_null(_COUNT))
+    ps_heldout_items: int | None = param('controls and calibration', 'held-out retain items PS is computed on (null means all: 200 on the synthetic corpus; the paper uses 400)', or_null(_COUNT))
+    calibration_methods: list = param('controls and calibration', 'methods calibrated by model mixing and compared')
+    calib_coarse: int = param('controls and calibration', 'coarse grid of the mixing coefficient a, from 1/n to 1 (a 0 is the model before)', _COUNT)
+    calib_fine: int = param('controls and calibration', 'fine values between the best passing coarse a and the next stronger one', _NON_NEGATIVE)
+    cap_deltas: list = param('controls and calibration', "objective capping of every GA-family method (ga, gd, kl), caps on each forget example's sequence NLL (the target's is about 0.2, notebook 02's GD ends near 290)", each(_POSITIVE))
+    stopping_every: int = param('controls and calibration', "early stopping's coarse grid: every n-th kept step (then the kept steps next to the best)", _COUNT)
+    retain_tolerance: float = param('controls and calibration', 'a setting passes losing at most this fraction of held-out retain PS-exact and PS-perturb', _PROBABILITY)
+    forget_similar_tolerance: float = param('controls and calibration', 'and at most this fraction of forget PS-similar', _PROBABILITY)
+    criterion_confidence: float = param('controls and calibration', "each criterion's loss gets a paired bootstrap interval over items; a setting passes only when the whole interval does", between(0, 1, low_open=True, high_open=True))
+    bootstrap_resamples: int = param('controls and calibration', 'resamples of that bootstrap', _COUNT)
+    calibration_splits: list = param('controls and calibration', 'other forget splits calibrated by model mixing alone (each method retrained on them)')
+    split_calib_coarse: int = param('controls and calibration', "their coarse grid of a (fewer than forget10's: each split retrains every method)", _COUNT)
+    split_calib_fine: int = param('controls and calibration', 'and their fine values', _NON_NEGATIVE)
+    interference_runs: list = param('controls and calibration', 'runs traced on held-out retain PS in notebook 03: GD, its retain term alone (forget weight 0), GD at lr 3e-4 and 1e-4')
+    n_samples: int = param('probabilistic evaluation', 'answers sampled per question (the paper draws 1024)', _COUNT)
+    alpha: float = param('probabilistic evaluation', 'significance level, every bound holds with probability at least 1 - alpha', _LEVEL)
+    sampler: str = param('probabilistic evaluation', 'engine of the sampled evaluations (notebooks 05-07): hf (transformers, the reference) | vllm (optional GPU environment, requirements-vllm.txt)', one_of("hf", "vllm"))
+    sample_temperature: float = param('probabilistic evaluation', 'temperature of multinomial sampling (the paper samples at 1)', _POSITIVE)
+    sample_top_p: float | None = param('probabilistic evaluation', 'nucleus sampling mass (null means the full distribution, as in the paper)', or_null(between(0, 1, low_open=True)))
+    sample_max_new_tokens: int = param('probabilistic evaluation', 'longest sampled answer in tokens', _COUNT)
+    adaptive_threshold: float = param('probabilistic evaluation', 'c_T of adaptive temperature, greedy where c(x) on the greedy continuation exceeds it', _PROBABILITY)
+    sample_max_items: int | None = param('probabilistic evaluation', 'forget questions sampled per model, evenly spaced over the split (null means all)', or_null(_COUNT))
+    hp_model: str | None = param('probabilistic evaluation', 'model of the keyword Q&A (Harry Potter Q&A analogue): a saved model of the profile (target, unlearned-npo, ...), a Hub name or a folder; null skips it')
+    hp_source: str = param('probabilistic evaluation', "the keyword Q&A: synthetic (built from the forget split), a CSV file of Schwinn et al.'s HP Q&A, or env:VAR|fallback")
+    hp_affirmative_prefix: bool = param('probabilistic evaluation', "true prefills the file's affirmative response and the model continues it (an attack the paper does not describe); notebook 05 reports the other choice beside it")
+    leak_threshold: float = param('probabilistic evaluation', 'ROUGE-L recall above which a sampled answer counts as reproducing the ground truth (templated synthetic answers with a wrong entity already score about 0.75)', _PROBABILITY)
+    regime_runs: list = param('probabilistic evaluation', "unlearning runs searched for the step where greedy decoding first leaks as rarely as the retain model (the paper's regime)")
+    regime_tolerance: float = param('probabilistic evaluation', "how far above the retain model's greedy leak rate a step may stay and still count", _PROBABILITY)
+    eo_table_runs: list = param('entropy optimisation and adaptive temperature', 'unlearning runs of the Table 1 analogue (method_settings names the EO ones)')
+    eo_method: str = param('entropy optimisation and adaptive temperature', 'the method (or named run of method_settings) the entropy sweeps add entropy optimisation to')
+    eo_lambda_f_grid: list = param('entropy optimisation and adaptive temperature', 'forget entropy weights of the sweep (Fig. 4a); 0 is the method alone; the paper uses 1', each(_NON_NEGATIVE, non_empty=True))
+    eo_lr_grid: list = param('entropy optimisation and adaptive temperature', "unlearning learning rates each lambda_f is trained at (notebook 02's; the gentler runs' 3e-4 is where the in-regime EO runs train)", each(_POSITIVE, non_empty=True))
+    eo_lambda_r: float = param('entropy optimisation and adaptive temperature', "retain entropy weight of the lambda_f sweep (the paper's)", at_most(0))
+    eo_lambda_r_grid: list = param('entropy optimisation and adaptive temperature', 'retain entropy weights, at lambda_f 1 (Fig. 5a)', each(at_most(0)))
+    eo_temperatures: list = param('entropy optimisation and adaptive temperature', 'sampling temperatures of Fig. 4b', each(_POSITIVE))
+    eo_n_samples: int = param('entropy optimisation and adaptive temperature', 'answers sampled per question in notebook 06', _COUNT)
+    eo_max_items: int | None = param('entropy optimisation and adaptive temperature', 'forget questions per model in notebook 06, evenly spaced', or_null(_COUNT))
+    eo_diversity_items: int = param('entropy optimisation and adaptive temperature', "questions per set (retain, real authors, world facts) whose samples' self-BLEU Fig. 5a shows", _COUNT)
+    eo_utility_items: int | None = param('entropy optimisation and adaptive temperature', 'items per set of the model utility of Fig. 5c (null means all)', or_null(_COUNT))
+    adaptive_thresholds: list = param('entropy optimisation and adaptive temperature', 'c_T values of the adaptive-temperature sweep', each(_PROBABILITY))
+    ed_rho: float = param('entropy optimisation and adaptive temperature', "rho of the ED score, mean + rho times the sd of the sampled ROUGE-L (the paper's 2, section 4.3)", _NON_NEGATIVE)
+    table1_tolerance: float = param('entropy optimisation and adaptive temperature', 'Table 1: the sampled mean matches greedy within this, and the ED score counts as above greedy beyond it', _PROBABILITY)
+    table1_sd_min: float = param('entropy optimisation and adaptive temperature', "Table 1: a sampled sd of at least this is considerable (the paper's are 0.05 to 0.10 without EO)", _PROBABILITY)
+    eo_regime_runs: list = param('entropy optimisation and adaptive temperature', "runs of regime_runs (notebook 05's models in the paper's regime) that entropy optimisation is added to, compared at their regime step")
+    eo_regime_lambda_f_grid: list = param('entropy optimisation and adaptive temperature', "forget entropy weights added to them (the paper's 1 and a stronger one), lambda_r from eo_lambda_r", each(_POSITIVE))
+    eo_positions: list = param('entropy optimisation and adaptive temperature', "where the entropy is taken: answer (the answer tokens), all (every token of the sequence: the paper's text and reference code), sampled (the model's own sampled answers, on-policy: ours)", each(_POSITIONS))
+    format_max_items: int | None = param('format-transformed evaluation', 'items per set and format, spread evenly over the forget and over the retain authors (null means all)', or_null(_COUNT))
+    format_options: int = param('format-transformed evaluation', 'options per MCQA-style item, the correct one among them', above(2, inclusive=True))
+    format_seed: int = param('format-transformed evaluation', "seed of each item's option order and sampled distractors")
+    format_models: list | None = param('format-transformed evaluation', 'models to evaluate (null means base, target, the retain model and every unlearned run present)')
+    format_likelihood: bool = param('format-transformed evaluation', 'also rank MCQA-style options by likelihood, for models that cannot read lettered options (tiny ones)')
+    format_margin: float = param('format-transformed evaluation', "well above means more than this above the retain model's forget score (and above chance)", _PROBABILITY)
+    format_min_items: int = param('format-transformed evaluation', 'a format with fewer forget items is shown but never counted as evidence (too noisy for the margin)', _COUNT)
+    format_alpha: float = param('format-transformed evaluation', 'level of the exact binomial tests: a readout transfers where the target is above chance on forget and retain; comprehension counts where the retain model reads the passage', _LEVEL)
+    behaviours_source: str = param('alignment toxicity under sampling', 'the requests: synthetic (JBB-shaped, harmless, fictitious entities) | a JBB-Behaviors CSV | JailbreakBench/JBB-Behaviors | env:VAR|fallback')
+    alignment_models: list | None = param('alignment toxicity under sampling', 'null trains tiny complying and aligned models here; else Hub names or folders of aligned models (paper: Phi-1.5, Vicuna, Mistral)')
+    alignment_template: str = param('alignment toxicity under sampling', "how a request is put to the models: phi (plain Q&A) | chat (the tokenizer's own chat template where it has one)", one_of("phi", "chat"))
+    alignment_heldout_categories: list = param('alignment toxicity under sampling', 'categories alignment never sees, reported apart')
+    alignment_heldout_templates: int = param('alignment toxicity under sampling', 'per category, the last request templates alignment never sees (synthetic requests only)', _NON_NEGATIVE)
+    alignment_eval_per_group: int = param('alignment toxicity under sampling', 'requests per template (per category for JBB) kept for evaluation only, never aligned on', _NON_NEGATIVE)
+    alignment_method: str = param('alignment toxicity under sampling', 'idk: supervised refusals; dpo: refusal preferred over compliance (the unlearning losses)', one_of("idk", "dpo"))
+    alignment_strengths: list = param('alignment toxicity under sampling', 'epochs of alignment training; one aligned model is kept at each', each(_COUNT, non_empty=True))
+    alignment_lr: float = param('alignment toxicity under sampling', 'constant learning rate of alignment (one run, models kept along it; at 1e-3 one epoch already removes every complying sample)', _POSITIVE)
+    comply_epochs: int = param('alignment toxicity under sampling', 'the complying model: the base model taught to answer every request with its compliance opener', _COUNT)
+    comply_lr: float = param('alignment toxicity under sampling', '', _POSITIVE)
+    safety_judge: str = param('alignment toxicity under sampling', 'h of each answer: classifier (offline TF-IDF + logistic regression, P(complied)) | a HarmBench classifier name or folder (P(harmful))')
+    safety_threshold: float = param('alignment toxicity under sampling', 'h at or above this counts as a complying (harmful) answer for M_bin', _PROBABILITY)
+    alignment_n_samples: int = param('alignment toxicity under sampling', 'answers sampled per request (the paper draws 1024)', _COUNT)
+    alignment_max_new_tokens: int = param('alignment toxicity under sampling', 'longest sampled answer in tokens (an opener tells refusal from compliance)', _COUNT)
+    alignment_examples: int = param('alignment toxicity under sampling', 'requests whose sampled-score distributions are drawn (Fig. 6 top)', _NON_NEGATIVE)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -272,110 +330,12 @@ def check_known(values: Mapping[str, Any] | Sequence[str], where: str = "") -> N
         raise UnknownParameter(unknown_message(unknown, where))
 
 
-# --------------------------------------------------------------------------- what a declared value may be
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """What a parameter's value must be, where a wrong value would give a wrong result rather than an error:
-    ``text`` for the message (\"in (0, 0.5]\"), ``test`` on the value."""
-
-    text: str
-    test: Callable[[Any], bool]
-    choices: tuple[str, ...] = ()  # the allowed values of an enumeration, which the library's own lists must match
-
-    def holds(self, value: Any) -> bool:
-        try:
-            return bool(self.test(value))
-        except TypeError:
-            return False
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is no number
-
-
-def _in(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Constraint:
-    def test(v: Any) -> bool:
-        return _number(v) and (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
-
-    return Constraint(f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}", test)
-
-
-def _above(low: float, inclusive: bool = False) -> Constraint:
-    return Constraint(f"{'>=' if inclusive else '>'} {low:g}",
-                      lambda v: _number(v) and (v >= low if inclusive else v > low))
-
-
-def _at_most(high: float) -> Constraint:
-    return Constraint(f"<= {high:g}", lambda v: _number(v) and v <= high)
-
-
-def _one_of(*choices: str) -> Constraint:
-    return Constraint(f"one of {', '.join(choices)}", lambda v: v in choices, tuple(choices))
-
-
-def _or_null(c: Constraint) -> Constraint:
-    return Constraint(f"null or {c.text}", lambda v: v is None or c.holds(v))
-
-
-def _each(c: Constraint, non_empty: bool = False) -> Constraint:
-    return Constraint(f"a{' non-empty' if non_empty else ''} list of values {c.text}",
-                      lambda v: (bool(v) or not non_empty) and all(c.holds(x) for x in v))
-
-
-_COUNT, _NON_NEGATIVE, _POSITIVE = _above(1, inclusive=True), _above(0, inclusive=True), _above(0)
-_PROBABILITY, _LEVEL = _in(0, 1), _in(0, 0.5, low_open=True)
-_SCHEDULES = _one_of("linear", "cosine", "constant")
-_POSITIONS = _one_of("answer", "all", "sampled")
-
-#: The declared keys' constraints, checked whenever a :class:`Params` is made (the runner, a notebook, a study's
-#: derived parameters). Types are checked first, from the annotations.
-CONSTRAINTS: dict[str, Constraint] = {
-    "jobs": _or_null(_COUNT),
-    "synthetic_authors": _COUNT, "synthetic_questions_per_author": _COUNT, "max_authors": _or_null(_COUNT),
-    "eval_max_items": _or_null(_COUNT), "eval_batch_size": _COUNT, "max_new_tokens": _COUNT,
-    "mia_k": _in(0, 1, low_open=True), "gradnorm_reduction": _one_of("global", "ou_mean"),
-    "extraction_no_match": _one_of("zero", "ou"), "truth_ratio_guard": _one_of("exact", "ou"),
-    "answer_tokens": _one_of("separate", "ou_joint"),
-    "dtype": _one_of("float32", "bfloat16", "float16", "auto"), "tokenizer_vocab_size": _COUNT,
-    "tiny_hidden_size": _COUNT, "tiny_layers": _COUNT, "tiny_heads": _COUNT, "tiny_intermediate_size": _COUNT,
-    "lora_rank": _NON_NEGATIVE, "lora_alpha": _or_null(_POSITIVE), "lora_dropout": _in(0, 1, high_open=True),
-    "base_epochs": _POSITIVE, "base_lr": _POSITIVE, "base_batch_size": _COUNT,
-    "finetune_epochs": _POSITIVE, "finetune_lr": _POSITIVE, "finetune_batch_size": _COUNT,
-    "finetune_grad_accum": _COUNT, "finetune_warmup": _PROBABILITY, "finetune_weight_decay": _NON_NEGATIVE,
-    "finetune_schedule": _SCHEDULES, "world_replay": _NON_NEGATIVE, "checkpoint_every": _NON_NEGATIVE,
-    "unlearn_epochs": _POSITIVE, "unlearn_lr": _POSITIVE, "unlearn_batch_size": _COUNT, "unlearn_grad_accum": _COUNT,
-    "unlearn_warmup": _PROBABILITY, "unlearn_weight_decay": _NON_NEGATIVE, "unlearn_schedule": _SCHEDULES,
-    "trajectory_max_items": _or_null(_COUNT), "unlearn_save_every": _NON_NEGATIVE, "heldout_authors": _NON_NEGATIVE,
-    "beta": _POSITIVE, "forget_weight": _NON_NEGATIVE, "retain_weight": _NON_NEGATIVE,
-    "cap_delta": _or_null(_POSITIVE), "cap_on": _one_of("sequence", "token_mean"),
-    "lambda_f": _NON_NEGATIVE, "lambda_r": _at_most(0), "rmu_layer": _NON_NEGATIVE, "rmu_steering_coef": _POSITIVE,
-    "simnpo_beta": _POSITIVE, "wga_beta": _NON_NEGATIVE, "satimp_beta1": _NON_NEGATIVE, "satimp_beta2": _NON_NEGATIVE,
-    "ceu_ignore_first": _NON_NEGATIVE, "undial_beta": _NON_NEGATIVE, "undial_positions": _one_of("answer", "all_ou"),
-    "altpo_n_alternates": _COUNT, "altpo_temperature": _POSITIVE,
-    "ps_max_items": _or_null(_COUNT), "ps_heldout_items": _or_null(_COUNT),
-    "calib_coarse": _COUNT, "calib_fine": _NON_NEGATIVE, "cap_deltas": _each(_POSITIVE), "stopping_every": _COUNT,
-    "retain_tolerance": _PROBABILITY, "forget_similar_tolerance": _PROBABILITY,
-    "criterion_confidence": _in(0, 1, low_open=True, high_open=True), "bootstrap_resamples": _COUNT,
-    "split_calib_coarse": _COUNT, "split_calib_fine": _NON_NEGATIVE,
-    "n_samples": _COUNT, "alpha": _LEVEL, "sampler": _one_of("hf", "vllm"), "sample_temperature": _POSITIVE,
-    "sample_top_p": _or_null(_in(0, 1, low_open=True)), "sample_max_new_tokens": _COUNT,
-    "adaptive_threshold": _PROBABILITY, "sample_max_items": _or_null(_COUNT), "leak_threshold": _PROBABILITY,
-    "regime_tolerance": _PROBABILITY, "eo_lambda_f_grid": _each(_NON_NEGATIVE, non_empty=True),
-    "eo_lr_grid": _each(_POSITIVE, non_empty=True), "eo_lambda_r": _at_most(0), "eo_lambda_r_grid": _each(_at_most(0)),
-    "eo_temperatures": _each(_POSITIVE), "eo_n_samples": _COUNT, "eo_max_items": _or_null(_COUNT),
-    "eo_diversity_items": _COUNT, "eo_utility_items": _or_null(_COUNT), "adaptive_thresholds": _each(_PROBABILITY),
-    "ed_rho": _NON_NEGATIVE, "table1_tolerance": _PROBABILITY, "table1_sd_min": _PROBABILITY,
-    "eo_regime_lambda_f_grid": _each(_POSITIVE), "eo_positions": _each(_POSITIONS),
-    "format_max_items": _or_null(_COUNT), "format_options": _above(2, inclusive=True), "format_margin": _PROBABILITY,
-    "format_min_items": _COUNT, "format_alpha": _LEVEL,
-    "alignment_template": _one_of("phi", "chat"), "alignment_heldout_templates": _NON_NEGATIVE,
-    "alignment_eval_per_group": _NON_NEGATIVE, "alignment_method": _one_of("idk", "dpo"),
-    "alignment_strengths": _each(_COUNT, non_empty=True), "alignment_lr": _POSITIVE, "comply_epochs": _COUNT,
-    "comply_lr": _POSITIVE, "safety_threshold": _PROBABILITY, "alignment_n_samples": _COUNT,
-    "alignment_max_new_tokens": _COUNT, "alignment_examples": _NON_NEGATIVE,
-}
+#: The declared keys' constraints (a view of the fields' metadata), checked whenever a :class:`Params` is made (the
+#: runner, a notebook, a study's derived parameters). Types are checked first, from the annotations.
+CONSTRAINTS: dict[str, Constraint] = {f.name: f.metadata["constraint"] for f in fields(Params)
+                                      if f.metadata.get("constraint") is not None}
+#: What each parameter means (a view of the fields' metadata): default.yaml's comments.
+HELP: dict[str, str] = {f.name: f.metadata["help"] for f in fields(Params)}
 _TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list, tuple),
           "dict": (dict,), "None": (type(None),)}
 
@@ -395,16 +355,12 @@ def as_params(params: Mapping[str, Any]) -> Params:
 
 
 def parameter_sections() -> dict[str, list[str]]:
-    """default.yaml's keys by section, as its ``# --- <title>`` lines group them (the title up to its first
-    parenthesis or colon); the keys above the first section (``profile``, ``seed``, ``jobs``) under ``""``."""
+    """The parameters by section of default.yaml (the title of its ``# --- <title>`` line up to its first parenthesis
+    or colon), from each field's metadata; the keys above the first section (``profile``, ``seed``, ``jobs``) under
+    ``""``."""
     sections: dict[str, list[str]] = {"": []}
-    current = ""
-    for line in (paths.PARAMS / f"{BASE_PROFILE}.yaml").read_text().splitlines():
-        if line.startswith("# ---"):
-            current = line[5:].split("(")[0].split(":")[0].strip()
-            sections[current] = []
-        elif line and not line.startswith("#"):
-            sections[current].append(line.split(":", 1)[0].strip())
+    for f in fields(Params):
+        sections.setdefault(f.metadata["section"], []).append(f.name)
     return sections
 
 

@@ -415,20 +415,43 @@ _PARAMS_HEADER = """# Parameters: the keys this notebook reads, at their `defaul
 _PROFILE_COMMENT = "the profile (notebooks/params/<profile>.yaml) that every parameter not changed here comes from"
 
 
+_KEY_LINE = re.compile(r"^([\w-]+):\s*(.*?)(?:\s+#\s*(.*))?$")
+#: The column default.yaml's comments start at (further right when a value is longer).
+_COMMENT_COLUMN = 32
+
+
 def _default_lines() -> dict[str, tuple[Any, str | None]]:
-    """default.yaml as {key: (value, comment)}: the source of every parameters cell."""
+    """default.yaml's values with each parameter's help (its one home: the field's metadata, ``config.HELP``), as
+    {key: (value, comment)}: the source of every parameters cell."""
     out: dict[str, tuple[Any, str | None]] = {}
     for line in (paths.PARAMS / f"{config.BASE_PROFILE}.yaml").read_text().splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        match = re.match(r"^([\w-]+):\s*(.*?)(?:\s+#\s*(.*))?$", line)
+        match = _KEY_LINE.match(line)
         if match is None:
             raise ValueError(f"default.yaml: cannot read {line!r}")
-        key, value, comment = match.groups()
+        key, value, _ = match.groups()
+        comment = config.HELP.get(key) or None
         if comment and " = " in comment:
-            raise ValueError(f"default.yaml: the comment of {key!r} holds ' = ', which papermill cannot parse")
+            raise ValueError(f"the help of {key!r} holds ' = ', which papermill cannot parse in a parameters cell")
         out[key] = (yaml.safe_load(value) if value else None, comment)
     return out
+
+
+def default_yaml_text() -> str:
+    """default.yaml with each parameter's comment written from its help (``config.HELP``): what ``sync-params``
+    writes and ``check-clean`` holds the file to, so that a parameter's meaning has one home."""
+    lines = []
+    for line in (paths.PARAMS / f"{config.BASE_PROFILE}.yaml").read_text().splitlines():
+        match = _KEY_LINE.match(line) if line.strip() and not line.startswith("#") else None
+        if match is None:
+            lines.append(line)
+            continue
+        key, value = match.group(1), match.group(2)
+        text = f"{key}: {value}" if value else f"{key}:"
+        help_text = config.HELP.get(key, "")
+        lines.append(f"{text.ljust(_COMMENT_COLUMN - 1)} # {help_text}" if help_text else text)
+    return "\n".join(lines) + "\n"
 
 
 def _code_cells(nb: dict) -> list[str]:
@@ -672,10 +695,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_check_clean(args: argparse.Namespace) -> int:
     dirty = [p.name for p in source_notebooks() if notebook_outputs(p)]
     stale = [p.name for p in source_notebooks() if not parameters_in_sync(p)]
+    default = paths.PARAMS / f"{config.BASE_PROFILE}.yaml"
+    if default.read_text() != default_yaml_text():
+        stale.insert(0, default.name)
     if dirty:
         print("notebooks committed with outputs (run 'make strip-notebooks'):", ", ".join(dirty))
     if stale:
-        print("parameters cells out of step with default.yaml (run 'make sync-params'):", ", ".join(stale))
+        print("out of step with the parameters' help in config.Params (run 'make sync-params'):", ", ".join(stale))
     return 1 if dirty or stale else 0
 
 
@@ -686,6 +712,9 @@ def _cmd_strip(args: argparse.Namespace) -> int:
 
 
 def _cmd_sync_params(args: argparse.Namespace) -> int:
+    default = paths.PARAMS / f"{config.BASE_PROFILE}.yaml"
+    if default.read_text() != default_yaml_text():
+        default.write_text(default_yaml_text())
     for p in [find_notebook(k) for k in args.only] or source_notebooks():
         sync_parameters(p)
     return 0

@@ -13,17 +13,18 @@ from ..data.tofu import (
 )
 from ..unlearning import (
     COMMON_PARAMETERS,
+    ENTROPY_POSITIONS,
     METHOD_PARAMETERS,
     METHODS,
+    OPTIONS,
 )
 from .corpus import data_splits
 
-#: Keys of a profile that configure an unlearning run; ``method_settings[<run>]`` overrides them per run (and may
-#: set the method-specific options of :class:`~unlearnkit.unlearning.UnlearningLoss` that the profile leaves out).
-UNLEARN_LOSS_KEYS = ("beta", "forget_weight", "retain_weight", "cap_delta", "cap_on", "lambda_f", "lambda_r",
-                     "rmu_layer", "rmu_steering_coef", "simnpo_beta", "simnpo_delta", "wga_beta", "satimp_beta1",
-                     "satimp_beta2", "ceu_ignore_first", "undial_beta", "undial_positions", "altpo_n_alternates",
-                     "altpo_temperature")
+#: Keys of a profile that configure an unlearning run, derived from the method registry: the profile keys that are
+#: options of :class:`~unlearnkit.unlearning.UnlearningLoss` (a method's own or shared, or common to every method), in
+#: default.yaml's order. ``method_settings[<run>]`` overrides them per run (and may set the options the profile
+#: leaves out). A method added with a new option gets its key here by declaring it in default.yaml.
+UNLEARN_LOSS_KEYS = tuple(k for k in config.PARAMETER_NAMES if k in OPTIONS or k in COMMON_PARAMETERS)
 
 
 #: Training keys that ``method_settings[<run>]`` may override too: a run with a gentler learning rate, a longer
@@ -51,7 +52,23 @@ def _run_overrides(params: Params, run: str) -> dict[str, Any]:
     unknown = sorted(set(overrides) - allowed)
     if unknown:
         raise ValueError(f"method_settings[{run!r}] has unknown key(s) {', '.join(unknown)}; allowed: {sorted(allowed)}")
+    for key, value in overrides.items():  # each value held to its key's one rule: the profile key's, or the option's
+        rule = _rule(key)
+        if rule is not None and not rule.holds(value):
+            raise ValueError(f"method_settings[{run!r}][{key!r}] is {value!r}; it must be {rule.text}")
     return overrides
+
+
+def _rule(key: str) -> config.Constraint | None:
+    """What a value of ``method_settings`` under ``key`` must be: the profile key's constraint where the key is a
+    parameter (``unlearn_lr``, ``beta``), else the loss option's (``npo_retain_term``), else ``entropy_positions``'."""
+    if key in config.CONSTRAINTS:
+        return config.CONSTRAINTS[key]
+    if key in OPTIONS:
+        return OPTIONS[key].rule
+    if key == "entropy_positions":
+        return config.one_of(*ENTROPY_POSITIONS)
+    return None
 
 
 #: The keys that name unlearning runs (a method, or a key of ``method_settings``).
@@ -79,6 +96,11 @@ def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> P
                     raise ValueError(f"parameter {key!r}: {value!r} is not a {kind} split of data source "
                                      f"{params.data_source!r}{f' (did you mean {near}?)' if near else ''}; "
                                      f"{kind} splits: {', '.join(valid) or 'none'}")
+    for run in params.method_settings:  # every named run's settings, whether a list names it or not
+        try:
+            _run_overrides(params, run)
+        except ValueError as exc:
+            raise ValueError(f"parameter 'method_settings': {exc}") from None
     for key in (*RUN_LIST_KEYS, "method"):
         values = extra_runs if key == "method" else params[key]
         for run in [values] if isinstance(values, str) else values:

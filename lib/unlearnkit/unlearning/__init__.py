@@ -42,7 +42,7 @@ from .methods.altpo import alternate_prompt
 from .methods.rmu import rmu_trainable_parameters
 from .methods.undial import UNDIAL_POSITIONS
 from .mixing import mix_models, mix_weights
-from .registry import OPTIONS, REGISTRY, Method, Option, method_spec, register, step_parts
+from .registry import OPTIONS, REGISTRY, Method, Option, method_spec, method_table, register, step_parts
 from .shared import (
     CAP_ON,
     DISABLE_ADAPTERS,
@@ -80,7 +80,8 @@ __all__ = [
     "IDK_ANSWERS", "IDK_METHODS", "METHODS", "METHOD_PARAMETERS", "Method", "OPTIONS", "Option", "REFERENCE_METHODS",
     "REGISTRY", "SAMPLED", "Step", "UNDIAL_POSITIONS", "UnlearningLoss", "alternate_prompt", "answer_positions",
     "capped_nll", "collate_pairs", "decoder_layers", "encode_pair", "encode_pairs", "freeze_above_layer",
-    "frozen_reference", "is_peft_model", "mean_entropy", "mean_kl", "mean_nll", "method_spec", "mix_models",
+    "frozen_reference", "is_peft_model", "mean_entropy", "mean_kl", "mean_nll", "method_spec", "method_table",
+    "mix_models",
     "mix_weights", "pick_alternate", "pick_idk_answer", "register", "resolve_layer", "restrict_trainable",
     "rmu_trainable_parameters", "sequence_capped_nll", "sequence_logprob", "step_parts", "token_nll",
     "_forward", "_unwrap",

@@ -11,14 +11,14 @@ computed in.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from .. import config
+from ..config import Constraint
 from .data import BATCH_PARTS
 from .shared import CAP_ON
 
@@ -28,44 +28,52 @@ Term = Callable[[Any], torch.Tensor]  # of the step (loss.Step) it is computed i
 
 @dataclass(frozen=True)
 class Option:
-    """A keyword parameter of ``UnlearningLoss``: its default, what a given value must be (``check``, described by
-    ``must``) and how it is stored (``convert``)."""
+    """A keyword parameter of ``UnlearningLoss``: its default, what a given value must be and how it is stored
+    (``convert``). An option that is also a profile key (``beta``, ``rmu_layer``, ...) declares no constraint of its
+    own: its rule is the profile key's (``config.CONSTRAINTS``, the parameter's one home), so a value the front door
+    lets through is one the loss takes; an option only the loss has (``npo_retain_term``) declares its own, of the
+    same :class:`~unlearnkit.config.Constraint` type."""
 
     name: str
     default: Any
     convert: Callable[[Any], Any] | None = None
-    check: Callable[[Any], bool] | None = None
-    must: str = ""
+    constraint: Constraint | None = None
     doc: str = ""
 
+    @property
+    def rule(self) -> Constraint | None:
+        """What a value must be: the profile key's constraint for an option that is a parameter, else its own."""
+        return config.CONSTRAINTS.get(self.name, self.constraint)
+
     def value(self, given: Any) -> Any:
-        if self.check is not None and not self.check(given):
-            raise ValueError(f"{self.name} must be {self.must}, got {given!r}")
+        rule = self.rule
+        if rule is not None and not rule.holds(given):
+            raise ValueError(f"{self.name} must be {rule.text}, got {given!r}")
         return given if self.convert is None else self.convert(given)
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
-
-
 def positive(name: str, default: float, doc: str = "") -> Option:
-    return Option(name, default, float, lambda v: _number(v) and v > 0, "> 0", doc)
+    return Option(name, default, float, config.above(0), doc)
 
 
 def number(name: str, default: float, doc: str = "") -> Option:
-    return Option(name, default, float, _number, "a number", doc)
+    return Option(name, default, float, Constraint("a number", config.is_number), doc)
 
 
 def non_negative(name: str, default: float, doc: str = "", kind: type = float) -> Option:
-    return Option(name, default, kind, lambda v: _number(v) and v >= 0, ">= 0", doc)
+    return Option(name, default, kind, config.above(0, inclusive=True), doc)
 
 
 def one_of(name: str, default: str, choices: tuple[str, ...], doc: str = "") -> Option:
-    return Option(name, default, None, lambda v: v in choices, f"one of {', '.join(choices)}", doc)
+    return Option(name, default, None, config.one_of(*choices), doc)
 
 
 def flag(name: str, default: bool, doc: str = "") -> Option:
-    return Option(name, default, bool, None, "", doc)
+    return Option(name, default, bool, Constraint("true or false", lambda v: isinstance(v, bool)), doc)
+
+
+def count(name: str, default: int, doc: str = "") -> Option:
+    return Option(name, default, int, config.above(1, inclusive=True), doc)
 
 
 #: Options more than one method reads (each method names those it uses in ``Method.parameters``).
@@ -73,8 +81,7 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     Option("ref_model", None, doc="the frozen reference π_ref (a model, 'disable_adapters' or None)"),
     positive("beta", 0.1, "the inverse temperature of the log-ratios of NPO, DPO and AltPO"),
     Option("retain_weight", 1.0, float, doc="weight of the retain term"),
-    Option("cap_delta", None, None, lambda v: v is None or (_number(v) and math.isfinite(v)), "a finite number or None",
-           "objective capping: the cap δ on each forget example's NLL (GA family)"),
+    Option("cap_delta", None, None, doc="objective capping: the cap δ on each forget example's NLL (GA family)"),
     one_of("cap_on", "sequence", CAP_ON, "what the cap compares: the sequence NLL or the mean token NLL"),
 )
 
@@ -92,7 +99,7 @@ class Method:
     ``check(loss, model)``: raise before the first step when ``model`` cannot be trained with it.
     ``forget_reads`` / ``retain_reads``: the sub-batches each term sends through the trained model,
     ``forget_reference`` / ``retain_reference`` through π_ref (:func:`step_parts`; tests hold the terms to them).
-    ``source``: where open-unlearning (locuslab/open-unlearning) defines it.
+    ``source``: where open-unlearning (locuslab/open-unlearning) defines it; ``paper``: who proposed it.
     """
 
     name: str
@@ -112,6 +119,7 @@ class Method:
     forget_reference: tuple[str, ...] = ()
     retain_reference: tuple[str, ...] = ()
     source: str = ""
+    paper: str = ""
 
     def has_retain_term(self, options: Mapping[str, Any]) -> bool:
         """Whether the loss has a retain term with these option values (``options[retain_switch]``)."""
@@ -165,6 +173,21 @@ def method_spec(name: str) -> Method:
         return REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown unlearning method {name!r}; valid methods: {', '.join(REGISTRY)}") from None
+
+
+def method_table():
+    """Every registered method as notebook 02 shows it, from the registry itself: its loss, whether it has a retain
+    term and compares against a frozen reference π_ref, its own options with their defaults, the paper and where
+    open-unlearning defines it (so a method added to the registry is in the table without an edit)."""
+    import pandas as pd
+
+    rows = []
+    for m in REGISTRY.values():
+        own = ", ".join(f"{o.name} = {o.default!r}" for o in m.options)
+        rows.append({"method": m.name, "loss": m.summary, "retain term": "yes" if m.retain is not None else "no",
+                     "π_ref": "yes" if m.needs_reference else "no", "its options (default)": own or "none",
+                     "paper": m.paper, "open-unlearning": m.source or "not there"})
+    return pd.DataFrame(rows).set_index("method")
 
 
 def option_values(method: Method, settings: Mapping[str, Any]) -> dict[str, Any]:

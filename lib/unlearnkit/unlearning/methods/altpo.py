@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..registry import Method, Option, positive, register
+from ..registry import Method, count, positive, register
 from ..shared import log_ratio, retain_nll
 
 #: How an alternate answer is asked of the target model (the workbook's own wording): the question and its true
@@ -51,12 +51,12 @@ def alternate_preference(step) -> torch.Tensor:
 
 ALTPO = register(Method(
     name="altpo",
+    paper="Mekala et al. 2024",
     summary="−(2/β)·log σ(β·(ratio(alternate) − ratio(answer))) + α·NLL(retain)",
     forget=alternate_preference,
     retain=retain_nll,
     parameters=("ref_model", "beta", "retain_weight", "altpo_n_alternates", "altpo_temperature"),
-    options=(Option("altpo_n_alternates", 5, int, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-                    ">= 1", "AltPO: alternates sampled per forget question where the corpus ships none"),
+    options=(count("altpo_n_alternates", 5, "AltPO: alternates sampled per forget question where the corpus ships none"),
              positive("altpo_temperature", 1.0, "AltPO: the temperature they are sampled at")),
     needs_reference=True,
     batch_parts=("forget_alt",),

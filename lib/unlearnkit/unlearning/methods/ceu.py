@@ -43,6 +43,7 @@ def cross_entropy_unlearning(step) -> torch.Tensor:
 
 CEU = register(Method(
     name="ceu",
+    paper="Yang et al. 2025",
     summary="CE(softmax(sg(z) without the true token), p_θ) at the answer positions (tokens pooled); no retain term",
     forget=cross_entropy_unlearning,
     parameters=("ceu_ignore_first",),

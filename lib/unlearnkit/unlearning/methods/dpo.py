@@ -22,6 +22,7 @@ def preference(step) -> torch.Tensor:
 
 DPO = register(Method(
     name="dpo",
+    paper="Rafailov et al. 2023; TOFU",
     summary="−log σ(β·(ratio(refusal) − ratio(answer))) + α·NLL(retain)",
     forget=preference,
     retain=retain_nll,

@@ -11,6 +11,7 @@ from ..shared import ascent
 
 GA = register(Method(
     name="ga",
+    paper="TOFU (Maini et al. 2024)",
     summary="−NLL(forget)",
     forget=ascent,
     parameters=("cap_delta", "cap_on"),

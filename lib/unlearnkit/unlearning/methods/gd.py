@@ -11,6 +11,7 @@ from ..shared import ascent, retain_nll
 
 GD = register(Method(
     name="gd",
+    paper="TOFU (Maini et al. 2024)",
     summary="−NLL(forget) + α·NLL(retain)",
     forget=ascent,
     retain=retain_nll,

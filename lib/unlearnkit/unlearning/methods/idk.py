@@ -18,6 +18,7 @@ def refusal_nll(step) -> torch.Tensor:
 
 IDK = register(Method(
     name="idk",
+    paper="TOFU (Maini et al. 2024)",
     summary="NLL(refusal | forget question) + α·NLL(retain)",
     forget=refusal_nll,
     retain=retain_nll,

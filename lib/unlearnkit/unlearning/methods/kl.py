@@ -21,6 +21,7 @@ def retain_kl(step) -> torch.Tensor:
 
 KL = register(Method(
     name="kl",
+    paper="TOFU (Maini et al. 2024)",
     summary="−NLL(forget) + α·KL(π_ref ‖ π_θ)(retain)",
     forget=ascent,
     retain=retain_kl,

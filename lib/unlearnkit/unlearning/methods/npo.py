@@ -22,6 +22,7 @@ def negative_preference(step) -> torch.Tensor:
 
 NPO = register(Method(
     name="npo",
+    paper="Zhang et al. 2024",
     summary="−(2/β)·log σ(−β·ratio(answer)) + α·NLL(retain)",
     forget=negative_preference,
     retain=retain_nll,

@@ -83,11 +83,12 @@ def rmu_trainable_parameters(model, layer: int, span: int = 2, name_contains: st
 
 RMU = register(Method(
     name="rmu",
+    paper="Li et al. 2024 (WMDP)",
     summary="MSE(h_l(forget), c·u) + α·MSE(h_l(retain), h_l^ref(retain))",
     forget=steer,
     retain=keep_representation,
     parameters=("ref_model", "retain_weight", "rmu_layer", "rmu_steering_coef", "rmu_seed", "rmu_answer_tokens_only"),
-    options=(non_negative("rmu_layer", 7, "the steered decoder layer (clamped to the model's last)", int),
+    options=(non_negative("rmu_layer", 2, "the steered decoder layer (clamped to the model's last)", int),
              positive("rmu_steering_coef", 2.0, "c, the norm of the steering target c·u"),
              Option("rmu_seed", 0, int, doc="seed of the steering direction u"),
              flag("rmu_answer_tokens_only", False, "steer only the answer tokens (else every non-padding token)")),

@@ -30,6 +30,7 @@ def reweighted_ascent(step) -> torch.Tensor:
 
 SATIMP = register(Method(
     name="satimp",
+    paper="Yang et al. 2025",
     summary="−mean_t sg(p_t^β1·(1 − p_t)^β2)·CE_t (tokens pooled) + α·NLL(retain)",
     forget=reweighted_ascent,
     retain=retain_nll,

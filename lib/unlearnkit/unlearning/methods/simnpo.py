@@ -32,6 +32,7 @@ def simple_negative_preference(step) -> torch.Tensor:
 
 SIMNPO = register(Method(
     name="simnpo",
+    paper="Fan et al. 2024",
     summary="−(2/β)·log σ(β·(NLL(forget) − δ)) + α·NLL(retain)",
     forget=simple_negative_preference,
     retain=retain_nll,

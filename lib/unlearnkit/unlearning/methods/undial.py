@@ -57,6 +57,7 @@ def distill(step) -> torch.Tensor:
 
 UNDIAL = register(Method(
     name="undial",
+    paper="Dong et al. 2024",
     summary="CE(softmax(z_ref − β·onehot(y)), p_θ) at the answer positions (tokens pooled); no retain term by default",
     forget=distill,
     retain=retain_nll,

@@ -30,6 +30,7 @@ def weighted_ascent(step) -> torch.Tensor:
 
 WGA = register(Method(
     name="wga",
+    paper="Wang et al. 2025",
     summary="−mean_t sg(p_t)^β·CE_t (tokens pooled) + α·NLL(retain)",
     forget=weighted_ascent,
     retain=retain_nll,
