@@ -28,10 +28,11 @@ def examples(make_method_batch):
 
 
 def test_the_constants_are_read_off_the_registry():
-    assert ul.METHODS == ("ga", "gd", "kl", "idk", "dpo", "npo", "rmu", "simnpo", "wga", "satimp", "ceu", "undial",
-                          "altpo")
-    assert ul.REFERENCE_METHODS == ("kl", "dpo", "npo", "rmu", "undial", "altpo")
-    assert ul.IDK_METHODS == ("idk", "dpo") and ul.CAPPABLE_METHODS == ("ga", "gd", "kl")
+    # the methods of the workbook's notebooks, in their order (a method added later comes after them)
+    assert ul.METHODS[:13] == ("ga", "gd", "kl", "idk", "dpo", "npo", "rmu", "simnpo", "wga", "satimp", "ceu", "undial",
+                               "altpo")
+    assert ul.REFERENCE_METHODS[:6] == ("kl", "dpo", "npo", "rmu", "undial", "altpo")
+    assert ul.IDK_METHODS[:2] == ("idk", "dpo") and ul.CAPPABLE_METHODS[:3] == ("ga", "gd", "kl")
     # the first seven keep their parameters, in their order
     assert {m: ul.METHOD_PARAMETERS[m] for m in ul.METHODS[:7]} == {
         "ga": ("cap_delta", "cap_on"), "gd": ("retain_weight", "cap_delta", "cap_on"),
