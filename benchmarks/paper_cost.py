@@ -694,7 +694,7 @@ def notebook_03(params: config.Params, lengths: Lengths, trained: set[str] | Non
     for run in methods:
         if run == "gd":
             continue  # sections 1-2 are reused
-        if pipeline.unlearning_settings(params, run)["method"] in calibration.CAPPABLE_METHODS:
+        if pipeline.unlearning_settings(params, run)["method"] in unlearning.CAPPABLE_METHODS:
             caps = sorted(float(d) for d in params.cap_deltas)
             coarse = sorted(set(caps[::2]) | {caps[-1]})  # as calibration.calibrate_capping
             count = calibrated_settings(coarse, len(caps), caps)

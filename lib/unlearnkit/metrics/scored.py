@@ -60,7 +60,7 @@ def score_model_folder(params: config.Params, folder: str | Path, cache_name: st
     sampler, options = split_sampler(settings)
 
     def sample() -> dict[str, Any]:
-        with model_for(sampler, folder, seed=options.get("seed", 0)) as loaded:
+        with model_for(sampler, folder, seed=options["seed"]) as loaded:
             return sample_and_score_with(sampler, *loaded, rows, **options, **kwargs).to_json()
 
     cached = runs.cached_json(params, notebook, cache_name, depends_on, sample, SAMPLING_VERSION, use_cache)
@@ -90,21 +90,21 @@ def _score_one(params: config.Params, name: str, saved: str | Path, rows: Sequen
 
 
 def score_models(params: config.Params, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
-                 settings: Mapping[str, Any], notebook: str = DEFAULT_NOTEBOOK, cache_tag: str = "",
-                 jobs: int | None = 1) -> Scored:
+                 settings: Mapping[str, Any], notebook: str = DEFAULT_NOTEBOOK, cache_tag: str = "") -> Scored:
     """Each ``{display name: saved model name or folder}`` scored (:func:`score_saved_model`,
     :func:`score_model_folder`), with the seconds each took; side by side in up to ``jobs`` worker processes
     (None: one per core), each writing its model's cache entry."""
     return score_many(params, [(name, saved, rows, settings, cache_tag) for name, saved in named_models.items()],
-                      notebook, jobs)[0]
+                      notebook)[0]
 
 
 def score_many(params: config.Params, tasks: Sequence[tuple[str, str | Path, Sequence[Mapping[str, Any]], Mapping[str, Any],
                                                    str]],
-               notebook: str = DEFAULT_NOTEBOOK, jobs: int | None = 1) -> list[Scored]:
+               notebook: str = DEFAULT_NOTEBOOK) -> list[Scored]:
     """Several :func:`score_models` in one go, so that all their models run side by side: ``tasks`` are
     ``(display name, saved model name or folder, rows, settings, cache tag)``; one :class:`Scored` per distinct
     (rows, settings, cache tag), in the order they first appear."""
+    jobs = config.as_params(params).jobs
     done = workers.side_by_side(_score_one, [(params, name, saved, rows, settings, notebook, tag)
                                             for name, saved, rows, settings, tag in tasks], jobs, desc="sample")
     groups: dict[str, Scored] = {}

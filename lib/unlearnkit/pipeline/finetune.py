@@ -91,10 +91,10 @@ def _finetuned_folder(params: Params, split: str, name: str) -> str:
     return str(runs.model_dir(params, name))
 
 
-def finetuned_models(params: Mapping[str, Any], splits: Mapping[str, str],
-                     jobs: int | None = 1) -> dict[str, TrainedModel]:
+def finetuned_models(params: Mapping[str, Any], splits: Mapping[str, str]) -> dict[str, TrainedModel]:
     """:func:`finetuned_model` for each ``{name: split}``, side by side in up to ``jobs`` worker processes (None: one
     per core), the base model first, here, with all the cores; each then loaded from the run store."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     base_model(params)
     workers.side_by_side(_finetuned_folder, [(params, split, name) for name, split in splits.items()],

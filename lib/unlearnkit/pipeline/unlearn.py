@@ -93,9 +93,10 @@ class OnPolicySamples:
         return self.loss(model, {**batch, SAMPLED: {k: v.to(device) for k, v in sampled.items()}})
 
 
-def unlearned_models(params: Mapping[str, Any], run_names: Sequence[str], jobs: int | None = 1) -> None:
+def unlearned_models(params: Mapping[str, Any], run_names: Sequence[str]) -> None:
     """Train (or find cached) the unlearning runs ``run_names`` side by side in up to ``jobs`` worker processes
     (None: one per core); the models are then in the run store (:func:`unlearned_model` loads one)."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     todo = list(dict.fromkeys(run_names))
     workers.side_by_side(_unlearned_folder, [(params, run) for run in todo], jobs, desc="unlearn")

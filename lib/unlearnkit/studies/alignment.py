@@ -214,10 +214,10 @@ def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any])
                              "template": params.alignment_template}, sample, ALIGNMENT_VERSION)
 
 
-def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Mapping[str, Any],
-                  jobs: int | None = 1) -> dict[str, dict[str, Any]]:
+def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """:func:`sample_model` of each ``{display name: folder or Hub name}``, side by side in up to ``jobs`` worker
     processes (None: one per core)."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     found = workers.side_by_side(sample_model, [(location, list(goals), params)
                                                for location in entries.values()], jobs, desc="sample")

@@ -225,10 +225,10 @@ def _timed_evaluation(name: str, location: str, items_by_format, params: config.
     return evaluate_model(name, location, items_by_format, params), time.time() - started
 
 
-def evaluate_all(named_models: Mapping[str, str], items_by_format, params: Mapping[str, Any],
-                 jobs: int | None = 1) -> FormatEvaluation:
+def evaluate_all(named_models: Mapping[str, str], items_by_format, params: Mapping[str, Any]) -> FormatEvaluation:
     """:func:`evaluate_model` for each model, side by side in up to ``jobs`` worker processes (None: one per core;
     each loads its model and writes its cache entry). Prints the seconds each model took."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     scored = workers.side_by_side(_timed_evaluation, [(name, location, items_by_format, params)
                                                      for name, location in named_models.items()],

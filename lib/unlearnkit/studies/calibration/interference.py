@@ -26,7 +26,7 @@ from .sweeps import best_passing, early_stopping_sweep
 
 def interference_sweeps(params: Mapping[str, Any], run_names: Sequence[str], evaluate: PSEvaluator,
                         original, before: PSProfile, tolerances: Tolerances,
-                        known: Mapping[str, pd.DataFrame] | None = None, jobs: int | None = 1) -> dict[str, pd.DataFrame]:
+                        known: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """:func:`early_stopping_sweep` along each run of ``run_names`` (``interference_runs``: GD, GD with its forget
     weight at 0 so that only the retain term acts, GD at lower learning rates) at the profile's
     ``unlearn_save_every`` steps and epoch ends, each trained first if it is not saved; ``known`` holds sweeps
@@ -34,13 +34,13 @@ def interference_sweeps(params: Mapping[str, Any], run_names: Sequence[str], eva
     says where early stopping of its run passes (:func:`stopping_by_run`). The runs are trained side by side, and
     each trace's steps evaluated side by side, in up to ``jobs`` worker processes."""
     tables = dict(known or {})
-    pipeline.unlearned_models(params, [run for run in run_names if run not in tables], jobs)
+    pipeline.unlearned_models(params, [run for run in run_names if run not in tables])
     for run in run_names:
         if run not in tables:
             # the held-out memory is what these traces show, in full; forget PS-similar only where a step can pass,
             # so that each trace is also an early-stopping sweep of its run (stopping_by_run)
             tables[run] = early_stopping_sweep(config.as_params(params), run, evaluate, original, before, tolerances, risks=False,
-                                               every=config.as_params(params).unlearn_save_every, jobs=jobs)
+                                               every=config.as_params(params).unlearn_save_every)
     return {run: tables[run] for run in run_names}
 
 

@@ -65,10 +65,11 @@ def stopping_grid(kept_steps: Sequence[float], every: int) -> list[float]:
 
 
 def calibrate_early_stopping(params: config.Params, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
-                             tolerances: Tolerances, every: int, fine_points: int, jobs: int | None = 1) -> Calibration:
+                             tolerances: Tolerances, every: int, fine_points: int) -> Calibration:
     """Early stopping of one run calibrated coarse to fine over its kept steps: every ``every``-th step, then the
     kept steps between the best passing one and the next (:func:`calibrate` with the kept steps as allowed); its
     table carries each step's epoch. ``evaluate`` may be a judge of :func:`stopping_judge` (section 1: with risks)."""
+    jobs = config.as_params(params).jobs
     control = early_stopping_evaluator(params, run, evaluate, before)
     result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t",
                        jobs=jobs)
@@ -77,10 +78,10 @@ def calibrate_early_stopping(params: config.Params, run: str, evaluate: Callable
 
 
 def calibrate_capping(params: Mapping[str, Any], run: str, evaluate: Callable[[Any], PSProfile],
-                      before: PSProfile, tolerances: Tolerances, deltas: Sequence[float],
-                      jobs: int | None = 1) -> Calibration:
+                      before: PSProfile, tolerances: Tolerances, deltas: Sequence[float]) -> Calibration:
     """Objective capping of one run coarse to fine over the grid ``deltas`` (each δ is a training run): every other
     δ and the largest first, then the δ of the grid between the best passing one and the next."""
+    jobs = config.as_params(params).jobs
     grid = sorted(float(d) for d in deltas)
     coarse = sorted(set(grid[::2]) | {grid[-1]})
     return calibrate(coarse, capping_evaluator(params, evaluate, run), len(grid), before, tolerances,
@@ -102,8 +103,7 @@ class MethodControls:
 def control_methods(params: Mapping[str, Any], run_names: Sequence[str], evaluate: PSEvaluator,
                     before: PSProfile, tolerances: Tolerances, mixing: Mapping[str, Calibration],
                     cap_deltas: Sequence[float], stopping_every: int, fine_points: int,
-                    known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None,
-                    jobs: int | None = 1) -> dict[str, MethodControls]:
+                    known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None) -> dict[str, MethodControls]:
     """Every run of ``run_names`` under the three controls: capping over ``cap_deltas`` (GA family only),
     early stopping coarse to fine over its kept steps, and its model-mixing calibration from ``mixing``
     (:func:`calibrate_methods`). ``known`` holds sweeps or calibrations already made (GD's of sections 1-2);
@@ -116,11 +116,10 @@ def control_methods(params: Mapping[str, Any], run_names: Sequence[str], evaluat
         controls: dict[str, Calibration] = {}
         if method in CAPPABLE_METHODS:
             controls["delta"] = (_as_calibration(done["delta"], "delta") if "delta" in done else
-                                 calibrate_capping(params, run, retain_first, before, tolerances, cap_deltas,
-                                                   jobs))
+                                 calibrate_capping(params, run, retain_first, before, tolerances, cap_deltas))
         controls["t"] = (_as_calibration(done["t"], "t") if "t" in done else
                          calibrate_early_stopping(config.as_params(params), run, retain_first, before, tolerances, stopping_every,
-                                                  fine_points, jobs))
+                                                  fine_points))
         controls["a"] = mixing[run]
         out[run] = MethodControls(run, method, controls, mixing[run].uncontrolled,
                                   None if "delta" in controls else NOT_CAPPED.get(method, f"{method} is not capped"))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import pipeline
+from ... import config, pipeline
 from ...metrics.ps import (
     HELDOUT,
     PSEvaluator,
@@ -134,16 +134,17 @@ def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: in
 def calibrate_methods(params: Mapping[str, Any], methods: Sequence[str], original,
                       evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances, coarse_points: int,
                       fine_points: int, swept: Mapping[str, MixingControl] | None = None,
-                      complete: bool = True, jobs: int | None = 1) -> dict[str, Calibration]:
+                      complete: bool = True) -> dict[str, Calibration]:
     """Each unlearning run of ``methods`` calibrated by model mixing of ``original`` (the target) with its
     unlearned model (notebook 02's run, :func:`pipeline.unlearned_model`), see :func:`calibrate_mixing`.
 
     ``swept`` holds mixing controls that a sweep already evaluated (GD's, in Fig. 2), reused as they are; the
     others compute forget PS-similar only where held-out retain passes (:class:`RetainFirst`). Runs not trained yet
     are trained side by side, and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
+    jobs = config.as_params(params).jobs
     swept = dict(swept or {})
     retain_first = RetainFirst(evaluate, before, tolerances)
-    pipeline.unlearned_models(params, [m for m in methods if m not in swept], jobs)
+    pipeline.unlearned_models(params, [m for m in methods if m not in swept])
     calibrations = {}
     for method in methods:
         mixing = swept.get(method) or mixing_evaluator(

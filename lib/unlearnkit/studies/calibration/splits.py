@@ -47,8 +47,7 @@ class SplitCalibration:
 def calibrate_splits(params: Mapping[str, Any], splits: Sequence[str], run_names: Sequence[str],
                      target: models.LoadedModel, forget_rows_of: Callable[[str], Sequence[Mapping[str, Any]]],
                      evaluate: PSEvaluator, tolerances: Tolerances, coarse_points: int, fine_points: int,
-                     known: Mapping[str, SplitCalibration] | None = None,
-                     jobs: int | None = 1) -> dict[str, SplitCalibration]:
+                     known: Mapping[str, SplitCalibration] | None = None) -> dict[str, SplitCalibration]:
     """Model mixing (alone) calibrated for each run on each forget split of ``splits`` (Wang et al.'s forget01 and
     forget05): each run is retrained on the split (:func:`split_run`), PS is computed on that split's forget rows
     (``forget_rows_of(split)``) and the same held-out retain rows as ``evaluate``. ``known`` holds splits done
@@ -60,13 +59,12 @@ def calibrate_splits(params: Mapping[str, Any], splits: Sequence[str], run_names
     for split in todo:
         for run in run_names:
             split_params, names[split, run] = split_run(split_params, run, split)
-    pipeline.unlearned_models(split_params, list(names.values()), jobs)
+    pipeline.unlearned_models(split_params, list(names.values()))
     for split in todo:
         split_evaluate = replace(evaluate, forget_rows=list(forget_rows_of(split)))
         before = split_evaluate(target.model, split_evaluate.metrics)
         found = calibrate_methods(split_params, [names[split, run] for run in run_names], target.model,
-                                  split_evaluate, before, tolerances, coarse_points, fine_points, complete=False,
-                                  jobs=jobs)
+                                  split_evaluate, before, tolerances, coarse_points, fine_points, complete=False)
         out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[split, run]] for run in run_names})
     return {split: out[split] for split in splits if split in out}
 

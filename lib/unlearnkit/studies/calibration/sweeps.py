@@ -66,11 +66,11 @@ def _with_epochs(table: pd.DataFrame, params: config.Params, run: str) -> pd.Dat
 
 
 def early_stopping_sweep(params: config.Params, run: str, evaluate: PSEvaluator, original, before: PSProfile,
-                         tolerances: Tolerances, risks: bool = True, every: int | None = None,
-                         jobs: int | None = 1) -> pd.DataFrame:
+                         tolerances: Tolerances, risks: bool = True, every: int | None = None) -> pd.DataFrame:
     """Profiles (and risks) at t = 0 (``original``, the model before, whose profile is ``before``) and at every
     step notebook 02 kept along ``run`` (or, with ``every``, at :func:`runs.sparse_steps`), with the epoch of each
     step; :func:`stopping_judge` says how each step is judged."""
+    jobs = config.as_params(params).jobs
     judge, before = stopping_judge(evaluate, original, before, tolerances, risks)
     control = early_stopping_evaluator(params, run, judge, before)
     steps = [0] + [step for step, _ in runs.sparse_steps(params, run, every)]
@@ -78,9 +78,10 @@ def early_stopping_sweep(params: config.Params, run: str, evaluate: PSEvaluator,
 
 
 def capping_sweep(params: Mapping[str, Any], deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
-                  method: str, before: PSProfile, tolerances: Tolerances, jobs: int | None = 1) -> pd.DataFrame:
+                  method: str, before: PSProfile, tolerances: Tolerances) -> pd.DataFrame:
     """Profiles of ``method`` rerun with each cap δ in ``deltas`` (see :func:`capping_evaluator`), each run trained
     and evaluated side by side in up to ``jobs`` worker processes."""
+    jobs = config.as_params(params).jobs
     return sweep(deltas, capping_evaluator(params, evaluate, method), "delta", before, tolerances, jobs)
 
 

@@ -21,11 +21,11 @@ from .plan import DIVERSITY_ROLES, ENTROPY_VERSION, SweepPoint, model_folders
 # --------------------------------------------------------------------------- measures
 
 
-def utility(params: Mapping[str, Any], run_names: Sequence[str], source,
-            jobs: int | None = 1) -> dict[str, float]:
+def utility(params: Mapping[str, Any], run_names: Sequence[str], source) -> dict[str, float]:
     """TOFU model utility of each run's model on the first ``eo_utility_items`` items of retain, real authors and
     world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached; side by
     side in up to ``jobs`` worker processes."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     found = workers.side_by_side(_utility_of, [(params, run, source) for run in run_names], jobs,
                                 desc="utility")
@@ -84,16 +84,16 @@ def entropy_along(params: Mapping[str, Any], run: str, forget: Sequence[Mapping[
 
 
 def entropy_along_runs(params: Mapping[str, Any], run_names: Sequence[str], forget: Sequence[Mapping[str, Any]],
-                       retain: Sequence[Mapping[str, Any]], jobs: int | None = 1) -> dict[str, pd.DataFrame]:
+                       retain: Sequence[Mapping[str, Any]]) -> dict[str, pd.DataFrame]:
     """:func:`entropy_along` of each run, side by side in up to ``jobs`` worker processes."""
+    jobs = config.as_params(params).jobs
     names = list(dict.fromkeys(run_names))
     found = workers.side_by_side(entropy_along, [(config.as_params(params), run, forget, retain)
                                                 for run in names], jobs, desc="entropy along")
     return dict(zip(names, found))
 
 
-def diversity(params: Mapping[str, Any], run_names: Sequence[str], source,
-              jobs: int | None = 1) -> pd.DataFrame:
+def diversity(params: Mapping[str, Any], run_names: Sequence[str], source) -> pd.DataFrame:
     """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
     and world facts (1 = all samples identical). Rows: runs; columns: sets. Every (set, run) side by side in up to
     ``jobs`` worker processes."""
@@ -105,13 +105,12 @@ def diversity(params: Mapping[str, Any], run_names: Sequence[str], source,
     for role in DIVERSITY_ROLES:
         rows = sampled_scores.evenly_spaced(source.load(files[role][1]), params.eo_diversity_items)
         tasks += [(run, folders[run], rows, settings, f".{role}") for run in run_names]
-    scored = sampled_scores.score_many(params, tasks, runs.ENTROPY, jobs)
+    scored = sampled_scores.score_many(params, tasks, runs.ENTROPY)
     return pd.DataFrame({role: {run: float(np.nanmean(r.self_bleu)) for run, r in found.results.items()}
                          for role, found in zip(DIVERSITY_ROLES, scored)})
 
 
-def temperature_sweep(params: Mapping[str, Any], run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
-                      jobs: int | None = 1) -> dict[float, dict[str, SampledScores]]:
+def temperature_sweep(params: Mapping[str, Any], run_names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, SampledScores]]:
     """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}; every
     (temperature, run) side by side in up to ``jobs`` worker processes."""
     params = config.as_params(params)
@@ -122,7 +121,7 @@ def temperature_sweep(params: Mapping[str, Any], run_names: Sequence[str], rows:
         settings = sampling_settings(params, "entropy", temperature)
         tag = "" if temperature == float(params.sample_temperature) else f".T{temperature:g}"
         tasks += [(run, folders[run], rows, settings, tag) for run in run_names]
-    scored = sampled_scores.score_many(params, tasks, runs.ENTROPY, jobs)
+    scored = sampled_scores.score_many(params, tasks, runs.ENTROPY)
     return {temperature: found.results for temperature, found in zip(temperatures, scored)}
 
 

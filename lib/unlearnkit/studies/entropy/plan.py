@@ -135,11 +135,11 @@ def paper_points(points: Sequence[SweepPoint], params: Mapping[str, Any]) -> tup
     return found[wanted[0]], found[wanted[1]]
 
 
-def train(params: Mapping[str, Any], run_names: Sequence[str], jobs: int | None = 1) -> None:
+def train(params: Mapping[str, Any], run_names: Sequence[str]) -> None:
     """Each run unlearned (:func:`unlearnkit.pipeline.unlearned_models`, side by side in up to ``jobs`` worker
     processes): trained now unless it is saved with the same parameters (notebook 02's runs, or an earlier run of
     this notebook)."""
-    pipeline.unlearned_models(params, run_names, jobs)
+    pipeline.unlearned_models(params, run_names)
 
 
 def model_folders(params: Params, run_names: Sequence[str]) -> dict[str, Any]:
@@ -148,11 +148,11 @@ def model_folders(params: Params, run_names: Sequence[str]) -> dict[str, Any]:
 
 
 def score_runs(params: Params, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
-               settings: Mapping[str, Any], cache_tag: str = "", jobs: int | None = 1) -> sampled_scores.Scored:
+               settings: Mapping[str, Any], cache_tag: str = "") -> sampled_scores.Scored:
     """Greedy answer, c(x) and n samples of each run's model on ``rows``, scored and cached by notebook 06, side by
     side in up to ``jobs`` worker processes."""
     return sampled_scores.score_models(params, model_folders(params, run_names), rows, settings, runs.ENTROPY,
-                                cache_tag, jobs)
+                                cache_tag)
 
 
 def kept_step(params: Params, run: str, step: int):

@@ -119,9 +119,9 @@ def regime_eo_verdict(table: pd.DataFrame) -> Verdict:
                    tuple((str(m), any(h[2] == str(m) for h in hits)) for m in with_eo.index))
 
 
-def folder_utility(params: Mapping[str, Any], named_folders: Mapping[str, Any], source,
-                   jobs: int | None = 1) -> dict[str, float]:
+def folder_utility(params: Mapping[str, Any], named_folders: Mapping[str, Any], source) -> dict[str, float]:
     """:func:`utility` of models given by folder (a step kept along a run), keyed by their labels."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     names = list(named_folders)
     found = workers.side_by_side(_utility_of_folder, [(params, name, named_folders[name], source)

@@ -100,15 +100,15 @@ def run_hp_qa(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapping[s
         return _keyword_qa(score_saved_model(params, hp_model, rows, settings, cache_tag=tag,
                                              use_prefix=use_prefix), alpha)
     sampler, options = split_sampler(settings)
-    with model_for(sampler, hp_model, dtype=config.as_params(params).dtype, seed=options.get("seed", 0)) as loaded:
+    with model_for(sampler, hp_model, dtype=config.as_params(params).dtype, seed=options["seed"]) as loaded:
         return hp_leakage(*loaded, rows, alpha, use_prefix=use_prefix, sampler=sampler, **options)
 
 
 def run_hp_qa_both(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-                   settings: Mapping[str, Any], alpha: float, use_prefix: bool = False,
-                   jobs: int | None = 1) -> tuple[KeywordQA, KeywordQA]:
+                   settings: Mapping[str, Any], alpha: float, use_prefix: bool = False) -> tuple[KeywordQA, KeywordQA]:
     """:func:`run_hp_qa` with the profile's choice of the affirmative prefix (``use_prefix``) and with the other
     one, side by side in up to ``jobs`` worker processes: (the profile's choice, the other)."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     chosen, other = workers.side_by_side(run_hp_qa, [(hp_model, params, list(rows), dict(settings), alpha,
                                                      prefix) for prefix in (use_prefix, not use_prefix)],

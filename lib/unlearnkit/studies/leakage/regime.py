@@ -128,9 +128,10 @@ def choose_regime_step(path: pd.DataFrame, reference_rate: float, tolerance: flo
 
 
 def regime_models(params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-                  reference_rate: float, jobs: int | None = 1) -> dict[str, RegimeModel]:
+                  reference_rate: float) -> dict[str, RegimeModel]:
     """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
+    jobs = config.as_params(params).jobs
     params = config.as_params(params)
     retain = retain_rows(pipeline.corpus(params), params, params.sample_max_items)  # as many as forget questions
     found = workers.side_by_side(_regime_model, [(params, run, rows, retain, reference_rate)
