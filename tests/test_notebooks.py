@@ -172,10 +172,10 @@ def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
     assert "time per notebook:" in pages["index.html"]
     # one parameters cell, with the values the run used rather than the cell's defaults
     import nbformat
-    from unlearnkit import report
+    from unlearnkit import parameters_cell
 
     nb = nbformat.read(smoke_runs / "02_unlearning_npo.ipynb", as_version=4)
-    report.fold_injected_parameters(nb)
+    parameters_cell.fold_injected(nb)
     cells = [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Parameters")]
     assert len(cells) == 1 and 'profile = "smoke"' in cells[0] and "method = \"npo\"" in cells[0], cells
     anchors = {m for page in pages.values() for m in re.findall(r'id="fig-([^"]+)"', page)}

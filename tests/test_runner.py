@@ -210,3 +210,35 @@ def test_each_kernel_gets_its_own_socket_folder(tmp_path):
     first, second = (runner._kernel_config(tmp_path / name)["KernelManager"] for name in ("a", "b"))
     assert first["transport"] == second["transport"] == "ipc"
     assert first["ip"] != second["ip"] and first["ip"].startswith(str(tmp_path / "a"))
+
+
+def test_one_parameters_cell_parser_serves_the_runner_and_the_report():
+    """The runner's declared names and the report's folded values come from one reading of a parameters cell:
+    values keep their text, a comment is not part of a value, names below the marker are the notebook's own."""
+    import nbformat
+    from unlearnkit import parameters_cell as pc
+
+    source = "\n".join(["# header", "profile = 'default'  # the profile", "seed = 0", "alpha = 0.01  # a = b in prose",
+                        pc.OWN_PARAMETERS_MARKER, 'method = "npo"  # the run'])
+    assert pc.cell_names({"source": source}) == (["profile", "seed", "alpha"], ["method"])
+    assert pc.assignments(source) == {"profile": "'default'", "seed": "0", "alpha": "0.01", "method": '"npo"'}
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source, metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell('profile = "smoke"\nseed = 3\njobs = 1\nmethod = "ga"\n',
+                                          metadata={"tags": [pc.INJECTED]}),
+                nbformat.v4.new_code_cell("print(seed)")]
+    pc.fold_injected(nb)
+    assert len(nb.cells) == 2
+    folded = nb.cells[0].source.splitlines()
+    assert 'profile = "smoke"  # the profile' in folded and "seed = 3" in folded
+    assert "alpha = 0.01  # a = b in prose" in folded and 'method = "ga"  # the run' in folded
+    assert folded[-1] == "jobs = 1  # set for this run"
+
+
+def test_the_calibration_tolerances_take_the_runs_seed_from_params():
+    from unlearnkit.studies.calibration import Tolerances
+
+    params = config.Params.load("smoke", seed=3, retain_tolerance=0.2)
+    tolerances = Tolerances.of(params)
+    assert (tolerances.seed, tolerances.retain) == (3, 0.2)
+    assert tolerances.resamples == params.bootstrap_resamples and tolerances.confidence == params.criterion_confidence

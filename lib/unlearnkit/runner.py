@@ -21,10 +21,8 @@ its key allows (``config.CONSTRAINTS``), a split the data source lacks or a run 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -35,6 +33,18 @@ from typing import Any, NamedTuple
 import yaml
 
 from . import config, paths, provenance, stations
+from .parameters_cell import (  # noqa: F401 (the runner's names for them)
+    OWN_PARAMETERS_MARKER,
+    declared_keys,
+    default_yaml_text,
+    own_parameters,
+    parameters_in_sync,
+    parameters_source,
+    sync_parameters,
+)
+from .parameters_cell import cell_keys as _cell_keys
+from .parameters_cell import cell_names as _cell_names
+from .parameters_cell import parameters_cell as _parameters_cell
 
 #: Notebooks run once per unlearning method of the profile (parameter ``method``).
 PER_METHOD_PREFIXES = ("02",)
@@ -91,29 +101,6 @@ def profile_params(profile: str, overrides: dict | None = None) -> config.Params
         return config.Params.load(profile, **(overrides or {}))
     except (ValueError, KeyError, TypeError) as exc:
         raise Refused(str(exc)) from None
-
-
-def _assigned(lines: list[str]) -> list[str]:
-    """The names that ``name = value`` lines assign."""
-    return [m.group(1) for m in (re.match(r"^(\w+)\s*=", line) for line in lines) if m]
-
-
-def _cell_names(cell: dict) -> tuple[list[str], list[str]]:
-    """What a parameters cell assigns: the profile keys above the marker, the notebook's own parameters below it."""
-    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    lines = source.splitlines()
-    cut = lines.index(OWN_PARAMETERS_MARKER) if OWN_PARAMETERS_MARKER in lines else len(lines)
-    return _assigned(lines[:cut]), _assigned(lines[cut + 1:])
-
-
-def own_parameters(notebook: Path) -> list[str]:
-    """The parameters a notebook takes besides the profile's (below the marker of its parameters cell: ``method``)."""
-    return _cell_names(_parameters_cell(json.loads(notebook.read_text())))[1]
-
-
-def _cell_keys(notebook: Path) -> list[str]:
-    """The names a notebook's parameters cell assigns above the marker (each must be a profile key)."""
-    return _cell_names(_parameters_cell(json.loads(notebook.read_text())))[0]
 
 
 def reads(notebook: Path) -> set[str]:
@@ -404,111 +391,6 @@ def strip(path: Path) -> None:
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-
-
-#: Lines after this marker in a parameters cell belong to that notebook alone and survive ``sync-params``.
-OWN_PARAMETERS_MARKER = "# --- this notebook only"
-_PARAMS_HEADER = """# Parameters: the keys this notebook reads, at their `default` profile values (make sync-params writes them
-# from notebooks/params/default.yaml). The runner injects the chosen profile's values (make notebook NB=..
-# PROFILE=..); every other parameter comes from the profile. A value changed here overrides the profile's."""
-_PROFILE_COMMENT = "the profile (notebooks/params/<profile>.yaml) that every parameter not changed here comes from"
-
-
-_KEY_LINE = re.compile(r"^([\w-]+):\s*(.*?)(?:\s+#\s*(.*))?$")
-#: The column default.yaml's comments start at (further right when a value is longer).
-_COMMENT_COLUMN = 32
-
-
-def _default_lines() -> dict[str, tuple[Any, str | None]]:
-    """default.yaml's values with each parameter's help (its one home: the field's metadata, ``config.HELP``), as
-    {key: (value, comment)}: the source of every parameters cell."""
-    out: dict[str, tuple[Any, str | None]] = {}
-    for line in (paths.PARAMS / f"{config.BASE_PROFILE}.yaml").read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        match = _KEY_LINE.match(line)
-        if match is None:
-            raise ValueError(f"default.yaml: cannot read {line!r}")
-        key, value, _ = match.groups()
-        comment = config.HELP.get(key) or None
-        if comment and " = " in comment:
-            raise ValueError(f"the help of {key!r} holds ' = ', which papermill cannot parse in a parameters cell")
-        out[key] = (yaml.safe_load(value) if value else None, comment)
-    return out
-
-
-def default_yaml_text() -> str:
-    """default.yaml with each parameter's comment written from its help (``config.HELP``): what ``sync-params``
-    writes and ``check-clean`` holds the file to, so that a parameter's meaning has one home."""
-    lines = []
-    for line in (paths.PARAMS / f"{config.BASE_PROFILE}.yaml").read_text().splitlines():
-        match = _KEY_LINE.match(line) if line.strip() and not line.startswith("#") else None
-        if match is None:
-            lines.append(line)
-            continue
-        key, value = match.group(1), match.group(2)
-        text = f"{key}: {value}" if value else f"{key}:"
-        help_text = config.HELP.get(key, "")
-        lines.append(f"{text.ljust(_COMMENT_COLUMN - 1)} # {help_text}" if help_text else text)
-    return "\n".join(lines) + "\n"
-
-
-def _code_cells(nb: dict) -> list[str]:
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in nb["cells"] if c["cell_type"] == "code"
-            and "parameters" not in c.get("metadata", {}).get("tags", [])]
-
-
-def declared_keys(nb: dict) -> list[str]:
-    """The profile keys a notebook reads: names its code cells load that are parameters, in default.yaml's order
-    (``profile`` first, always)."""
-    used: set[str] = set()
-    for source in _code_cells(nb):
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                used.add(node.id)
-    return ["profile"] + [k for k in _default_lines() if k in used and k != "profile"]
-
-
-def parameters_source(keys: list[str] | None = None, own_lines: list[str] | None = None) -> str:
-    """A parameters cell written from ``default.yaml``: one literal per key (every key when ``keys`` is None),
-    its YAML comment kept as the Python comment (papermill cannot parse a comment holding " = ")."""
-    defaults = _default_lines()
-    lines = [_PARAMS_HEADER]
-    for key in keys if keys is not None else list(defaults):
-        value, comment = defaults[key]
-        comment = _PROFILE_COMMENT if key == "profile" else comment
-        lines.append(f"{key} = {value!r}" + (f"  # {comment}" if comment else ""))
-    if own_lines:
-        lines += [OWN_PARAMETERS_MARKER, *own_lines]
-    return "\n".join(lines)
-
-
-def _parameters_cell(nb: dict) -> dict:
-    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise ValueError("a notebook needs exactly one cell tagged 'parameters'")
-    return cells[0]
-
-
-def own_parameter_lines(cell: dict) -> list[str]:
-    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    lines = source.splitlines()
-    return lines[lines.index(OWN_PARAMETERS_MARKER) + 1:] if OWN_PARAMETERS_MARKER in lines else []
-
-
-def parameters_in_sync(path: Path) -> bool:
-    nb = json.loads(path.read_text())
-    cell = _parameters_cell(nb)
-    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    return source == parameters_source(declared_keys(nb), own_parameter_lines(cell))
-
-
-def sync_parameters(path: Path) -> None:
-    nb = json.loads(path.read_text())
-    cell = _parameters_cell(nb)
-    cell["source"] = parameters_source(declared_keys(nb), own_parameter_lines(cell))
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 

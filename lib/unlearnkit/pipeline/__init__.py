@@ -47,6 +47,7 @@ from .evaluate import (  # noqa: F401
     scoring_options,
     summary_table,
     unlearning_comparison,
+    unlearning_trajectories,
 )
 from .finetune import (  # noqa: F401
     base_model,

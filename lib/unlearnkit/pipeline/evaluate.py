@@ -176,6 +176,13 @@ def unlearning_comparison(params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+def unlearning_trajectories(params: Params) -> dict[str, list]:
+    """``{run: trajectory}`` of every unlearning run stored so far: forget ROUGE-L at each kept step
+    (:func:`forget_rouge_along`, kept in the run's ``per_item.json``); empty for a run stored without one."""
+    return {run: runs.read_per_item(params, runs.unlearning_notebook(run)).get("trajectory", [])
+            for run in runs.unlearning_runs(params)}
+
+
 #: open-unlearning's memorisation and privacy columns of the comparison (docs/metrics.md §9), where measured.
 OU_COLUMNS = ("privleak", "extraction_strength", "exact_memorisation", "mia_loss_auc", "mia_zlib_auc", "mia_mink_auc",
               "mia_minkpp_auc", "mia_gradnorm_auc", "mia_reference_auc")

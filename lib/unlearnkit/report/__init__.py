@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import config, paths, runs
+from .. import config, parameters_cell, paths, runs
 from ..claims import Verdict
 from ..config import Params
 from ..studies import verdicts
@@ -100,8 +100,6 @@ def _mathjax(out: Path) -> None:
         shutil.copytree(str(source), target, ignore=shutil.ignore_patterns("localization"), dirs_exist_ok=True)
 
 
-#: The tag papermill gives the cell it injects.
-INJECTED = "injected-parameters"
 #: Where the runner records a run's wall time and provenance in an executed notebook's metadata.
 _META = "unlearnkit"
 #: Packages the provenance line names (the rest are in each notebook's metrics.json).
@@ -110,40 +108,6 @@ _PROVENANCE_PACKAGES = ("python", "torch", "transformers", "peft", "accelerate",
 
 def figure_anchor(name: str) -> str:
     return f"fig-{name}"
-
-
-def _assignments(source: str) -> dict[str, str]:
-    """``name = value`` lines of a parameters cell, as the source text of each value."""
-    out = {}
-    for line in source.splitlines():
-        match = re.match(r"^(\w+)\s*=\s*(.*?)\s*(?:#.*)?$", line)
-        if match:
-            out[match.group(1)] = match.group(2)
-    return out
-
-
-def fold_injected_parameters(nb) -> None:
-    """Drop papermill's injected cell and write the values it set into the notebook's own parameters cell (a key
-    only the injected cell names is added at the end), so a page shows one parameters cell with what the run used."""
-    injected = [c for c in nb.cells if INJECTED in c.get("metadata", {}).get("tags", [])]
-    if not injected:
-        return
-    values = {k: v for c in injected for k, v in _assignments(c.source).items()}
-    nb.cells = [c for c in nb.cells if c not in injected]
-    own = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if not own:
-        return
-    lines, seen = [], set()
-    for line in own[0].source.splitlines():
-        match = re.match(r"^(\w+)(\s*=\s*)(.*?)(\s*#.*)?$", line)
-        if match and match.group(1) in values:
-            key = match.group(1)
-            seen.add(key)
-            if values[key] != match.group(3):
-                line = f"{key}{match.group(2)}{values[key]}{match.group(4) or ''}"
-        lines.append(line)
-    lines += [f"{k} = {v}  # set for this run" for k, v in values.items() if k not in seen]
-    own[0].source = "\n".join(lines)
 
 
 def _figures_by_bytes(params: Params) -> dict[str, str]:
@@ -248,7 +212,7 @@ def build(params: Params, out: Path | None = None) -> Path:
     entries = pages(params)
     notebooks = {file: nbformat.read(notebook, as_version=4) for file, notebook in entries}
     for nb in notebooks.values():
-        fold_injected_parameters(nb)  # before the figures are found: it removes a cell
+        parameters_cell.fold_injected(nb)  # before the figures are found: it removes a cell
     by_bytes = _figures_by_bytes(params)
     placed = {file: figure_outputs(nb, by_bytes) for file, nb in notebooks.items()}
     where: dict[str, str] = {}

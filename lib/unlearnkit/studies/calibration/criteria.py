@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ... import config
+from ...config import Params
 from ...metrics.ps import (
     ALL_METRICS,
     FORGET,
@@ -65,6 +67,14 @@ class Tolerances:
             raise ValueError(f"the confidence of a loss interval is in (0, 1), got {self.confidence}")
         if self.resamples < 1:
             raise ValueError(f"a bootstrap needs at least one resample, got {self.resamples}")
+
+    @classmethod
+    def of(cls, params: Params) -> Tolerances:
+        """The profile's tolerances (``retain_tolerance``, ``forget_similar_tolerance``, ``criterion_confidence``,
+        ``bootstrap_resamples``), the bootstrap seeded by the run's training seed."""
+        params = config.as_params(params)
+        return cls(retain=params.retain_tolerance, forget_similar=params.forget_similar_tolerance,
+                   confidence=params.criterion_confidence, resamples=params.bootstrap_resamples, seed=params.seed)
 
 
 def relative_loss(before: float, after: float) -> float:

@@ -7,7 +7,7 @@ ROUGE-L near 0) with little loss of utility or of diversity elsewhere; and adapt
 where the model is certain) then bounds what sampling can leak. This module trains and samples what the
 notebook shows:
 
-1. **Runs.** The Table 1 runs (``eo_table_runs``), the λ_f sweep of ``eo_method`` at each learning rate of
+1. **Runs** (:func:`study_plan`). The Table 1 runs (``eo_table_runs``), the λ_f sweep of ``eo_method`` at each learning rate of
    ``eo_lr_grid`` (:func:`lambda_f_points`) and the λ_r sweep (:func:`lambda_r_points`). A sweep point that
    equals a run of the profile (``npo`` is λ_f = 0; ``npo_eo`` is λ_f = 1, λ_r = −0.25) reuses that run's model;
    the others are named runs of their own (:func:`sweep_run`), trained once and cached.
@@ -77,6 +77,7 @@ from .regime import (  # noqa: F401
     regime_eo_table,
     regime_eo_verdict,
 )
+from .study import StudyPlan, study_plan  # noqa: F401
 from .verdicts import (  # noqa: F401
     COLLAPSED,
     REGIME,
