@@ -22,7 +22,7 @@ def show_progress(requested: bool = True) -> bool:
 
 #: The stations whose time ``benchmarks/workbook_profile.py`` reports; everything else in a notebook is "other".
 STATIONS = ("training", "generation", "scoring")
-#: Work run in worker processes (``models.side_by_side``): its wall time is shared among the workers' stations.
+#: Work run in worker processes (``workers.side_by_side``): its wall time is shared among the workers' stations.
 WORKERS = "workers"
 #: Where a process appends its station seconds (one JSON line per outermost span); the runner sets it per notebook.
 STATION_LOG_VARIABLE = "UNLEARNKIT_STATION_LOG"
