@@ -356,3 +356,17 @@ def test_an_early_stopping_sweep_searches_forget_similar_only_where_retain_holds
     # every other kept step: the sparse grid keeps multiples of `every`, epoch ends and the last
     assert list(calibration.early_stopping_sweep(SMOKE, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False,
                                                  every=4)["t"]) == [0, 4]
+
+
+def test_the_table3_title_says_which_control_its_bars_are():
+    import pandas as pd
+
+    rows = [{"run": "before", "calibrated by": "", "control": ""},
+            {"run": "gd", "calibrated by": "model mixing", "control": "a"},
+            {"run": "gd", "calibrated by": "best control (model mixing)", "control": "a"},
+            {"run": "npo", "calibrated by": "model mixing", "control": "a"},
+            {"run": "npo", "calibrated by": "best control (model mixing)", "control": "a"}]
+    assert calibration.table3_title(pd.DataFrame(rows)) == "Calibrated by model mixing, which was every method's best control"
+    rows[4] = {"run": "npo", "calibrated by": "best control (early stopping)", "control": "t"}
+    title = calibration.table3_title(pd.DataFrame(rows))
+    assert title.endswith("npo (early stopping)") and "gd" not in title

@@ -267,7 +267,7 @@ def test_table1_check_reads_the_papers_claim_and_each_way_it_can_fail():
 def test_table1_verdict_counts_only_the_in_regime_models_of_the_papers_methods():
     rows = {"ga_mild@18": _table1_row("ga", entropy.REGIME, 0.32, 0.31, 0.05),
             "npo_mild@18": _table1_row("npo", entropy.REGIME, 0.22, 0.22, 0.01),
-            "ga": _table1_row("ga", entropy.COLLAPSED, 0.0, 0.0, 0.0),  # collapsed: shown, never counted
+            "ga": _table1_row("ga", entropy.FINAL, 0.0, 0.0, 0.0),  # notebook 02's final run: shown, never counted
             "npo_mild_eo1_all@18": _table1_row("npo_eo", entropy.REGIME_EO, 0.2, 0.2, 0.0)}
     table = pd.DataFrame(rows).T
     found = entropy.table1_verdict(table, 0.05, 0.03)
@@ -346,3 +346,29 @@ def test_the_findings_carry_their_figures_and_stable_quantities():
     # no model in the regime: Table 1 is no test, not a failure
     empty = entropy.Verdict("not", "none.", (claims.Quantity("in-regime models", 0, fmt=".0f"),), ())
     assert entropy.findings(empty, regime, adaptive)[0].outcome == "no test"
+
+
+def test_a_final_run_is_collapsed_only_when_it_answers_nothing_and_lost_utility():
+    """Notebook 06 labels notebook 02's final runs by its own numbers: GA-like (ROUGE-L 0, utility gone) is collapsed;
+    NPO-like (ROUGE-L 0.145, utility 0.774 of the target's 0.8) is not, nor is a run at ROUGE-L 0 that kept utility."""
+    assert entropy.collapsed(0.0, 0.05, 0.8) is True
+    assert entropy.collapsed(0.145, 0.774, 0.8) is False
+    assert entropy.collapsed(0.0, 0.75, 0.8) is False  # utility kept (at least 90 % of the target's)
+    assert entropy.collapsed(0.2, 0.05, 0.8) is False  # utility lost but still answering
+    assert entropy.collapsed(0.0, None, 0.8) is None
+
+
+def test_the_fig3_fallback_is_said_out_loud():
+    class Scores:
+        def __init__(self, leak):
+            self.greedy_leak = np.array([leak, leak])
+            self.rouge = np.zeros((2, 4))
+
+    results = {"a@5": Scores(0.0), "b@7": Scores(0.5), "npo": Scores(0.1), "npo_eo": Scores(0.0)}
+    table = pd.DataFrame({"kind": [entropy.REGIME, entropy.REGIME]}, index=["a@5", "b@7"])
+    models, note = entropy.fig3_models(table, results, "npo", "npo_eo")
+    assert list(models) == ["npo (alone)", "npo_eo (EO)"]
+    assert "No two models in the paper's regime share a greedy leak rate (a@5 0.00, b@7 0.50)" in note
+    results["b@7"] = Scores(0.0)
+    models, note = entropy.fig3_models(table, results, "npo", "npo_eo")
+    assert len(models) == 2 and "same greedy leak rate" in note and "npo (alone)" not in models

@@ -71,6 +71,13 @@ def test_unlearning_runs_are_judged_against_the_target_and_the_retain_model(hand
     assert utility.threshold == pytest.approx(0.72) and utility.margin == pytest.approx(0.1 - 0.72)
     assert dict(judged["collapsed"].parts) == {"forget quality up": True, "forget ROUGE down": True,
                                                "utility kept": False}
+    # the wording reads right out of context: a collapse is named first, and a forget quality that rose but that the
+    # KS test still rejects says so; a run that kept its utility carries no severity
+    assert judged["collapsed"].text.startswith("COLLAPSED, utility at 12% of the target's: ")
+    assert "still below 0.05" in judged["collapsed"].text and "still below" in judged["good"].text
+    assert not judged["good"].text.startswith(("COLLAPSED", "utility at"))
+    assert verdicts.severity(0.8, 0.84) == ""  # 95 %: kept
+    assert verdicts.severity(0.75, 0.84) == "utility at 89% of the target's, under the 90% bar: "
     target = verdicts.of_notebook(SMOKE, runs.FINETUNE)
     # without privacy metrics open-unlearning's privleak finding is there, untested
     assert [f.outcome for f in target] == [claims.HOLDS, claims.NO_TEST]
@@ -85,6 +92,16 @@ def _private(result, mink, loss=None, privleak=None, es=0.5):
     result["summary"].update({"mia_mink_auc": mink, "mia_loss_auc": loss, "extraction_strength": es,
                               "exact_memorisation": es, "privleak": 0.0 if privleak is None else privleak})
     return result
+
+
+def test_every_partly_says_which_part_holds():
+    partly = claims.Finding("06", claims.SCHOLTEN, "claim", "M_bin 0.466 -> 0.455", claims.PARTLY_HOLDS,
+                            parts=(("raises M_bin where greedy leaks", False), ("lowers M_bin for EO", True)))
+    assert partly.reading == ("M_bin 0.466 -> 0.455; holds: lowers M_bin for EO; fails: raises M_bin where greedy "
+                              "leaks")
+    said = claims.Finding("02", claims.TOFU, "claim", "x; holds: a; fails: b", claims.PARTLY_HOLDS, parts=(("a", True),))
+    assert said.reading == said.text
+    assert claims.Finding("06", claims.SCHOLTEN, "c", "t", claims.HOLDS, parts=(("a", True),)).reading == "t"
 
 
 def test_privleak_and_rouge_against_mia_are_judged_from_the_runs(monkeypatch, tmp_path):
@@ -105,8 +122,8 @@ def test_privleak_and_rouge_against_mia_are_judged_from_the_runs(monkeypatch, tm
     assert across.outcome == claims.PARTLY_HOLDS and across.notebook == runs.UNLEARNING
     assert "3 runs look unlearned" in across.text and "inert" not in across.text
     assert "tells 2 of them apart" in across.text
-    assert "as members, looks_unlearned_but_member (ROUGE-L 0.30, mink AUC +0.25)" in across.text
-    assert "as over-unlearned (AUC below the retain model's), over_unlearned (ROUGE-L 0.00, loss AUC -0.35)" \
+    assert "as members, looks_unlearned_but_member (ROUGE-L 0.30; mink AUC 0.25 above the retain model's)" in across.text
+    assert "as over-unlearned (AUC below the retain model's), over_unlearned (ROUGE-L 0.00; loss AUC 0.35 below the retain model's)" \
         in across.text
     assert across.quantities[0].value == pytest.approx(2 / 3)
     assert verdicts.mia_told_apart(cases["looks_unlearned_and_clean"]["summary"], retain["summary"]) == {}

@@ -128,6 +128,16 @@ class Finding:
     def tested(self) -> bool:
         return self.outcome in TESTED
 
+    @property
+    def reading(self) -> str:
+        """``text`` as a reader should see it out of context: a "partly" always says which parts hold and which
+        fail (added from ``parts`` when the text does not already say it)."""
+        if self.outcome != PARTLY_HOLDS or not self.parts or "holds:" in self.text:
+            return self.text
+        held = [name for name, ok in self.parts if ok]
+        failed = [name for name, ok in self.parts if not ok]
+        return f"{self.text}; holds: {', '.join(held) or 'none'}; fails: {', '.join(failed) or 'none'}"
+
     def with_seed(self, seed: int) -> Finding:
         return Finding(**{**self._fields(), "seed": int(seed)})
 
@@ -307,7 +317,7 @@ class Verdict:
 
 
 def _per_seed_record(f: Finding) -> dict[str, Any]:
-    return {"seed": f.seed, "outcome": f.outcome, "text": f.text,
+    return {"seed": f.seed, "outcome": f.outcome, "text": f.reading,
             "values": {q.name: q.value for q in f.quantities},
             "thresholds": {q.name: q.threshold for q in f.quantities if q.threshold is not None},
             "parts": {name: holds for name, holds in f.parts}}

@@ -39,6 +39,7 @@ from .evaluate import (  # noqa: F401
     answers_side_by_side,
     evaluate_models,
     evaluate_privacy,
+    last_unlearning_run,
     ou_summary_table,
     privacy_of,
     privacy_rows,

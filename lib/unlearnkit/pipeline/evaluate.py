@@ -176,6 +176,15 @@ def unlearning_comparison(params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+def last_unlearning_run(params: Params) -> str:
+    """The profile's last unlearning run (``methods``): the runner runs its notebook-02 page after every other run
+    has finished, so that page, and only it, compares them all (the others would show whichever runs happened to
+    finish first)."""
+    if not params.methods:
+        raise ValueError(f"profile {params.profile!r} lists no unlearning methods")
+    return params.methods[-1]
+
+
 def unlearning_trajectories(params: Params) -> dict[str, list]:
     """``{run: trajectory}`` of every unlearning run stored so far: forget ROUGE-L at each kept step
     (:func:`forget_rouge_along`, kept in the run's ``per_item.json``); empty for a run stored without one."""

@@ -231,7 +231,8 @@ def forget_rouge_along(params: Mapping[str, Any], run: str, source: TofuSource,
                        splits: tuple[str, ...] = ("forget", "retain")) -> list[dict[str, float]]:
     """Greedy ROUGE-L recall on forget (and retain) along an unlearning run: at every ``unlearn_save_every``-th step
     of the profile (its shared value, not a run's denser one: runs that keep every step for early stopping would
-    otherwise be decoded 35 times), at each epoch's end and at the last kept step."""
+    otherwise be decoded 35 times), at each epoch's end and at the last kept step. ``items``: how many of the first
+    items of each split (``trajectory_max_items``, fewer than the final evaluation's ``eval_max_items``)."""
     params = config.as_params(params)
     files = tofu_eval_splits(run_params(params, run).forget_split)
     limit = params.trajectory_max_items or params.eval_max_items
@@ -239,7 +240,7 @@ def forget_rouge_along(params: Mapping[str, Any], run: str, source: TofuSource,
     out = []
     for step, folder in runs.sparse_steps(params, run, params.unlearn_save_every):
         model, tokenizer, template = models.load_model(folder)
-        record = {"step": step, "epoch": runs.saved_recipe(folder)["epoch"]}
+        record = {"step": step, "epoch": runs.saved_recipe(folder)["epoch"], "items": len(rows[splits[0]])}
         for s in splits:
             answers = greedy_answers(model, tokenizer, template, [r["question"] for r in rows[s]],
                                      params.max_new_tokens, params.eval_batch_size)

@@ -238,15 +238,25 @@ def unlearning_terms(history: Sequence[Mapping[str, float]], method: str):
     return fig
 
 
-def rouge_trajectory(trajectory: Sequence[Mapping[str, float]], method: str, target_forget_rouge: float):
-    """Notebook 02: greedy ROUGE-L recall on forget and retain along one unlearning run."""
+def rouge_trajectory(trajectory: Sequence[Mapping[str, float]], method: str, target_forget_rouge: float,
+                     final: Mapping[str, float] | None = None, final_items: int | None = None):
+    """Notebook 02: greedy ROUGE-L recall on forget and retain along one unlearning run (on the first ``items`` of
+    each split); ``final``, the final model's values on all ``final_items`` items (the numbers the findings read),
+    drawn as diamonds at the last step so that the figure and the findings show one number per quantity."""
     import pandas as pd
 
+    frame = pd.DataFrame(trajectory).set_index("step")
+    items = int(frame["items"].iloc[-1]) if "items" in frame else None
     fig, ax = plt.subplots(figsize=(7, 4))
-    pd.DataFrame(trajectory).set_index("step")[["forget_rouge", "retain_rouge"]].plot(
-        ax=ax, marker="o", title=f"{method}: greedy ROUGE-L recall")
+    for i, split in enumerate(("forget", "retain")):
+        ax.plot(frame.index, frame[f"{split}_rouge"], "o-", color=f"C{i}",
+                label=f"{split}, along the run" + (f" (first {items} items)" if items else ""))
+        if final and f"{split}_rouge" in final:
+            ax.plot(frame.index[-1], final[f"{split}_rouge"], "D", color=f"C{i}", ms=8, mfc="white", mew=2,
+                    label=f"{split}, final model ({final_items} items): {final[f'{split}_rouge']:.3f}")
     ax.axhline(target_forget_rouge, color="grey", ls="--", lw=1, label="target, forget")
-    ax.legend()
+    ax.set(xlabel="step", ylabel="greedy ROUGE-L recall", ylim=(-0.02, 1.02), title=f"{method}: greedy ROUGE-L recall")
+    ax.legend(fontsize=9)
     return fig
 
 

@@ -55,6 +55,8 @@ FORGET_QUALITY_RISE = 10.0
 ROUGE_FALL_SHARE = 0.5
 #: and model utility keeps at least this share of the target's.
 UTILITY_KEPT_SHARE = 0.9
+#: A run that keeps less than this share of the target's utility has *collapsed*: its "partly" says so first.
+COLLAPSED_SHARE = 0.5
 #: Notebook 01: the target reproduces its forget answers (ROUGE-L recall at least this) while forget quality, the
 #: KS test's p-value against the retain model, rejects at TOFU's level.
 TARGET_ROUGE_MIN, FORGET_QUALITY_LEVEL = 0.9, 0.05
@@ -159,13 +161,29 @@ def unlearning_run_finding(run: str, result: Mapping[str, Any], before: Mapping[
     parts = (("forget quality up", quantities[0].holds), ("forget ROUGE down", quantities[1].holds),
              ("utility kept", quantities[2].holds))
     unlearns = parts[0][1] or parts[1][1]
-    text = "; ".join(q.text() for q in quantities)
+    text = severity(utility, target_u) + "; ".join(q.text() for q in quantities)
+    if parts[0][1] and quality < FORGET_QUALITY_LEVEL:
+        text += (f"; forget quality is up but still below {FORGET_QUALITY_LEVEL}: the KS test still tells the run's "
+                 "truth ratios from the retain model's")
     text += f"; holds: {names(p for p, ok in parts if ok)}; fails: {names(p for p, ok in parts if not ok)}"
     if not unlearns:  # keeping utility is no achievement for a run that does not unlearn
         text += "; the run does not unlearn, so its kept utility counts for nothing"
     held = sum(ok for _, ok in parts) if unlearns else 0
     return Finding(notebook, TOFU, f"{run} unlearning raises forget quality, lowers forget ROUGE and keeps model "
                    "utility", text, outcome_of(held, len(parts)), f"{notebook}_trajectory", run, quantities, parts)
+
+
+def severity(utility: float, target_utility: float) -> str:
+    """How badly a run lost utility, said first where it did: collapsed (under COLLAPSED_SHARE of the target's) or
+    under the kept bar; nothing when it kept it."""
+    if not (math.isfinite(utility) and math.isfinite(target_utility)) or target_utility <= 0:
+        return ""
+    share = utility / target_utility
+    if share < COLLAPSED_SHARE:
+        return f"COLLAPSED, utility at {share:.0%} of the target's: "
+    if share < UTILITY_KEPT_SHARE:
+        return f"utility at {share:.0%} of the target's, under the {UTILITY_KEPT_SHARE:.0%} bar: "
+    return ""
 
 
 def _unlearning(metrics: Mapping[str, Any], params: Params) -> list[Finding]:
@@ -262,8 +280,9 @@ def _rouge_vs_mia(before: Mapping[str, Any], unlearned: Mapping[str, Mapping[str
         if apart:
             held.append(run)
             strongest = max(apart, key=lambda k: abs(apart[k]))
-            parts[apart[strongest] > 0].append(f"{run} (ROUGE-L {result['forget']['rouge']:.2f}, {strongest} AUC "
-                                               f"{apart[strongest]:+.2f})")
+            gap = apart[strongest]
+            parts[gap > 0].append(f"{run} (ROUGE-L {result['forget']['rouge']:.2f}; {strongest} AUC {abs(gap):.2f} "
+                                  f"{'above' if gap > 0 else 'below'} the retain model's)")
     share = len(held) / len(tested) if tested else math.nan
     quantities = (Quantity("share of ROUGE-unlearned runs told apart by MIA", share, 1.0, ">=", "every such run"),
                   Quantity("runs that look unlearned by ROUGE", len(tested), fmt=".0f"))
@@ -290,7 +309,7 @@ def text(found: Sequence[Finding]) -> str:
     blocks = []
     for f in found:
         seed = f"seed {f.seed}" if f.seed is not None else "this run"
-        blocks.append(f"{f.paper}\n  paper:    {f.claim}\n  {seed + ':':<9} {f.text}\n  outcome:  {f.outcome.upper()} "
+        blocks.append(f"{f.paper}\n  paper:    {f.claim}\n  {seed + ':':<9} {f.reading}\n  outcome:  {f.outcome.upper()} "
                       f"(one seed; the verdict over seeds is notebook 08's)")
     return "\n\n".join(blocks)
 

@@ -89,6 +89,7 @@ from .methods import (  # noqa: F401
     largest_step,
     paper_beside_ours,
     stopping_grid,
+    table3_title,
     uncertain_text,
     uncontrolled_table,
     working_share,

@@ -236,6 +236,17 @@ def comparison_profiles(comparison: pd.DataFrame) -> dict[str, PSProfile]:
     return out
 
 
+def table3_title(comparison: pd.DataFrame) -> str:
+    """The title of the Table 3 figure, true to its bars: which runs' best control is another than model mixing (a
+    bar of its own), or that model mixing was every method's best control (one bar per method)."""
+    best = comparison[comparison["calibrated by"].str.startswith("best control")]
+    other = {row["run"]: CONTROL_NAMES[row["control"]] for _, row in best.iterrows() if row["control"] != "a"}
+    if not other:
+        return "Calibrated by model mixing, which was every method's best control"
+    return ("Calibrated by model mixing, and by the best control where it is another: "
+            + ", ".join(f"{run} ({name})" for run, name in other.items()))
+
+
 def uncontrolled_table(method_controls: Mapping[str, MethodControls], before: PSProfile) -> pd.DataFrame:
     """Wang et al.'s Table 2: every run uncontrolled (the full run, a = 1) beside the model before unlearning."""
     results = {"before": means(before), **{run: means(mc.uncontrolled) for run, mc in method_controls.items()}}

@@ -61,6 +61,7 @@ from .readout import (  # noqa: F401
     ed_utility_text,
     entropy_text,
     eo_why,
+    fig3_models,
     findings,
     most_leaking,
     run_meta,
@@ -79,13 +80,15 @@ from .regime import (  # noqa: F401
 )
 from .study import StudyPlan, study_plan  # noqa: F401
 from .verdicts import (  # noqa: F401
-    COLLAPSED,
+    COLLAPSE_ROUGE,
+    FINAL,
     REGIME,
     REGIME_EO,
     TABLE1_METHODS,
     Table1Check,
     Table1Model,
     Verdict,
+    collapsed,
     curve_pair,
     eo_verdict,
     regime_of_leakage,

@@ -13,7 +13,7 @@ from ...claims import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
 from ...metrics import scored as sampled_scores
 from ...metrics.sampling import SampledScores
 from .plan import UTILITY_KEPT, RegimePoint, SweepPoint
-from .verdicts import Verdict
+from .verdicts import REGIME, Verdict, curve_pair
 
 # --------------------------------------------------------------------------- texts and results
 
@@ -23,12 +23,33 @@ def most_leaking(table: pd.DataFrame, exclude: Sequence[str] = ()) -> str:
     return str(table.drop(index=[r for r in exclude if r in table.index])["leak rate"].idxmax())
 
 
+def fig3_models(table: pd.DataFrame, results: Mapping[str, SampledScores], alone_run: str,
+                eo_run: str) -> tuple[dict[str, SampledScores], str]:
+    """The two models of the Fig. 3c–d analogue and a sentence saying which they are: two in-regime models with the
+    same greedy leak rate (:func:`curve_pair`) where there are such, else, said out loud with the in-regime models'
+    greedy leak rates, the paper's own pair (the method alone and with EO, notebook 02's learning rate)."""
+    pair = curve_pair(table, results)
+    if pair is not None:
+        return pair, ("Two models in the paper's regime with the same greedy leak rate, the pair whose sampled "
+                      "ROUGE-L differs most.")
+    rates = ", ".join(f"{m} {results[m].greedy_leak.mean():.2f}" for m in table.index if table.loc[m, "kind"] == REGIME)
+    note = (f"No two models in the paper's regime share a greedy leak rate ({rates or 'none in the regime'}), so "
+            f"this figure shows the paper's own pair instead: {alone_run} alone against {eo_run} with EO, at notebook "
+            "02's learning rate (not in the regime).")
+    return {f"{alone_run} (alone)": results[alone_run], f"{eo_run} (EO)": results[eo_run]}, note
+
+
 def curves_text(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> str:
-    """The mean general leakage bound at ``threshold`` of each curve model, and its sampled sd."""
+    """The mean general leakage bound at ``threshold`` of each curve model and its sampled sd; a value at the DKW
+    floor ε (no sample above the threshold on any question) is named as the floor, not read as a measured leak."""
     parts = []
     for name, result in curve_models.items():
         at = float(bounds.general_leakage_bound(np.atleast_2d(result.rouge), threshold, alpha).mean())
-        parts.append(f"{name}: mean M_gen({threshold:g}) {at:.3f}, sampled sd {result.rouge.std(axis=1).mean():.3f}")
+        floor = float(bounds.dkw_epsilon(result.rouge.shape[-1], alpha))
+        where = (f" (the DKW floor ε for {result.rouge.shape[-1]} samples: no sample above {threshold:g})"
+                 if abs(at - floor) < 5e-4 else "")
+        parts.append(f"{name}: mean M_gen({threshold:g}) {at:.3f}{where}, sampled sd "
+                     f"{result.rouge.std(axis=1).mean():.3f}")
     return "; ".join(parts)
 
 

@@ -146,7 +146,7 @@ def adaptive_verdict(sweep: pd.DataFrame, threshold: float, leaking: str, eo_run
     leak_up = leak_row["greedy share"] > 0 and leak_row["M_bin"] >= leak_row["M_bin sampling"] + MIN_M_BIN_CHANGE
     eo_down = eo_row["greedy share"] > 0 and eo_row["M_bin"] <= eo_row["M_bin sampling"] - MIN_M_BIN_CHANGE
     label = "reproduced" if leak_up and eo_down else "partly" if (leak_up or eo_down) else "not"
-    quantities = (Quantity("M_bin change of the most-leaking collapsed model",
+    quantities = (Quantity("M_bin change of the most-leaking final run of notebook 02",
                            float(leak_row["M_bin"] - leak_row["M_bin sampling"]), MIN_M_BIN_CHANGE, ">=",
                            "a rise of at least MIN_M_BIN_CHANGE"),
                   Quantity("M_bin change of the EO model", float(eo_row["M_bin"] - eo_row["M_bin sampling"]),

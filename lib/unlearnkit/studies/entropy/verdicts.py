@@ -90,8 +90,8 @@ def regime_of_leakage(params: Params) -> dict[str, tuple[str, int]]:
 
 class Table1Model(NamedTuple):
     """One model of the Table 1 analogue: its label, the paper's method it stands for, what kind of model it is
-    (``regime``: the step of a gentle run where greedy decoding says unlearned, notebook 05; ``collapsed``:
-    notebook 02's final model; ``regime EO``) and its folder."""
+    (``regime``: the step of a gentle run where greedy decoding says unlearned, notebook 05; ``final``: notebook 02's
+    final model, marked collapsed or not by :func:`collapsed` once scored; ``regime EO``) and its folder."""
 
     label: str
     method: str
@@ -100,7 +100,18 @@ class Table1Model(NamedTuple):
 
 
 #: The kinds of Table 1 rows, as the table and the figure name them.
-REGIME, COLLAPSED, REGIME_EO = "in regime (05)", "collapsed (02)", "EO, in regime"
+REGIME, FINAL, REGIME_EO = "in regime (05)", "final (02)", "EO, in regime"
+#: A final run of notebook 02 is *collapsed* when its greedy ROUGE-L on forget is at most COLLAPSE_ROUGE and it kept
+#: less than UTILITY_KEPT of the target's model utility, both measured in notebook 06 (the ``collapsed`` column).
+COLLAPSE_ROUGE = 0.05
+
+
+def collapsed(greedy_rouge: float, utility: float | None, target_utility: float | None) -> bool | None:
+    """Whether a final run is collapsed: greedy ROUGE-L near 0 (at most COLLAPSE_ROUGE) *and* utility lost (below
+    UTILITY_KEPT of the target's, on the same items); None when a utility is missing."""
+    if utility is None or target_utility is None:
+        return None
+    return bool(greedy_rouge <= COLLAPSE_ROUGE and utility < UTILITY_KEPT * target_utility)
 
 
 def table1_models(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int]],
@@ -115,21 +126,24 @@ def table1_models(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int
     for run in params.eo_table_runs:
         settings = pipeline.unlearning_settings(params, run)
         method = settings["method"] + ("_eo" if settings.get("lambda_f") else "")
-        out.append(Table1Model(run, method, COLLAPSED, runs.model_dir(params, runs.unlearned_name(run))))
+        out.append(Table1Model(run, method, FINAL, runs.model_dir(params, runs.unlearned_name(run))))
     for point in eo:
         out.append(Table1Model(point.label, f"{point.method}_eo", REGIME_EO, point.folder(params)))
     return out
 
 
 def table1(models_: Sequence[Table1Model], results: Mapping[str, SampledScores], utilities: Mapping[str, float],
-           alpha: float, rho: float) -> pd.DataFrame:
+           alpha: float, rho: float, target_utility: float | None = None) -> pd.DataFrame:
     """The paper's Table 1 as it defines it: per model greedy ROUGE-L, the sampled ROUGE-L's mean and sd, the ED
-    score (mean + ρ·sd), the bounds and utility, with the paper's greedy / ED score / sd for the method it stands for."""
+    score (mean + ρ·sd), the bounds and utility, with the paper's greedy / ED score / sd for the method it stands for;
+    ``collapsed`` for notebook 02's final runs (:func:`collapsed`, against ``target_utility``), empty for the others."""
     records = []
     for m in models_:
         result = results[m.label]
         row = {"model": m.label, "method": m.method, "kind": m.kind, **model_row(result, alpha, rho),
                "model utility": utilities.get(m.label)}
+        row["collapsed"] = (collapsed(row["greedy ROUGE-L"], row["model utility"], target_utility)
+                            if m.kind == FINAL else None)
         paper = PAPER_TABLE1.get(m.method)
         row.update({"paper greedy": paper[0] if paper else np.nan, "paper ED score": paper[1] if paper else np.nan,
                     "paper sd": paper[2] if paper else np.nan})
@@ -166,7 +180,8 @@ TABLE1_METHODS = ("ga", "gd", "npo", "rmu")
 
 
 def table1_verdict(table: pd.DataFrame, tolerance: float, sd_min: float) -> Verdict:
-    """Table 1's finding on the models in the paper's regime (the collapsed and EO rows are shown, never counted):
+    """Table 1's finding on the models in the paper's regime (notebook 02's final runs and the EO rows are shown,
+    never counted):
     for GA, GD, NPO and RMU the sampled mean is close to greedy, the spread considerable and the ED score above
     greedy. "reproduced": the whole reading holds for every such method with an in-regime model; "partly": for
     some, or only its part about sampling (a considerable spread lifting the ED score above greedy) holds; "not":
