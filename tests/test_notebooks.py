@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from notebook_checks import check_03, check_04, check_05, check_06, check_07
-from unlearnkit import config, paths, runner
+from unlearnkit import config, paths, runner, runs
 
 pytestmark = pytest.mark.slow
 
@@ -220,3 +220,42 @@ def test_the_report_renders_offline_in_a_headless_browser(smoke_report):
     target, figure = re.findall(r'<a href="([^"#]+\.html)#fig-([^"]+)">', dom)[0]
     linked = load((smoke_report.parent / target).as_uri() + f"#fig-{figure}")
     assert f'id="fig-{figure}"' in linked
+
+
+def _reader_problems(folder) -> dict[str, list[str]]:
+    """Every page's problems a reader would trip on (report.page_problems), and the symbols and findings/summary
+    table columns its pages print that the glossary lacks."""
+    from unlearnkit import report
+
+    known = report.glossary_terms()
+    found = {}
+    for page in sorted(folder.glob("*.html")):
+        text = page.read_text()
+        problems = report.page_problems(text) + [f"not in docs/glossary.md: {term!r}"
+                                                 for term in report.glossary_gaps(text, known)]
+        if problems:
+            found[page.name] = problems
+    return found
+
+
+def test_the_reader_view_is_quiet_and_every_printed_symbol_is_in_the_glossary(smoke_report):
+    """No local path, no pathlib repr, no Python warning, no empty section on any page of the smoke report, and every
+    symbol M_… and every column of a findings or summary table defined in docs/glossary.md."""
+    assert _reader_problems(smoke_report.parent) == {}
+
+
+def test_the_default_report_is_quiet_where_its_runs_are_current(tmp_path):
+    """The same checks on the default profile's report, where this checkout's runs of it are present and were made by
+    this commit (older runs show what older code printed)."""
+    from unlearnkit import provenance, report
+
+    params = config.Params.load("default")
+    executed = sorted(runs.store(params).glob("0*.ipynb")) if runs.store(params).exists() else []
+    if not executed:
+        pytest.skip("no run of the default profile in runs/ (make all makes one)")
+    revisions = {json.loads(p.read_text())["metadata"].get("unlearnkit", {}).get("provenance", {}).get("git_revision")
+                 for p in executed}
+    if revisions != {provenance.git_revision()}:
+        pytest.skip(f"the default runs were made by {sorted(map(str, revisions))}, not this commit: run make all")
+    report.build(params, tmp_path)
+    assert _reader_problems(tmp_path) == {}

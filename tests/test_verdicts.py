@@ -422,3 +422,24 @@ def test_a_recipe_keeps_every_kind_of_argument_and_refuses_the_rest(tmp_path):
         recipes.write(tmp_path / "s.json", plots.corpus_overview, (object(),), {})
     with pytest.raises(recipes.RecipeError, match="is not of unlearnkit.plots"):
         recipes.write(tmp_path / "t.json", json.dumps, (), {})
+
+
+def test_the_reader_checks_catch_what_they_are_for():
+    from unlearnkit import report
+
+    def page(*cells):
+        return "<html><body>" + "".join(cells) + "</body></html>"
+
+    md = lambda html: f'<div class="jp-Cell jp-MarkdownCell"><div class="jp-RenderedMarkdown">{html}</div></div>'  # noqa: E731
+    out = lambda text, mime="text/plain": (f'<div class="jp-Cell jp-CodeCell"><div class="jp-OutputArea-output" '  # noqa: E731
+                                           f'data-mime-type="{mime}"><pre>{text}</pre></div></div>')
+    code = '<div class="jp-Cell jp-CodeCell"><div class="jp-InputArea">x = 1</div></div>'
+    assert report.page_problems(page(md("<h2>A</h2><p>text</p>"), out("fine"))) == []
+    assert report.page_problems(page(md("<h2>Before</h2>"), code, md("<h2>After</h2>"), out("1"))) == [
+        "an empty section: 'Before'"]
+    problems = report.page_problems(page(md("<h2>A</h2>"), out("PosixPath('/home/me/runs/x.json')"),
+                                         out("/usr/lib/x.py:3: UserWarning: careful", "application/vnd.jupyter.stderr")))
+    assert [p.split(":")[0] for p in problems] == ["a local path", "a pathlib repr", "a warning"]
+    known = {"verdict", "finding", "m_bin", "seed <s>"}
+    table = "<table><thead><tr><th>finding</th><th>seed 3</th><th>verdict</th><th>odd</th></tr></thead></table>"
+    assert report.glossary_gaps(page(out(table, "text/html"), out("M_bin 0.2, M_zeta 0.1")), known) == ["M_zeta", "odd"]

@@ -40,3 +40,19 @@ def from_environment(spec: str, what: str = "a path") -> str:
     if not value:
         raise ValueError(f"set the environment variable {var}: {what}")
     return value
+
+
+def shown(path: str | os.PathLike) -> str:
+    """How a page or a message names a local path: inside the run store as ``runs/...``, inside the generated data as
+    ``data/...``, inside the project relative to it; a path elsewhere (a data folder a profile names) as it is. What a
+    notebook prints then reads the same on every machine."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    for base, name in ((RUNS, "runs"), (DATA, "data"), (ROOT, "")):
+        try:
+            rel = p.resolve().relative_to(base)
+        except ValueError:
+            continue
+        return str(Path(name) / rel) if name else str(rel)
+    return str(p)

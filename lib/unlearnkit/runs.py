@@ -176,8 +176,9 @@ def notebook_dir(params: Params, notebook: str) -> Path:
 
 
 def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
-                  extra_meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``runs/<profile>/seed-<s>/<notebook>/metrics.json``.
+                  extra_meta: Mapping[str, Any] | None = None) -> None:
+    """Write ``runs/<profile>/seed-<s>/<notebook>/metrics.json`` (nothing returned: a notebook cell that ends with it
+    shows no stray path).
 
     ``results`` is ``{model: {split: {metric: value}}}``; a ``"meta"`` entry is added with the parameters,
     the git revision and the package versions.
@@ -196,7 +197,6 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
     })
     path = notebook_dir(params, notebook) / "metrics.json"
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
-    return path
 
 
 def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
@@ -215,11 +215,10 @@ def read_metrics(params: Params, notebook: str) -> dict[str, Any]:
     return _read_result(params, notebook, "metrics.json")
 
 
-def write_per_item(params: Params, notebook: str, per_item: Mapping[str, Any]) -> Path:
+def write_per_item(params: Params, notebook: str, per_item: Mapping[str, Any]) -> None:
     """Per-item values (truth ratios, ROUGE, answers) beside metrics.json, for later notebooks."""
     path = notebook_dir(params, notebook) / "per_item.json"
     atomic_write_text(path, json.dumps(config.jsonable(per_item)))
-    return path
 
 
 def read_per_item(params: Params, notebook: str) -> dict[str, Any]:

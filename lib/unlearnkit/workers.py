@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,6 +87,15 @@ _WORKER_ENVIRONMENT = ("TQDM_DISABLE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", 
                        "UNLEARNKIT_TOFU_DIR", "UNLEARNKIT_HP_QA", "UNLEARNKIT_JBB", "ACCELERATE_USE_CPU")
 
 
+#: How long an idle worker of :func:`side_by_side` waits for more work before it quits (loky's default is 300 s). A
+#: notebook calls side_by_side many times with minutes of its own work between; a worker that quits just as the next
+#: tasks arrive makes loky start another and warn "A worker stopped while some jobs were given to the executor",
+#: which the work does not suffer from. Workers live for the kernel (release_workers ends them at a runner's batch).
+IDLE_WORKER_TIMEOUT_S = 3600.0
+#: loky's warning for that case: restarted and harmless, so not shown to a reader (any other warning is).
+WORKER_STOPPED = "A worker stopped while some jobs were given to the executor"
+
+
 def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc: str = "workers") -> list:
     """``[function(*args) for args in tasks]``, the tasks run side by side in worker processes (joblib's loky
     executor), each worker with its share of this process's cores; results in the order of ``tasks``.
@@ -98,7 +108,7 @@ def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc
     workers = workers_for(jobs, len(tasks))
     if workers == 1:
         return [function(*args) for args in tasks]
-    from joblib import Parallel, delayed
+    from joblib import Parallel, delayed, parallel_config
     from tqdm.auto import tqdm
 
     threads = threads_per_worker(workers)
@@ -107,9 +117,11 @@ def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc
                  "NOTEBOOKS": str(paths.NOTEBOOKS), "PARAMS": str(paths.PARAMS), "FIGURES": str(paths.FIGURES)}
     split: dict[str, float] = {}
     results = []
-    with stations.station(stations.WORKERS) as span:
+    with stations.station(stations.WORKERS) as span, warnings.catch_warnings(), \
+            parallel_config(backend="loky", idle_worker_timeout=IDLE_WORKER_TIMEOUT_S):
+        warnings.filterwarnings("ignore", message=WORKER_STOPPED, category=UserWarning)
         bar = tqdm(total=len(tasks), desc=desc, disable=not stations.show_progress())
-        parallel = Parallel(n_jobs=workers, backend="loky", return_as="generator")
+        parallel = Parallel(n_jobs=workers, return_as="generator")
         for result, spent, printed, warned in parallel(delayed(_in_worker)(function, args, threads, environment,
                                                                           run_store) for args in tasks):
             sys.stdout.write(printed)

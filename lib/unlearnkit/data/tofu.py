@@ -210,7 +210,8 @@ class TofuSource:
 
     def __repr__(self) -> str:
         subset = f", {len(self.kept_authors)} authors" if self.kept_authors is not None else ""
-        return f"TofuSource({self.spec!r}{subset})"
+        spec = paths.shown(self.spec) if Path(self.spec).is_absolute() else self.spec
+        return f"TofuSource({spec!r}{subset})"
 
 
 def _looks_like_hub_name(spec: str) -> bool:
