@@ -3,6 +3,7 @@ profile, the verdicts on hand-made tables and scores, and the answer entropy of 
 
 from __future__ import annotations
 
+import json
 import math
 from types import SimpleNamespace
 
@@ -372,3 +373,18 @@ def test_the_fig3_fallback_is_said_out_loud():
     results["b@7"] = Scores(0.0)
     models, note = entropy.fig3_models(table, results, "npo", "npo_eo")
     assert len(models) == 2 and "same greedy leak rate" in note and "npo (alone)" not in models
+
+
+def test_per_item_keeps_every_question_of_every_model():
+    from unlearnkit.metrics.sampling import SampledScores
+
+    leak = np.array([[0, 1, 0, 0], [0, 0, 0, 0]])
+    scores = SampledScores(questions=["q1", "q2"], keys=["a", "b"], greedy_answers=["x", "y"],
+                           greedy_leak=np.array([0, 0]), certainty=np.array([0.9, 0.5]), leak=leak,
+                           self_bleu=np.array([0.2, 0.3]), examples=[["s1", "s2"], ["s3", "s4"]],
+                           greedy_rouge=np.array([0.1, 0.0]), rouge=np.array([[0.1, 0.9, 0.1, 0.1], [0.0] * 4]))
+    item = entropy.per_item({"npo": scores}, 0.01)["npo"]
+    assert item["leak_rate"] == [0.25, 0.0] and item["samples"] == [["s1", "s2"], ["s3", "s4"]]
+    assert item["rouge_sd"][1] == 0.0 and abs(item["rouge_mean"][0] - 0.3) < 1e-12
+    assert item["M_bin"][1] == pytest.approx(1 - 0.01 ** (1 / 4))  # no leak in 4 samples: the Clopper-Pearson floor
+    assert json.loads(json.dumps(item)) == item

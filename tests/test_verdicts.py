@@ -443,3 +443,34 @@ def test_the_reader_checks_catch_what_they_are_for():
     known = {"verdict", "finding", "m_bin", "seed <s>"}
     table = "<table><thead><tr><th>finding</th><th>seed 3</th><th>verdict</th><th>odd</th></tr></thead></table>"
     assert report.glossary_gaps(page(out(table, "text/html"), out("M_bin 0.2, M_zeta 0.1")), known) == ["M_zeta", "odd"]
+
+
+def test_every_notebook_links_the_glossary_and_every_link_lands_on_a_term():
+    import re
+
+    from unlearnkit import report, runner
+
+    headings = re.findall(r"^#{1,6}\s+(.*?)\s*$", report.GLOSSARY.read_text(), re.M)
+    anchors = {report.github_slug(h) for h in headings}
+    for path in runner.source_notebooks():
+        prose = " ".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "markdown")
+        links = re.findall(r"\]\(\.\./docs/glossary\.md(?:#([^)]+))?\)", prose)
+        assert links, f"{path.name} does not link the glossary"
+        assert not [a for a in links if a and a not in anchors], path.name
+
+
+def test_the_front_page_story_says_what_fails_and_where():
+    def verdict(short, paper, verdict, parts_per_seed, notebook="02_unlearning_ga"):
+        per_seed = tuple({"seed": s, "outcome": "partly", "parts": parts} for s, parts in enumerate(parts_per_seed))
+        return claims.Verdict(f"{notebook}/{short}", notebook, paper, "claim", "", short, verdict, "", per_seed,
+                              len(per_seed), 0, 0, 0.0, 0.0)
+
+    judged = [verdict("ga", claims.TOFU, claims.PARTLY, [{"utility kept": False, "forget ROUGE down": True}] * 2),
+              verdict("npo", claims.TOFU, claims.REPRODUCED, [{"utility kept": True}] * 2, "02_unlearning_npo"),
+              verdict("EO", claims.SCHOLTEN, claims.NOT, [{"sd -> 0": False}, {"sd -> 0": True}], "06_entropy")]
+    text = verdicts.story(judged)
+    assert text.startswith("Judged over 2 training seeds (0, 1); fewer than five")
+    assert "**TOFU (Maini et al., 2024)**: 1 of 2 findings reproduced (npo), 1 partly, 0 not reproduced." in text
+    assert "- [ga](02_unlearning_ga.html), *partly*: utility kept fails on 2 of 2 seeds." in text
+    assert "- [EO](06_entropy.html), *not reproduced*: sd -> 0 fails on 1 of 2 seeds." in text

@@ -80,13 +80,14 @@ def code_cells(nb: dict) -> list[str]:
 
 def declared_keys(nb: dict) -> list[str]:
     """The profile keys a notebook reads: names its code cells load that are parameters, in default.yaml's order
-    (``profile`` first, always)."""
+    (``profile`` and ``seed`` first, always: every notebook's runs belong to a profile and a training seed, which a
+    reader of the parameters cell should see and may change even where only the library reads them)."""
     used: set[str] = set()
     for source in code_cells(nb):
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 used.add(node.id)
-    return ["profile"] + [k for k in default_lines() if k in used and k != "profile"]
+    return ["profile", "seed"] + [k for k in default_lines() if k in used and k not in ("profile", "seed")]
 
 
 def parameters_source(keys: list[str] | None = None, own_lines: list[str] | None = None) -> str:

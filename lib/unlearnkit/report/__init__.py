@@ -42,6 +42,8 @@ MATHJAX_DIR = "mathjax"
 #: MathJax 2.7's configuration that ships with jupyter_server_mathjax: TeX in, HTML-CSS (or native MathML) out.
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
 INDEX = "index.html"
+#: docs/glossary.md as a page of the report, linked from every page's navigation.
+GLOSSARY_PAGE = "glossary.html"
 
 
 def report_dir(params: Params) -> Path:
@@ -76,8 +78,66 @@ def pages(params: Params) -> list[tuple[str, Path]]:
 def _nav(entries: Sequence[tuple[str, Path]], here: str, params: Params) -> str:
     links = [f'<a href="{file}"{" class=here" if file == here else ""}>{html.escape(_title(nb.stem))}</a>'
              for file, nb in entries]
+    links.append(f'<a href="{GLOSSARY_PAGE}"{" class=here" if here == GLOSSARY_PAGE else ""}>glossary</a>')
     return "".join(links) + (f'<span class="profile">profile: {html.escape(params.profile)} · seed '
                              f'{params.seed}</span>')
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a markdown heading (what links to docs/glossary.md#... name): lowercase, code ticks
+    and punctuation dropped, spaces as hyphens."""
+    import unicodedata
+
+    text = heading.replace("`", "").strip().lower()
+    return "".join(c for c in text if c in " -_" or unicodedata.category(c)[0] in "LMN").replace(" ", "-")
+
+
+def glossary_notebook(path: Path | None = None):
+    """docs/glossary.md as a one-cell notebook for the report's exporter, each heading preceded by the anchor GitHub
+    gives it, so that a notebook's link to docs/glossary.md#term lands on the term in the report too; links to
+    metrics.md point at docs/ beside the report."""
+    import nbformat
+
+    lines = []
+    for line in (path or GLOSSARY).read_text().splitlines():
+        match = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if match:
+            lines.append(f'<a id="{github_slug(match.group(1))}"></a>\n')
+        lines.append(line.replace("](metrics.md", "](../../docs/metrics.md"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("\n".join(lines))]
+    return nb
+
+
+#: How the notebooks link the glossary, and what that link becomes in the report.
+_GLOSSARY_LINK = re.compile(r"\((?:\.\./)?docs/glossary\.md")
+
+
+def link_glossary(nb) -> None:
+    """Point a notebook's links to docs/glossary.md at the report's glossary page."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _GLOSSARY_LINK.sub(f"({GLOSSARY_PAGE}", cell.source)
+
+
+def named_settings(nb, params: Params) -> str:
+    """The line under a page's introduction: the run's value of every parameter its prose names (as `key`), so a
+    reader of the page, where code is hidden, sees what the text refers to; empty when it names none."""
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    named = [k for k in dict.fromkeys(re.findall(r"`(\w+)`", prose)) if k in config.PARAMETER_NAMES and k != "profile"]
+    if not named:
+        return ""
+    values = " · ".join(f"`{k}` = {json.dumps(config.jsonable(params[k]), ensure_ascii=False)}" for k in named)
+    return f"**This run's settings** named in the text: {values}"
+
+
+def add_named_settings(nb, params: Params) -> None:
+    """Insert :func:`named_settings` as a markdown cell after the notebook's first (its introduction)."""
+    import nbformat
+
+    line = named_settings(nb, params)
+    if line and nb.cells:
+        nb.cells.insert(1, nbformat.v4.new_markdown_cell(line, metadata={"tags": ["named-settings"]}))
 
 
 def _footer(entries: Sequence[tuple[str, Path]], i: int) -> str:
@@ -213,6 +273,7 @@ def build(params: Params, out: Path | None = None) -> Path:
     notebooks = {file: nbformat.read(notebook, as_version=4) for file, notebook in entries}
     for nb in notebooks.values():
         parameters_cell.fold_injected(nb)  # before the figures are found: it removes a cell
+        link_glossary(nb)
     by_bytes = _figures_by_bytes(params)
     placed = {file: figure_outputs(nb, by_bytes) for file, nb in notebooks.items()}
     where: dict[str, str] = {}
@@ -220,6 +281,9 @@ def build(params: Params, out: Path | None = None) -> Path:
         for _, _, name in placed[file]:
             where.setdefault(name, file)
     records = {file: provenance(params, notebook.stem, notebooks[file].metadata) for file, notebook in entries}
+    for nb in notebooks.values():
+        add_named_settings(nb, params)
+    placed = {file: figure_outputs(nb, by_bytes) for file, nb in notebooks.items()}  # cells moved by one
     for i, (file, notebook) in enumerate(entries):
         nb = notebooks[file]
         _anchor_figures(nb, [p for p in placed[file] if where.get(p[2]) == file])
@@ -233,6 +297,12 @@ def build(params: Params, out: Path | None = None) -> Path:
             "workbook_nav": _nav(entries, file, params), "workbook_footer": _footer(entries, i),
             "workbook_provenance": line, "metadata": {"name": notebook.stem}})
         runs.atomic_write_text(out / file, body)
+    glossary = glossary_notebook()
+    glossary.metadata["title"] = "Glossary"
+    body, _ = exporter.from_notebook_node(glossary, resources={
+        "workbook_nav": _nav(entries, GLOSSARY_PAGE, params), "workbook_footer": f'<a href="{INDEX}">findings</a>',
+        "workbook_provenance": "docs/glossary.md: every term and symbol the pages print", "metadata": {"name": "glossary"}})
+    runs.atomic_write_text(out / GLOSSARY_PAGE, body)
     return out / INDEX
 
 

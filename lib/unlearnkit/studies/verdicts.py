@@ -30,6 +30,7 @@ from ..claims import (
     PARTLY_HOLDS,
     REPRODUCED,
     SCHOLTEN,
+    SEEDS_FOR_A_VERDICT,
     TOFU,
     VERDICTS,
     WANG,
@@ -358,6 +359,46 @@ def table(verdicts: Sequence[Verdict], seed: int | None = None,
         row["figure"] = v.figure
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _failing_parts(v: Verdict) -> list[tuple[str, int]]:
+    """The parts of a finding that failed, with the number of seeds each failed on, most frequent first."""
+    counted: dict[str, int] = {}
+    for record in v.per_seed:
+        for name, holds in (record.get("parts") or {}).items():
+            if not holds:
+                counted[name] = counted.get(name, 0) + 1
+    return sorted(counted.items(), key=lambda item: -item[1])
+
+
+def _page(v: Verdict) -> str:
+    return f"{v.notebook}.html"
+
+
+def story(verdicts: Sequence[Verdict]) -> str:
+    """The front page's opening, generated from the findings: per paper, how many of its findings hold over the seeds
+    and, for each that does not, which of its parts fail and on how many seeds, linking the page that explains it."""
+    seeds = sorted({s for v in verdicts for s in v.seeds})
+    caution = ("one training seed: read every verdict as that seed's outcome" if len(seeds) == 1 else
+               f"{len(seeds)} training seeds ({', '.join(map(str, seeds))})" + (
+                   "; fewer than five, so no verdict here is confident (docs/metrics.md §8)"
+                   if len(seeds) < SEEDS_FOR_A_VERDICT else ""))
+    lines = [f"Judged over {caution}."]
+    for paper in PAPERS:
+        mine = [v for v in verdicts if v.paper == paper and v.verdict in (REPRODUCED, PARTLY, NOT)]
+        if not mine:
+            continue
+        by = {verdict: [v for v in mine if v.verdict == verdict] for verdict in (REPRODUCED, PARTLY, NOT)}
+        head = (f"**{paper}**: {len(by[REPRODUCED])} of {len(mine)} findings reproduced"
+                + (f" ({names(v.short for v in by[REPRODUCED])})" if 0 < len(by[REPRODUCED]) <= 6 else "")
+                + f", {len(by[PARTLY])} partly, {len(by[NOT])} not reproduced.")
+        lines.append(head)
+        for v in by[NOT] + by[PARTLY]:
+            failing = _failing_parts(v)
+            why = ("; ".join(f"{name} fails on {n} of {v.n} seed{'s' if v.n > 1 else ''}" for name, n in failing[:3])
+                   if failing else f"fails on {v.fails} of {v.n} seed{'s' if v.n > 1 else ''}")
+            lines.append(f"- [{v.short}]({_page(v)}), *{v.verdict}*: {why}.")
+    return "\n".join(lines)
 
 
 def key_figures(verdicts: Sequence[Verdict]) -> list[str]:

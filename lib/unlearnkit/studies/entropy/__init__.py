@@ -64,6 +64,7 @@ from .readout import (  # noqa: F401
     fig3_models,
     findings,
     most_leaking,
+    per_item,
     run_meta,
     temperature_text,
 )

@@ -39,6 +39,24 @@ def fig3_models(table: pd.DataFrame, results: Mapping[str, SampledScores], alone
     return {f"{alone_run} (alone)": results[alone_run], f"{eo_run} (EO)": results[eo_run]}, note
 
 
+def per_item(results: Mapping[str, SampledScores], alpha: float) -> dict[str, dict[str, list]]:
+    """Per model, per forget question, what notebook 06 sampled and scored, for per_item.json like the other
+    notebooks: greedy and sampled ROUGE-L (mean, sd with 1/n), the leak rate and its bound M_bin, the certainty c(x),
+    self-BLEU, the greedy answer and the first samples."""
+    out: dict[str, dict[str, list]] = {}
+    for name, r in results.items():
+        item = {"question": list(r.questions), "greedy_answer": list(r.greedy_answers),
+                "samples": [list(s) for s in r.examples], "greedy_leak": r.greedy_leak.astype(int).tolist(),
+                "leak_rate": r.leak.mean(axis=1).tolist(),
+                "M_bin": np.atleast_1d(bounds.binary_leakage_bound(r.leak, alpha)).tolist(),
+                "certainty": r.certainty.tolist(), "self_bleu": r.self_bleu.tolist()}
+        if r.rouge is not None and r.greedy_rouge is not None:
+            item.update(greedy_rouge=r.greedy_rouge.tolist(), rouge_mean=r.rouge.mean(axis=1).tolist(),
+                        rouge_sd=r.rouge.std(axis=1).tolist())
+        out[name] = item
+    return out
+
+
 def curves_text(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> str:
     """The mean general leakage bound at ``threshold`` of each curve model and its sampled sd; a value at the DKW
     floor ε (no sample above the threshold on any question) is named as the floor, not read as a measured leak."""
