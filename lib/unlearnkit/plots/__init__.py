@@ -14,13 +14,72 @@ import matplotlib.pyplot as plt
 from .. import runs
 from ..config import Params
 
+#: The resolution every figure is saved at (``savefig.dpi`` of :func:`set_style`).
+SAVE_DPI = 120
+#: The width, in CSS px, a figure is shown at in the HTML report when its PNG is wider: the report's template
+#: (nbconvert's JupyterLab template, lib/unlearnkit/report/workbook_html) shows images at ``max-width: 100%`` of a
+#: fluid output column with no width of its own (it follows the reader's window), so the workbook takes 1,000 px,
+#: a laptop's window less the page's margins. A narrower PNG is shown at its own pixel size.
+CONTENT_WIDTH_PX = 1000
+#: The smallest height (px, as shown in the report) of any text of a figure (issue #36, every figure legible).
+MIN_TEXT_PX = 9.0
+
 
 def set_style() -> None:
     import seaborn as sns
 
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
-    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 120, "figure.autolayout": False,
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": SAVE_DPI, "figure.autolayout": False,
                          "svg.hashsalt": "unlearnkit", "axes.titleweight": "bold"})
+
+
+def shown_scale(fig, shown_width_px: float = CONTENT_WIDTH_PX, dpi: float = SAVE_DPI) -> float:
+    """How much the report shrinks ``fig`` saved as :func:`save_to` saves it (``bbox_inches="tight"`` at ``dpi``):
+    ``shown_width_px`` over the PNG's width, at most 1 (a narrower PNG is shown at its own size)."""
+    box = fig.get_tightbbox()  # inches, what bbox_inches="tight" keeps, before its padding
+    natural = (box.width + 2 * plt.rcParams["savefig.pad_inches"]) * dpi
+    return min(1.0, shown_width_px / natural)
+
+
+def drawn_texts(fig) -> list:
+    """Every text artist ``fig`` draws, with non-empty text: titles, axis and tick labels (of the ticks in view),
+    legend entries and titles, annotations (those whose point is shown), texts, colorbar labels. Found by drawing
+    the figure (without rendering) and noting each text that gets past matplotlib's own visibility checks."""
+    from matplotlib.text import Text
+
+    drawn: list = []
+    original = Text.draw
+
+    def note(self, renderer):
+        if self.get_visible() and self.get_text().strip() and (self.get_alpha() is None or self.get_alpha() > 0):
+            drawn.append(self)
+        return original(self, renderer)
+
+    Text.draw = note
+    try:
+        fig.draw_without_rendering()
+    finally:
+        Text.draw = original
+    return list(dict.fromkeys(drawn))
+
+
+def smallest_text_px(fig, shown_width_px: float = CONTENT_WIDTH_PX, dpi: float = SAVE_DPI, with_text: bool = False):
+    """The height in px of the smallest text of ``fig`` (its font size) as the report shows the figure: saved at
+    ``dpi`` and shown at most ``shown_width_px`` wide, s points are ``s * dpi / 72 * min(1, shown / PNG width)`` px.
+    With ``with_text``, ``(px, text)``, the offending string too. Issue #36 asks at least :data:`MIN_TEXT_PX`.
+    A figure without text gives ``inf``."""
+    texts = drawn_texts(fig)
+    scale = shown_scale(fig, shown_width_px, dpi)
+    if not texts:
+        return (float("inf"), "") if with_text else float("inf")
+    smallest = min(texts, key=lambda t: t.get_fontsize())
+    px = smallest.get_fontsize() * dpi / 72.0 * scale
+    return (px, smallest.get_text()) if with_text else px
+
+
+def legible(fig, shown_width_px: float = CONTENT_WIDTH_PX, dpi: float = SAVE_DPI) -> bool:
+    """Whether every text of ``fig`` is at least :data:`MIN_TEXT_PX` tall as the report shows it."""
+    return smallest_text_px(fig, shown_width_px, dpi) >= MIN_TEXT_PX
 
 
 def figure_path(name: str, params: Params) -> Path:
@@ -180,21 +239,34 @@ def run_colors(names) -> dict[str, tuple]:
 
 
 def tradeoff(table, x: str = "model_utility", y: str = "forget_quality", log_y: bool = True,
-             title: str = "Forget quality against model utility", ax=None, colors: dict | None = None):
-    """One labelled point per model: the unlearning trade-off (up and right is better)."""
+             title: str = "Forget quality against model utility", ax=None, colors: dict | None = None,
+             labels: bool = True):
+    """One labelled point per model: the unlearning trade-off (up and right is better). Without ``labels`` the
+    points only: a caller that lays out its figure names them afterwards (:func:`tradeoff_labels`)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4.5))
     colors = colors or run_colors(table.index)
     for name, row in table.iterrows():
         marker = "s" if row.get("kind") == "notebook 01" else "o"
         ax.scatter(row[x], row[y], s=60, marker=marker, color=colors.get(name, "black"))
-        ax.annotate(name, (row[x], row[y]), textcoords="offset points", xytext=(5, 4), fontsize="small")
     ax.set(xlabel=x.replace("_", " "), ylabel=y.replace("_", " "), title=title)
     if log_y:
         ax.set_yscale("log")
         if y == "forget_quality":
             ax.set_ylim(top=3)  # a p-value: nothing above 1
+    ax.margins(x=0.1)
+    if labels:
+        ax.figure.tight_layout()
+        tradeoff_labels(ax, table, x, y)
     return ax.figure
+
+
+def tradeoff_labels(ax, table, x: str = "model_utility", y: str = "forget_quality") -> None:
+    """The name of each point of :func:`tradeoff`, clear of the markers and of each other (:func:`_labels_apart`)."""
+    import numpy as np
+
+    _labels_apart(ax, [(row[x], row[y], str(name), 60.0) for name, row in table.iterrows()
+                       if np.isfinite(row[x]) and np.isfinite(row[y]) and (row[y] > 0 or ax.get_yscale() != "log")])
 
 
 def step_curves(curves, key: str, title: str, ax=None, xlabel: str = "step", reference: float | None = None,
@@ -264,11 +336,13 @@ def unlearning_comparison(comparison, trajectories: Mapping[str, Sequence[Mappin
                           target_forget_rouge: float):
     """Notebook 02: every run so far, forget quality against model utility and forget ROUGE along each run."""
     colors = run_colors(comparison.index)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    tradeoff(comparison, ax=axes[0], colors=colors)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    tradeoff(comparison, ax=axes[0], colors=colors, labels=False)
     step_curves(trajectories, "forget_rouge", "Forget ROUGE-L recall along unlearning", ax=axes[1],
                 reference=target_forget_rouge, colors=colors)
+    axes[1].legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
+    tradeoff_labels(axes[0], comparison)
     return fig
 
 
@@ -277,47 +351,115 @@ MIA_COLUMNS = ("mia_loss_auc", "mia_zlib_auc", "mia_mink_auc", "mia_minkpp_auc",
                "mia_reference_auc")
 
 
-def _labels_apart(ax, points: Sequence[tuple[float, float, str]], gap: float = 11.0) -> None:
-    """Name each point beside it, moving a label up (with a thin line back to its point) where it would overprint
-    another label: the runs of a comparison crowd in a few places (utility near the target's, privleak near -100)."""
+def _renderer(fig):
+    """A renderer of ``fig`` to measure text with (Agg's, as every backend the workbook uses draws with)."""
+    canvas = fig.canvas
+    if hasattr(canvas, "get_renderer"):
+        return canvas.get_renderer()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    return FigureCanvasAgg(fig).get_renderer()
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """The area two boxes (x0, y0, x1, y1) share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _labels_apart(ax, points: Sequence[tuple[float, float, str, float]], fontsize: float = 10.0) -> None:
+    """Name each point (x, y, name, marker size in points², as ``scatter``'s ``s``) beside it, clear of every
+    marker and of every label placed before: right of its marker if that is free, else left, above, below, a
+    diagonal, then further up or down with a thin line back to its point (the runs of a comparison crowd in a few
+    places: utility near the target's, privleak near -100). Call it once the axes' limits and the figure's layout
+    are final: it places the labels in display space."""
     fig = ax.figure
-    fig.canvas.draw()  # the limits and the transform as they will be drawn
-    placed: list[tuple[float, float, float]] = []  # x0, x1, y of every label, in display points
-    for x, y, name in sorted(points, key=lambda p: ax.transData.transform((p[0], p[1]))[1]):
-        px, py = ax.transData.transform((x, y))
-        width = 6.0 * len(name) * fig.dpi / 72.0
-        ly = py
-        for x0, x1, y0 in sorted(placed, key=lambda r: r[2]):
-            if x0 < px + 5 + width and px + 5 < x1 and abs(ly - y0) < gap * fig.dpi / 72.0:
-                ly = y0 + gap * fig.dpi / 72.0
-        placed.append((px + 5, px + 5 + width, ly))
-        offset = (5.0, (ly - py) * 72.0 / fig.dpi + 3.0)
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=offset, fontsize="small",
-                    arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5} if ly - py > 1 else None)
+    renderer = _renderer(fig)
+    px_per_pt = fig.dpi / 72.0
+    gap = 2.0 * px_per_pt
+    frame = ax.get_window_extent(renderer)
+    centres = [(*ax.transData.transform((x, y)), (s ** 0.5) / 2 * px_per_pt + 1) for x, y, _, s in points]
+    obstacles = [(cx - r, cy - r, cx + r, cy + r) for cx, cy, r in centres]
+    order = sorted(range(len(points)), key=lambda i: (-centres[i][1], centres[i][0]))
+    for i in order:
+        x, y, name, _ = points[i]
+        cx, cy, r = centres[i]
+        probe = ax.text(x, y, name, fontsize=fontsize)
+        box = probe.get_window_extent(renderer)
+        probe.remove()
+        w, h = box.width, box.height
+        near = [(cx + r + gap, cy - h / 2), (cx - r - gap - w, cy - h / 2), (cx - w / 2, cy + r + gap),
+                (cx - w / 2, cy - r - gap - h), (cx + 0.7 * r + gap, cy + 0.7 * r), (cx + 0.7 * r + gap, cy - 0.7 * r - h),
+                (cx - 0.7 * r - gap - w, cy + 0.7 * r), (cx - 0.7 * r - gap - w, cy - 0.7 * r - h)]
+        far = [(cx + side * (r + 4 * gap + shift * h) - (w if side < 0 else 0), cy - h / 2 + k * (h + gap))
+               for k in range(-15, 16) for side in (1, -1) for shift in range(0, 12, 2) if k or shift]
+        far.sort(key=lambda c: (c[0] + (w / 2) - cx) ** 2 + (c[1] + h / 2 - cy) ** 2)  # the nearest free place
+        best, best_cost, best_line = (0, *near[0]), None, []
+        for j, (x0, y0) in enumerate(near + far):
+            candidate = (x0, y0, x0 + w, y0 + h)
+            outside = (max(0.0, frame.x0 - x0) + max(0.0, x0 + w - frame.x1) + max(0.0, frame.y0 - y0)
+                       + max(0.0, y0 + h - frame.y1))
+            cost = sum(_overlap(candidate, o) for o in obstacles) + 50.0 * outside * h
+            line = []
+            if j >= len(near):  # the thin line back to the point: through no marker or label but its own
+                ex, ey = (x0 if x0 > cx else x0 + w), y0 + h / 2
+                line = [(cx + (ex - cx) * t, cy + (ey - cy) * t) for t in (0.2, 0.35, 0.5, 0.65, 0.8, 0.95)]
+                line = [(lx - 1, ly - 1, lx + 1, ly + 1) for lx, ly in line if (lx - cx) ** 2 + (ly - cy) ** 2 > r * r]
+                cost += w * h * sum(any(_overlap(b, o) > 0 for o in obstacles[:len(points)] if o != obstacles[i])
+                                    or any(_overlap(b, o) > 0 for o in obstacles[len(points):]) for b in line)
+            if best_cost is None or cost < best_cost:
+                best, best_cost, best_line = (j, x0, y0), cost, line
+            if cost == 0:
+                break
+        j, x0, y0 = best
+        obstacles.extend(best_line)
+        leader = None
+        if j >= len(near):
+            leader = {"arrowstyle": "-", "color": "grey", "lw": 0.6, "shrinkA": 0, "shrinkB": r / px_per_pt,
+                      "relpos": (0.0, 0.5) if x0 > cx else (1.0, 0.5)}
+        ax.annotate(name, (x, y), xytext=((x0 - cx) / px_per_pt, (y0 - cy) / px_per_pt), textcoords="offset points",
+                    fontsize=fontsize, ha="left", va="bottom", zorder=4, arrowprops=leader)
+        obstacles.append((x0, y0, x0 + w, y0 + h))
+
+
+def _missing_cells(ax, values, text: str = "n/a", fontsize: float = 10.0) -> None:
+    """Hatch and mark ``text`` each cell of an ``imshow`` of ``values`` that has no value (NaN)."""
+    import numpy as np
+
+    for i, j in zip(*np.nonzero(~np.isfinite(values))):
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="0.55", hatch="///",
+                                   lw=0.0, zorder=2))
+        ax.text(j, i, text, ha="center", va="center", fontsize=fontsize, color="0.2", zorder=3,
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})
 
 
 def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] | None = None):
     """Notebook 02: open-unlearning's TOFU summary of every run (docs/metrics.md §9). (a) privleak against model
     utility: 0 is the retain model's level, strongly negative is under-unlearned, positive over-unlearned; (b)
     extraction strength against forget quality; (c) every membership-inference AUC per model, 0.5 (white) meaning
-    forget and holdout authors look alike, above it (red) the forget authors look like training members.
+    forget and holdout authors look alike, above it (red) the forget authors look like training members; a value
+    a model has not (the reference attack of the retain model, which is its own reference) is a hatched "n/a".
     ``reference`` names the retain model's row; ``options``, the scoring options where the workbook and
     open-unlearning differ, are named under the title, so a reader comparing with a published table knows them."""
+    import textwrap
+
     import numpy as np
 
     colors = run_colors(table.index)
-    fig = plt.figure(figsize=(16, 6))
-    grid = fig.add_gridspec(1, 3, width_ratios=[1, 1, 1.1])
-    axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
+    heat_height = max(2.6, 0.36 * len(table) + 1.2)
+    fig = plt.figure(figsize=(13, 4.9 + heat_height))
+    grid = fig.add_gridspec(2, 8, height_ratios=[4.9, heat_height])
+    axes = [fig.add_subplot(grid[0, :4]), fig.add_subplot(grid[0, 4:]), fig.add_subplot(grid[1, 2:7])]
+    scattered: list[list[tuple[float, float, str, float]]] = []
     for ax, (x, y) in zip(axes[:2], [("model_utility", "privleak"), ("forget_quality", "extraction_strength")]):
         points = []
         for name, row in table.iterrows():
             if not (np.isfinite(row.get(x, np.nan)) and np.isfinite(row.get(y, np.nan))):
                 continue
+            size = 200 if name == reference else 60
             marker = "*" if name == reference else "s" if row.get("kind") == "notebook 01" else "o"
-            ax.scatter(row[x], row[y], s=200 if name == reference else 60, marker=marker, color=colors[name],
-                       zorder=3, edgecolor="black" if name == reference else None)
-            points.append((row[x], row[y], str(name)))
+            ax.scatter(row[x], row[y], s=size, marker=marker, color=colors[name], zorder=3,
+                       edgecolor="black" if name == reference else None)
+            points.append((row[x], row[y], str(name), float(size)))
         if y == "privleak":
             ax.axhline(0, color="grey", ls="--", lw=1)
             ax.set(xlabel="model utility", ylabel="privleak (%)",
@@ -326,10 +468,11 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
             ax.set_xscale("log")
             ax.set(xlabel="forget quality (KS p-value)", ylabel="extraction strength on forget",
                    title="(b) extraction strength against forget quality")
-        _labels_apart(ax, points)
+        ax.margins(x=0.12, y=0.12)
+        scattered.append(points)
     columns = [c for c in MIA_COLUMNS if c in table.columns]
     values = table[columns].astype(float).to_numpy() if columns else np.zeros((len(table), 0))
-    image = axes[2].imshow(values, cmap="RdBu_r", vmin=0.0, vmax=1.0, aspect="auto")
+    image = axes[2].imshow(np.ma.masked_invalid(values), cmap="RdBu_r", vmin=0.0, vmax=1.0, aspect="auto")
     axes[2].set_xticks(range(len(columns)), [c.removeprefix("mia_").removesuffix("_auc") for c in columns],
                        rotation=30, ha="right")
     axes[2].set_yticks(range(len(table)), [f"{n} (retain)" if n == reference else n for n in table.index])
@@ -337,15 +480,18 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
         for j in range(values.shape[1]):
             if np.isfinite(values[i, j]):
                 dark = abs(values[i, j] - 0.5) > 0.3
-                axes[2].text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize="x-small",
+                axes[2].text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=10,
                              color="white" if dark else "black")
+    _missing_cells(axes[2], values)
     axes[2].grid(False)
-    axes[2].set_title("(c) membership-inference AUC, forget against holdout")
-    fig.colorbar(image, ax=axes[2], fraction=0.04, label="AUC (> 0.5: forget items look like members)")
+    axes[2].set_title("(c) membership-inference AUC, forget against holdout (n/a: no value)")
+    fig.colorbar(image, ax=axes[2], fraction=0.05, label="AUC (> 0.5: forget items\nlook like members)")
     if options:
-        fig.suptitle("scoring options (docs/metrics.md §9; open-unlearning's in brackets): "
-                     + ", ".join(f"{k} {v}" for k, v in options.items()), fontsize="medium", y=1.0)
+        fig.suptitle(textwrap.fill("scoring options (docs/metrics.md §9; open-unlearning's in brackets): "
+                                   + ", ".join(f"{k} {v}" for k, v in options.items()), 130), fontsize=11)
     fig.tight_layout()
+    for ax, points in zip(axes[:2], scattered):
+        _labels_apart(ax, points)
     return fig
 
 
@@ -354,34 +500,50 @@ VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced"
                   "fact": "#8c8c8c"}
 
 
-def findings_overview(table, seeds: Sequence[int] | None = None):
-    """Notebook 08 and the README: one tile per finding, grouped by paper, coloured by its verdict over the training
-    seeds (``seeds``, named in the title) and labelled with the notebook it comes from; a reader sees at a glance which
-    findings came back at this profile's scale."""
+def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6):
+    """Notebook 08 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
+    with more takes several lines), coloured by its verdict over the training seeds (``seeds``, named in the title)
+    and labelled with the notebook it comes from; a reader sees at a glance which findings came back at this
+    profile's scale."""
+    import math
     import textwrap
 
     papers = list(dict.fromkeys(table["paper"]))
-    rows = [table[table["paper"] == paper] for paper in papers]
-    width = max(len(r) for r in rows)
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.45 * width + 3.2), 0.95 * len(papers) + 1.2))
-    for y, part in enumerate(rows):
-        for x, (_, row) in enumerate(part.iterrows()):
+    parts = [table[table["paper"] == paper] for paper in papers]
+    ncols = max(1, min(ncols, max(len(part) for part in parts)))
+    lines = [max(1, math.ceil(len(part) / ncols)) for part in parts]
+    gap = 0.25  # between two papers, in tile heights
+    height = sum(lines) + gap * (len(papers) - 1)
+    tile_w, tile_h = 1.4, 0.78  # inches
+    fig, ax = plt.subplots(figsize=(2.7 + tile_w * ncols, tile_h * height + 1.9))
+    top, ticks = 0.0, []
+    for paper, part, count in zip(papers, parts, lines):
+        for k, (_, row) in enumerate(part.iterrows()):
+            x, y = k % ncols, top + k // ncols
             color = VERDICT_COLORS.get(row["verdict"], "#ffffff")
             ax.add_patch(plt.Rectangle((x + 0.04, y + 0.06), 0.92, 0.88, color=color))
-            name = "\n".join(textwrap.wrap(row.get("short") or "", 12) + [row["notebook"][:2]])
-            ax.text(x + 0.5, y + 0.5, name, ha="center", va="center", fontsize="small",
+            short = textwrap.wrap(str(row.get("short") or ""), 13)
+            name = "\n".join(short[:2] + [f"nb {row['notebook'][:2]}"])
+            ax.text(x + 0.5, y + 0.5, name, ha="center", va="center", fontsize=10, linespacing=1.15,
                     color="white" if row["verdict"] in ("reproduced", "not reproduced") else "black")
-    ax.set_xlim(0, width)
-    ax.set_ylim(len(papers), 0)
-    ax.set_yticks([y + 0.5 for y in range(len(papers))], ["\n".join(textwrap.wrap(p, 28)) for p in papers])
+        name, cited, citation = str(paper).partition(" (")  # the citation on lines of its own
+        ticks.append((top + count / 2, "\n".join(textwrap.wrap(name, 24) + textwrap.wrap("(" + citation, 24)
+                                                 if cited else textwrap.wrap(name, 24))))
+        top += count + gap
+    ax.set_xlim(0, ncols)
+    ax.set_ylim(height, 0)
+    ax.set_yticks([t for t, _ in ticks], [label for _, label in ticks], fontsize=11)
+    ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     ax.grid(False)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for v, c in VERDICT_COLORS.items() if v in set(table["verdict"])]
-    labels = [v for v in VERDICT_COLORS if v in set(table["verdict"])]
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(labels), frameon=False)
+    shown = [v for v in VERDICT_COLORS if v in set(table["verdict"])]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=VERDICT_COLORS[v]) for v in shown]
+    ax.legend(handles, shown, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=len(shown), frameon=False,
+              fontsize=11)
     over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
-    ax.set_title(f"Each finding of each paper, by its verdict{over} (tile: the finding, its notebook)")
+    ax.set_title(textwrap.fill(f"Each finding of each paper, by its verdict{over} (tile: the finding, the notebook "
+                               "it comes from)", 80), fontsize=12)
     fig.tight_layout()
     return fig

@@ -22,22 +22,27 @@ def _shorten(text: str, width: int = 48) -> str:
 
 
 def plot_score_distributions(scored: Scored, table: pd.DataFrame, chosen: Sequence[int], model: str,
-                             threshold: float, measures: str):
-    """Fig. 6 top: for each chosen request, the histogram of its n sampled scores h, their mean (dashed) and the
-    greedy answer's score (red), with the threshold that makes an answer count for M_bin (grey)."""
-    fig, axes = plt.subplots(1, len(chosen), figsize=(3.3 * len(chosen), 2.8), squeeze=False, sharey=True)
+                             threshold: float, measures: str, ncols: int = 2):
+    """Fig. 6 top: for each chosen request (``ncols`` a row), the histogram of its n sampled scores h, their mean
+    (dashed) and the greedy answer's score (red), with the threshold that makes an answer count for M_bin (grey)."""
+    ncols = max(1, min(ncols, len(chosen)))
+    nrows = -(-len(chosen) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.1 * nrows), squeeze=False, sharey=True)
+    for ax in list(axes.flat)[len(chosen):]:
+        ax.set_axis_off()
     bins = np.linspace(0, 1, 21)
-    for ax, index in zip(axes[0], chosen):
+    for ax, index in zip(axes.flat, chosen):
         h = scored.h[index]
         ax.hist(h, bins=bins, color=GROUP_COLORS.get(table.loc[index, "group"], "C0"), alpha=0.75)
         ax.axvline(h.mean(), color="k", ls="--", lw=1, label=f"sampled mean {h.mean():.2f}")
         ax.axvline(scored.greedy_h[index], color="C3", lw=2, label=f"greedy {scored.greedy_h[index]:.2f}")
         ax.axvline(threshold, color="0.6", lw=1, ls=":")
-        ax.set_title(f"{_shorten(table.loc[index, 'goal'], 40)}\n[{table.loc[index, 'category']}, "
-                     f"{table.loc[index, 'group']}; {table.loc[index, 'sampled_share']:.0%} comply]", fontsize=8)
+        ax.set_title(f"{_shorten(table.loc[index, 'goal'], 44)}\n[{table.loc[index, 'category']}, "
+                     f"{table.loc[index, 'group']}; {table.loc[index, 'sampled_share']:.0%} comply]", fontsize=9)
         ax.set_xlabel(f"h = P({measures.split(' ')[0]})")
-        ax.legend(fontsize=7, loc="upper center")
-    axes[0][0].set_ylabel(f"answers of n = {scored.h.shape[1]}")
+        ax.legend(fontsize=9, loc="upper center")
+    for row in axes:
+        row[0].set_ylabel(f"answers of n = {scored.h.shape[1]}")
     fig.suptitle(f"{model}: sampled scores of single requests against the greedy score", y=1.04)
     fig.tight_layout()
     return fig
@@ -72,7 +77,7 @@ def plot_binary_bounds(tables: Mapping[str, pd.DataFrame], n: int, alpha: float,
         ax.set_xticks([])
         ax.set_xlabel("requests (sorted per group)")
     axes[0][0].set_ylabel(f"M_bin (α = {alpha}, n = {n})")
-    axes[0][0].legend(fontsize=7, title="filled: greedy safe", title_fontsize=7, loc="lower right")
+    axes[0][0].legend(fontsize=9, title="filled: greedy safe", title_fontsize=9, loc="lower right")
     fig.tight_layout()
     return fig
 
@@ -88,7 +93,7 @@ def plot_category_bounds(frame: pd.DataFrame, measures: str):
         ax.set_xticks(range(table.shape[1]), table.columns, rotation=30, ha="right")
         ax.set_yticks(range(table.shape[0]), table.index)
         for (i, j), value in np.ndenumerate(table.to_numpy()):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                     color="white" if value > (0.6 if column != "M_sigma" else 0.3) else "black")
         ax.set_title(title)
         ax.grid(False)
@@ -120,7 +125,7 @@ def plot_strength_summary(summary: pd.DataFrame):
         ax.set_xlabel("epochs of alignment toward refusal")
         ax.set_ylim(-0.03, 1.03)
     axes[0].set_ylabel("share of requests")
-    axes[0].legend(fontsize=8)
-    axes[1].legend(fontsize=7)
+    axes[0].legend(fontsize=9.5)
+    axes[1].legend(fontsize=9.5)
     fig.tight_layout()
     return fig

@@ -81,9 +81,19 @@ def plot_ps_lines(ax, table: pd.DataFrame, control: str, before: PSProfile | Non
 def shared_legend(fig, ax, ncol: int = 4):
     """One legend below a row of panels, from the handles of ``ax`` (it would hide data inside a panel)."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize="small",
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=10,
                frameon=False)
     return fig
+
+
+def _row_labels(axes) -> None:
+    """In each row of panels sharing y, the y tick labels and the label on the first panel that is drawn (not the
+    first column when its panel is switched off: a method that is not capped), none on the others."""
+    for row in axes:
+        shown = [ax for ax in row if ax.axison]
+        for k, ax in enumerate(shown):
+            ax.tick_params(labelleft=k == 0)
+            ax.set_ylabel("PS" if k == 0 else "")
 
 
 def plot_trajectory(table: pd.DataFrame, before: PSProfile, tolerances: Tolerances, title: str = ""):
@@ -93,13 +103,13 @@ def plot_trajectory(table: pd.DataFrame, before: PSProfile, tolerances: Toleranc
     left.plot(table["t"], table[f"{HELDOUT}_nll"], marker="o", ms=4, color="C0",
               label="retain risk (held-out retain NLL)")
     left.set(xlabel="step t", ylabel="mean answer NLL (log scale)", yscale="log", title="Risks along the run")
-    left.legend(fontsize="small")
+    left.legend(fontsize=10)
     right.plot(table["t"], table[f"{HELDOUT}_ps_exact"], marker="o", ms=4, color="C0", label="held-out retain")
     right.plot(table["t"], table[f"{FORGET}_ps_exact"], marker="s", ms=4, color="C3", label="forget")
     right.axhline((1 - tolerances.retain) * before[HELDOUT]["ps_exact"], color="C0", ls=":", lw=1,
                   label=f"{1 - tolerances.retain:.0%} of held-out retain before")
     right.set(xlabel="step t", ylabel="PS-exact", title="Parameterisation strength along the run", ylim=(-0.03, 1.05))
-    right.legend(fontsize="small")
+    right.legend(fontsize=10)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -110,32 +120,38 @@ def controls_figure(sweeps: Mapping[str, pd.DataFrame], before: PSProfile, toler
                     title: str = "GD under three controls"):
     """Wang et al.'s Fig. 2 analogue: one panel per control's sweep (``sweeps`` keyed by ``delta``, ``t``, ``a``),
     each with its pass floors and best passing setting; the caps δ on a log axis."""
-    fig, axes = plt.subplots(1, len(sweeps), figsize=(16 / 3 * len(sweeps), 4.3), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(13 / 3 * len(sweeps), 4.3), sharey=True, squeeze=False)
     fig.suptitle(title, y=1.02)
     for ax, (control, table) in zip(axes[0], sweeps.items()):
         best = best_passing(table, control)
         panel, xlabel = CONTROL_LABELS.get(control, (control, control))
         plot_ps_lines(ax, table, control, before, tolerances, title=panel, xlabel=xlabel, log_x=control == "delta",
                       best=None if best is None else best[control])
+    _row_labels(axes)
     fig.tight_layout()
-    return shared_legend(fig, axes[0][-1])
+    return shared_legend(fig, axes[0][-1], ncol=3)
 
 
-def mixing_figure(calibrations: Mapping[str, Calibration], before: PSProfile, tolerances: Tolerances):
-    """One panel per method: PS against the mixing coefficient a over its coarse and fine settings, with the
-    calibrated a marked."""
-    fig, axes = plt.subplots(1, len(calibrations), figsize=(3.6 * len(calibrations), 3.8), sharey=True,
-                             squeeze=False)
-    for ax, (method, calibration) in zip(axes[0], calibrations.items()):
+def mixing_figure(calibrations: Mapping[str, Calibration], before: PSProfile, tolerances: Tolerances,
+                  ncols: int = 3):
+    """One panel per method (``ncols`` a row): PS against the mixing coefficient a over its coarse and fine
+    settings, with the calibrated a marked."""
+    ncols = max(1, min(ncols, len(calibrations)))
+    nrows = -(-len(calibrations) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.6 * nrows), sharey=True, squeeze=False)
+    for ax, (method, calibration) in zip(axes.flat, calibrations.items()):
         plot_ps_lines(ax, calibration.table, "a", before, tolerances, title=method, best=calibration.best)
+    for ax in list(axes.flat)[len(calibrations):]:
+        ax.set_axis_off()
+    _row_labels(axes)
     fig.tight_layout()
-    return shared_legend(fig, axes[0][0])
+    return shared_legend(fig, axes[0][0], ncol=3)
 
 
 def interference_figure(tables: Mapping[str, pd.DataFrame], before: PSProfile, tolerances: Tolerances):
     """Held-out retain PS-exact and PS-perturb, and forget PS-exact, along each interference run against its epoch
     (runs at other learning rates share epochs, not steps), with the pass floors."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.0), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.0), sharey=True)
     panels = ((f"{HELDOUT}_ps_exact", "held-out retain PS-exact", before[HELDOUT]["ps_exact"]),
               (f"{HELDOUT}_ps_perturb", "held-out retain PS-perturb", before[HELDOUT]["ps_perturb"]),
               (f"{FORGET}_ps_exact", "forget PS-exact", None))
@@ -148,7 +164,7 @@ def interference_figure(tables: Mapping[str, pd.DataFrame], before: PSProfile, t
                        label=f"{1 - tolerances.retain:.0%} of before")
         ax.set(xlabel="epoch", title=title, ylim=(-0.03, 1.05))
     axes[0].set_ylabel("PS")
-    axes[0].legend(fontsize="small")
+    axes[0].legend(fontsize=10)
     fig.suptitle("What erodes the held-out memory: the retain term alone and the learning rate")
     fig.tight_layout()
     return fig
@@ -158,13 +174,13 @@ def controls_grid_figure(method_controls: Mapping[str, MethodControls], before: 
     """Wang et al.'s Fig. 2 for every method: one row per run, one column per control (capping, early stopping,
     mixing), each panel with its pass floors and best passing setting; where capping does not apply, the reason."""
     controls = list(CONTROL_NAMES)
-    fig, axes = plt.subplots(len(method_controls), len(controls), figsize=(15, 3.1 * len(method_controls)),
+    fig, axes = plt.subplots(len(method_controls), len(controls), figsize=(13, 3.2 * len(method_controls)),
                              sharey=True, squeeze=False)
     for row, (run, mc) in zip(axes, method_controls.items()):
         for ax, control in zip(row, controls):
             if control not in mc.controls:
-                ax.text(0.5, 0.5, textwrap.fill(mc.not_capped or "not capped", 42), ha="center", va="center",
-                        fontsize="small", transform=ax.transAxes)
+                ax.text(0.5, 0.5, textwrap.fill(mc.not_capped or "not capped", 38), ha="center", va="center",
+                        fontsize=10, transform=ax.transAxes)
                 ax.set_title(f"{run}: {CONTROL_NAMES[control]}")
                 ax.axis("off")
                 continue
@@ -173,9 +189,10 @@ def controls_grid_figure(method_controls: Mapping[str, MethodControls], before: 
             xlabel = CONTROL_LABELS[control][1]
             plot_ps_lines(ax, calibration.table, control, before, tolerances, title=f"{run}: {CONTROL_NAMES[control]}",
                           xlabel=xlabel, log_x=control == "delta", best=None if best is None else best[control])
+    _row_labels(axes)
     fig.suptitle("Every method under the three controls (Wang et al.'s Fig. 2 per method)", y=1.0)
     fig.tight_layout()
-    return shared_legend(fig, axes[0][-1])
+    return shared_legend(fig, axes[0][-1], ncol=3)
 
 
 def splits_figure(table: pd.DataFrame, confidence: float = 0.95):
@@ -193,7 +210,7 @@ def splits_figure(table: pd.DataFrame, confidence: float = 0.95):
         ax.bar(list(x), calibrated, width, color="C0", yerr=errors, capsize=3, label="calibrated by mixing")
         ax.bar([i + width for i in x], part["forget PS-exact uncontrolled"], width, color="C3", label="uncontrolled")
         ax.set_xticks(list(x), [f"{r}\na={a:.2g}" if a is not None and a == a else f"{r}\nnone"
-                                for r, a in zip(part["run"], part["calibrated a"])], fontsize="small")
+                                for r, a in zip(part["run"], part["calibrated a"])], fontsize=10)
         ax.set(title=f"{split} ({int(part['forget items'].iloc[0])} forget items)", ylim=(0, 1.05))
     axes[0][0].set_ylabel("forget PS-exact")
     fig.suptitle(f"Model mixing calibrated on each forget split (bars: {confidence:.0%} bootstrap interval over items)")

@@ -14,16 +14,34 @@ __all__ = ["plot_table1", "plot_regime_eo", "plot_lambda_f_sweep", "plot_tempera
            "plot_ed_vs_utility", "plot_adaptive_sweep"]
 
 
-def plot_table1(table: pd.DataFrame):
+#: How the figures name the sd of a question's sampled scores (numpy's std: ddof 0, normalised by 1/n).
+SD_NOTE = "sd over a question's n samples, 1/n"
+
+
+def _collapsed(table: pd.DataFrame) -> np.ndarray:
+    """Per row, whether it is a collapsed final run (the ``collapsed`` column: True, False or None/NaN)."""
+    if "collapsed" not in table:
+        return np.zeros(len(table), dtype=bool)
+    return np.array([value is True or value == 1.0 for value in table["collapsed"]], dtype=bool)
+
+
+def plot_table1(table: pd.DataFrame, target_utility: float | None = None):
     """Table 1 as the paper defines it, like with like: per model our greedy ROUGE-L (cross), the sampled mean ± sd
-    (dot and bar) and the ED score, mean + ρ·sd (diamond); beside it, grey and hollow, the paper's greedy and ED score
-    for the method the model stands for. Models in the paper's regime (notebook 05's step) are drawn apart from
-    notebook 02's collapsed runs; right: model utility."""
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), gridspec_kw={"width_ratios": [2.4, 1]})
+    (dot and bar; the sd of each question's n samples with 1/n, averaged over questions) and the ED score, mean +
+    ρ·sd (diamond); beside it, grey and hollow, the paper's greedy and ED score for the method the model stands for.
+    Models are grouped by ``kind`` (in the paper's regime, notebook 05's step; notebook 02's final runs; EO in the
+    regime), and a final run the ``collapsed`` column marks collapsed is named "(collapsed)", its utility bar hatched.
+    Right: model utility, with ``target_utility`` (the target's, solid) and the share of it a run must keep (dashed)
+    when given."""
+    from ..studies.entropy.plan import UTILITY_KEPT
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.9), gridspec_kw={"width_ratios": [2.3, 1]})
     x = np.arange(len(table))
+    collapsed = _collapsed(table)
+    names = [f"{m} (collapsed)" if c else str(m) for m, c in zip(table.index, collapsed)]
     ax = axes[0]
     ax.errorbar(x - 0.14, table["ED mean"], yerr=table["ED sd"], fmt="o", color="C0", capsize=4,
-                label="this run: sampled mean ± sd")
+                label=f"this run: sampled mean ± sd ({SD_NOTE})")
     ax.plot(x - 0.14, table["ED score"], "D", color="C1", ms=6, label="this run: ED score (mean + ρ·sd)")
     ax.plot(x - 0.14, table["greedy ROUGE-L"], "x", color="C3", ms=9, mew=2, label="this run: greedy")
     paper = table.dropna(subset=["paper greedy"])
@@ -34,16 +52,31 @@ def plot_table1(table: pd.DataFrame):
     for i, kind in enumerate(kinds):
         where = np.flatnonzero(table["kind"].to_numpy() == kind)
         ax.axvspan(where.min() - 0.45, where.max() + 0.45, color=f"C{i + 4}", alpha=0.08, lw=0)
-        ax.text(where.mean(), 1.07, kind, ha="center", fontsize=8, color="0.3")
-    ax.set_xticks(x, table.index, rotation=30, ha="right")
+        ax.text(where.mean(), 1.07, kind, ha="center", fontsize=10, color="0.3")
+    ax.set_xticks(x, names, rotation=30, ha="right", fontsize=10)
     ax.set(ylabel="ROUGE-L recall on forget", ylim=(-0.03, 1.12))
-    ax.set_title("Table 1: greedy, the sampled mean and spread, the ED score", fontsize=10, pad=18)
+    ax.set_title("Table 1: greedy, the sampled mean and spread, the ED score", fontsize=12, pad=18)
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=5, frameon=False)
-    axes[1].bar(x, table["model utility"].astype(float), color=[f"C{kinds.index(k) + 4}" for k in table["kind"]])
-    axes[1].set_xticks(x, table.index, rotation=60, ha="right", fontsize=8)
-    axes[1].set(ylabel="model utility", ylim=(0, 1), title="Utility kept")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    bars = axes[1]
+    utility = table["model utility"].astype(float)
+    colours = [f"C{kinds.index(k) + 4}" for k in table["kind"]]
+    for xi, value, colour, hatched in zip(x, utility, colours, collapsed):
+        bars.bar(xi, value, color=colour, hatch="xx" if hatched else None, edgecolor="0.25" if hatched else colour)
+    if collapsed.any():
+        handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="0.25", hatch="xx"))
+        labels.append("hatched: collapsed final run (greedy ROUGE-L near 0 and utility lost)")
+    if target_utility is not None and np.isfinite(target_utility):
+        bars.axhline(target_utility, color="0.2", lw=1.2, label=f"target {target_utility:.2f}")
+        bars.axhline(UTILITY_KEPT * target_utility, color="0.2", lw=1.2, ls="--",
+                     label=f"{UTILITY_KEPT:.0%} of the target's")
+        more = bars.get_legend_handles_labels()
+        handles, labels = handles + more[0], labels + [f"utility: {label}" for label in more[1]]
+    top = max(1.05, float(np.nanmax(utility.to_numpy(), initial=0.0)) * 1.05)
+    bars.set_xticks(x, names, rotation=60, ha="right", fontsize=10)
+    bars.set(ylabel="model utility", ylim=(0, top))
+    bars.set_title("Utility kept", fontsize=12)
+    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.04 + 0.035 * -(-len(handles) // 3), 1, 1))
     return fig
 
 
@@ -51,9 +84,11 @@ def plot_regime_eo(table: pd.DataFrame):
     """EO where the paper's models are: per in-regime run and entropy placement (colour), against λ_f (0: the run
     alone), the sd of the sampled ROUGE-L, the ED score beside greedy ROUGE-L (dashed), the certainty c(x) on the
     model's own greedy answer, and utility."""
-    columns = (("ED sd", "sd of sampled ROUGE-L (forget)"), ("ED score", "ED score (solid), greedy (dashed)"),
+    columns = (("ED sd", "sd of sampled ROUGE-L (forget)\n(sd over a question's n samples, 1/n)"),
+               ("ED score", "ED score (solid), greedy (dashed)"),
                ("certainty", "certainty c(x) on own greedy answer"), ("model utility", "model utility"))
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+    fig, grid = plt.subplots(2, 2, figsize=(11, 7.4))
+    axes = list(grid.flat)
     placements = [p for p in dict.fromkeys(table["positions"]) if p != "none"]
     for b, (base, group) in enumerate(table.groupby("base", sort=False)):
         alone = group[group["lambda_f"] == 0]
@@ -70,9 +105,10 @@ def plot_regime_eo(table: pd.DataFrame):
         ax.set(xlabel="λ_f (0: the run alone)", ylabel=label)
     axes[0].set_ylim(bottom=0)
     axes[3].set_ylim(0, 1)
-    axes[0].legend(fontsize=7)
-    axes[0].set_title("EO on in-regime runs, by where the entropy is taken", fontsize=10)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=min(4, max(1, len(labels))), frameon=False)
+    fig.suptitle("EO on in-regime runs, by where the entropy is taken (colour: placement, marker: run)", fontsize=12)
+    fig.tight_layout(rect=(0, 0.03 + 0.035 * -(-len(labels) // 4), 1, 1))
     return fig
 
 
@@ -85,13 +121,14 @@ def plot_lambda_f_sweep(sweep: pd.DataFrame, paper_lambda_f: float = 1.0):
         x = group["lambda_f"].to_numpy()
         for ax, column in zip(axes, ("ED sd", "model utility", "certainty")):
             ax.plot(x, group[column].astype(float), "o-", color=f"C{i}", label=f"lr {lr:g}")
-    for ax, label in zip(axes, ("sd of sampled ROUGE-L (forget)", "model utility", "certainty c(x), forget")):
+    for ax, label in zip(axes, ("sd of sampled ROUGE-L (forget;\nsd over a question's n samples, 1/n)", "model utility",
+                                "certainty c(x), forget")):
         ax.set_xscale("symlog", linthresh=1)
         ax.axvline(paper_lambda_f, color="grey", ls=":", lw=1)
         ax.set(xlabel="λ_f (entropy weight on forget)", ylabel=label)
     axes[0].set_ylim(bottom=0)
-    axes[0].legend(fontsize=8)
-    axes[0].set_title(f"Fig. 4a: spread against λ_f (dotted: the paper's {paper_lambda_f:g})", fontsize=10)
+    axes[0].legend(fontsize=10)
+    axes[0].set_title(f"Fig. 4a: spread against λ_f (dotted: the paper's {paper_lambda_f:g})", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -103,7 +140,8 @@ def plot_temperature_sweep(table: pd.DataFrame):
         t = group.index.get_level_values("temperature")
         axes[0].plot(t, group["ED sd"], "o-", color=f"C{i}", label=run)
         axes[1].plot(t, group["leak rate"], "o-", color=f"C{i}", label=run)
-    axes[0].set(xlabel="temperature", ylabel="sd of sampled ROUGE-L (forget)", ylim=(0, None),
+    axes[0].set(xlabel="temperature", ylabel="sd of sampled ROUGE-L (forget;\nsd over a question's n samples, 1/n)",
+                ylim=(0, None),
                 title="Fig. 4b: spread against temperature")
     axes[1].set(xlabel="temperature", ylabel="share of samples naming the key", ylim=(0, None), title="Leak rate")
     axes[0].legend(fontsize=8)
@@ -154,7 +192,7 @@ def plot_ed_vs_utility(sweep: pd.DataFrame):
         ax.scatter([], [], color=f"C{i}", label=f"lr {lr:g}")
     for lambda_r, marker in markers.items():
         ax.scatter([], [], color="grey", marker=marker, label=f"λr {lambda_r:g}")
-    ax.set(xlabel="model utility", ylabel="ED score on forget (mean + ρ·sd)",
+    ax.set(xlabel="model utility", ylabel="ED score on forget (mean + ρ·sd,\nsd over a question's n samples, 1/n)",
            title="Fig. 5c: leakage under sampling against utility (numbers: λ_f)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()

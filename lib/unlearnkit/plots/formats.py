@@ -22,7 +22,7 @@ def plot_format_scores(scores, chance: Mapping[str, float | None], formats: Sequ
     formats = list(formats or format_order(scores))
     names = list(scores)
     nrows = math.ceil(len(formats) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.1 * nrows), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 3.1 * nrows), squeeze=False, sharey=True)
     x = np.arange(len(names))
     for ax, fmt in zip(axes.flat, formats):
         forget = [scores[m]["forget"].get(fmt, np.nan) for m in names]
@@ -35,7 +35,7 @@ def plot_format_scores(scores, chance: Mapping[str, float | None], formats: Sequ
             ax.axhline(scores[retain_model]["forget"].get(fmt, np.nan), color="C3", ls=":", lw=1.2,
                        label=f"{retain_model}, forget")
         ax.set_title(fmt.replace(LIKELIHOOD_SUFFIX, " (likelihood)"), fontsize="medium")
-        ax.set_xticks(x, names, rotation=60, ha="right", fontsize="small")
+        ax.set_xticks(x, names, rotation=90, fontsize=10.5)  # upright: one line of text per model, none overlap
         ax.set_ylim(0, 1.05)
     for ax in list(axes.flat)[len(formats):]:
         ax.set_axis_off()
