@@ -30,7 +30,7 @@ $(foreach kv,$(shell python3 lib/unlearnkit/machine.py 2>/dev/null),$(eval expor
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..08 (make notebook),"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..09 (make notebook),"
 	@echo "           SEED=s (a training seed other than the profile's), SEEDS=\"0 1 2\" or 0-5 (make seeds)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
@@ -62,7 +62,7 @@ notebooks: setup ## run every notebook in order on PROFILE (its own training see
 notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 	$(PY) -m unlearnkit.runner $(NB) --profile $(PROFILE) $(SEED_SET)
 
-seeds: setup ## several training seeds side by side, then notebook 08 over them: make seeds SEEDS="0 1 2" (resumable)
+seeds: setup ## several training seeds side by side, then notebook 09 over them: make seeds SEEDS="0 1 2" (resumable)
 	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE)
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
@@ -78,7 +78,7 @@ report: setup ## build report/PROFILE/index.html (offline HTML of the executed n
 figures: setup ## redraw every figure of PROFILE (and SEED) from its stored results, without training or sampling
 	$(PY) -m unlearnkit.runner figures --profile $(PROFILE) $(SEED_SET)
 
-readme: setup ## rewrite README's results section from docs/findings.json (notebook 08 writes it on default)
+readme: setup ## rewrite README's results section from docs/findings.json (notebook 09 writes it on default)
 	$(PY) -m unlearnkit.report readme
 
 lab: setup ## open JupyterLab on notebooks/ with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container

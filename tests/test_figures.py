@@ -223,3 +223,29 @@ def test_greedy_vs_samples_shows_the_leak_bounds_the_verdict_judges():
     assert "M_bin" in texts and "beyond guessing" in texts and "α/Q = 0.01/12" in texts
     # the recipe of an older run (results alone): the ROUGE-L panels, legible too
     _assert_legible(leakage_plots.plot_greedy_vs_samples(results))
+
+
+def test_the_robustness_figures_are_legible():
+    from unlearnkit.plots import recovery as recovery_plots
+
+    labels = ["target", "retain90", "ga", "gd", "kl", "idk", "dpo", "npo", "rmu", "simnpo", "wga", "satimp", "ceu",
+              "undial", "altpo", "npo_lr3e-06"]
+    kinds = ["target", "retain (control)"] + ["unlearned (02)"] * 13 + ["regime-matched"]
+    rng = np.random.default_rng(0)
+    relearn = pd.DataFrame({"kind": kinds, "Δ rouge": rng.uniform(0, 0.8, 16)}, index=labels)
+    curves = {m: [(s, float(min(1, 0.1 * s * rng.uniform(0.5, 1.5)))) for s in range(8)] for m in labels}
+    _assert_legible(recovery_plots.plot_relearning(curves, relearn, 0.5))
+    rtt = pd.DataFrame({"kind": kinds, "held-out before": rng.uniform(0, 0.3, 16),
+                        "held-out after": rng.uniform(0.2, 0.9, 16)}, index=labels)
+    _assert_legible(recovery_plots.plot_rtt(rtt))
+    quant = pd.DataFrame([{"model": m, "kind": k, "scheme": s, "Δ rouge": float(rng.uniform(-0.1, 0.4)),
+                           "median |Δw| / bin": float(rng.uniform(0.005, 20))} for m, k in zip(labels, kinds)
+                          for s in ("nf4", "int4", "int8")])
+    _assert_legible(recovery_plots.plot_quantisation(quant, 0.01, 0.5))
+    probes = pd.DataFrame([{"model": m, "probe": p, "rouge over control": float(rng.uniform(-0.3, 0.3))}
+                           for m in labels for p in ("plain", "prefill", "paraphrase", "retain shots ×2",
+                                                     "forget shots ×2", "retain shots ×5", "forget shots ×5")])
+    _assert_legible(recovery_plots.plot_probes(probes))
+    survival = pd.DataFrame({"relearning": [True, False] * 7, "quantisation (nf4)": [True] * 14,
+                             "held-out facts": [None, True] * 7, "input probes": [False] * 14}, index=labels[2:])
+    _assert_legible(recovery_plots.plot_survival(survival))

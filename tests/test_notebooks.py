@@ -79,17 +79,40 @@ def test_07_alignment_toxicity(smoke_runs):
     check_07(smoke_runs)
 
 
+def test_08_robustness_attacks_every_model_with_its_control_and_relearns_on_the_forget_split(smoke_runs):
+    from unlearnkit import attacks, pipeline
+
+    params = config.Params.load("smoke")
+    metrics = json.loads((smoke_runs / "08_robustness" / "metrics.json").read_text())
+    per_item = json.loads((smoke_runs / "08_robustness" / "per_item.json").read_text())
+    regime = metrics["meta"]["regime_matched"]["run"]
+    expected = {"target", "retain90", *params.methods, *([regime] if regime else [])}
+    assert set(per_item) == expected and set(metrics) == expected | {"meta"}
+    source = pipeline.corpus(params)
+    forget, retain = source.load(params.forget_split), source.load("retain90")
+    for label, result in per_item.items():
+        recipe = result["relearn"]["recipe"]
+        # relearning trains on the forget split, by hash, never on the retain split
+        assert recipe["split"] == params.forget_split and recipe["rows_hash"] == attacks.rows_hash(forget), label
+        assert recipe["rows_hash"] != attacks.rows_hash(retain)
+        assert set(result["quant"]) == set(params.quant_schemes) and "prefill" in result["probes"], label
+        assert result["rtt"] and all(set(f["attributes"]).isdisjoint({"name"}) for f in result["rtt"]), label
+    assert {f["short"] for f in metrics["meta"]["findings"]} == {"relearning", "quantisation", "RTT", "input probes"}
+    for figure in ("relearning", "rtt", "quantisation", "probes", "survival"):
+        assert (smoke_runs / "figures" / f"08_robustness_{figure}.png").exists(), figure
+
+
 def test_every_notebook_ran(smoke_runs):
     executed = {p.stem for p in smoke_runs.glob("*.ipynb")}
     for source in runner.source_notebooks():
         assert any(name.startswith(source.stem) for name in executed), source.name
 
 
-def test_08_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
-    metrics = json.loads((smoke_runs / "08_findings" / "metrics.json").read_text())
+def test_09_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
+    metrics = json.loads((smoke_runs / "09_findings" / "metrics.json").read_text())
     rows = metrics["findings"]
     # every notebook that wrote metrics, and notebook 02 as a whole: open-unlearning's finding across its runs
-    assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-7]*/metrics.json")} | {
+    assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-8]*/metrics.json")} | {
         "02_unlearning"}
     assert all(r["verdict"] in ("reproduced", "partly", "not reproduced", "fact", "no test") for r in rows)
     assert sum(metrics["counts"].values()) == len(rows) and metrics["seeds"] == [0]
@@ -97,14 +120,14 @@ def test_08_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs
     assert all(r["text"].startswith("one seed: ") for r in rows if r["n"]), [r["text"] for r in rows]
     # the profile's findings over its seeds sit beside the seeds' stores
     assert json.loads((smoke_runs.parent / "findings.json").read_text())["findings"] == rows
-    # every notebook's last cell prints its findings on this seed, the outcomes notebook 08 collected
-    for executed in smoke_runs.glob("0[0-7]_*.ipynb"):
+    # every notebook's last cell prints its findings on this seed, the outcomes notebook 09 collected
+    for executed in smoke_runs.glob("0[0-8]_*.ipynb"):
         last = json.loads(executed.read_text())["cells"][-1]
         printed = "".join("".join(o.get("text", "")) for o in last["outputs"])
         mine = [r for r in rows if r["notebook"] == executed.stem]
         assert mine and all(f"outcome:  {r['per_seed'][0]['outcome'].upper()}" in printed for r in mine), \
             executed.name
-    assert (smoke_runs / "figures" / "08_findings_overview.png").exists()
+    assert (smoke_runs / "figures" / "09_findings_overview.png").exists()
 
 
 def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):
@@ -139,7 +162,7 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
     from unlearnkit import report
 
     out = smoke_report.parent
-    expected = {"index.html"} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb") if p.stem != "08_findings"}
+    expected = {"index.html"} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb") if p.stem != "09_findings"}
     assert {p.name for p in out.glob("*.html")} == expected
     assert (out / "mathjax" / "MathJax.js").exists()
     pages = {p.name: p.read_text() for p in out.glob("*.html")}

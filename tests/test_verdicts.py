@@ -437,6 +437,7 @@ def test_the_reader_checks_catch_what_they_are_for():
     assert report.page_problems(page(md("<h2>A</h2><p>text</p>"), out("fine"))) == []
     assert report.page_problems(page(md("<h2>Before</h2>"), code, md("<h2>After</h2>"), out("1"))) == [
         "an empty section: 'Before'"]
+    assert report.page_problems(page(md("<h2>Part</h2><h3>Term</h3><p>what it means</p>"))) == []  # a subsection
     problems = report.page_problems(page(md("<h2>A</h2>"), out("PosixPath('/home/me/runs/x.json')"),
                                          out("/usr/lib/x.py:3: UserWarning: careful", "application/vnd.jupyter.stderr")))
     assert [p.split(":")[0] for p in problems] == ["a local path", "a pathlib repr", "a warning"]

@@ -33,6 +33,9 @@ WANG = "Unlearning with control (Wang et al., 2024)"
 JOSHI = "Format-transformed evaluation (Joshi et al., 2024)"
 SCHOLTEN = "A probabilistic perspective (Scholten et al., 2025)"
 OPEN_UNLEARNING = "open-unlearning (Dorna et al., 2025)"
+#: The attacks of notebook 08: relearning and quantisation (Zhang et al.; open-unlearning's R and Q), held-out facts
+#: (Deeb & Roger), input probes.
+ATTACKS = "Does the forgetting hold? (Zhang et al., 2025; Deeb & Roger, 2024)"
 
 # --------------------------------------------------------------------------- one seed's outcome
 

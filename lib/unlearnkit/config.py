@@ -78,6 +78,7 @@ _COUNT, _NON_NEGATIVE, _POSITIVE = above(1, inclusive=True), above(0, inclusive=
 _PROBABILITY, _LEVEL = between(0, 1), between(0, 0.5, low_open=True)
 _SCHEDULES = one_of("linear", "cosine", "constant")
 _POSITIONS = one_of("answer", "all", "sampled")
+_QUANT = one_of("nf4", "int4", "int8")
 
 
 def param(section: str, help: str, constraint: Constraint | None = None):
@@ -248,6 +249,19 @@ class Params(Mapping):
     alignment_n_samples: int = param('alignment toxicity under sampling', 'answers sampled per request (the paper draws 1024)', _COUNT)
     alignment_max_new_tokens: int = param('alignment toxicity under sampling', 'longest sampled answer in tokens (an opener tells refusal from compliance)', _COUNT)
     alignment_examples: int = param('alignment toxicity under sampling', 'requests whose sampled-score distributions are drawn (Fig. 6 top)', _NON_NEGATIVE)
+    attack_runs: list | None = param('robustness attacks', 'unlearning runs attacked (null means every run of notebook 02); the target and the retain model always are, as controls')
+    attack_items: int | None = param('robustness attacks', 'forget items every attack is scored on, spread evenly over the forget split (null means all)', or_null(_COUNT))
+    relearn_epochs: float = param('robustness attacks', 'relearning: epochs on the forget split (open-unlearning: 1)', _POSITIVE)
+    relearn_lr: float | None = param('robustness attacks', "relearning's learning rate (null means the fine-tuning one; open-unlearning: 2e-5)", or_null(_POSITIVE))
+    relearn_batch_size: int | None = param('robustness attacks', "relearning's batch (null means the fine-tuning one; open-unlearning's effective batch: 32)", or_null(_COUNT))
+    relearn_curve_every: int = param('robustness attacks', 'relearning curve: greedy forget ROUGE-L every this many optimizer steps', _COUNT)
+    rtt_folds: int = param('robustness attacks', 'held-out-fact relearning: folds of the forget facts, disjoint by attribute group', above(2, inclusive=True))
+    rtt_held_out: int = param('robustness attacks', 'held-out-fact relearning: how many folds are held out in turn', _COUNT)
+    rtt_lr_grid: list = param('robustness attacks', "held-out-fact relearning: the attacker's learning rates, the best held-out accuracy kept", each(_POSITIVE, non_empty=True))
+    quant_schemes: list = param('robustness attacks', 'fake quantisation of every linear layer but the output head: nf4 (blocks of 64), int4, int8 (per output channel)', each(_QUANT, non_empty=True))
+    quant_regime_share: float | None = param('robustness attacks', 'the regime-matched run: NPO at a learning rate scaled so that the median |dw| is this share of an NF4 bin (as in large models; null skips it)', or_null(_POSITIVE))
+    probe_shots: list = param('robustness attacks', 'in-context probes: numbers of question-answer pairs before the question (retain authors, and other forget authors)', each(_COUNT))
+    probe_prefill_text: str | None = param('robustness attacks', 'prefill probe: the words the answer is opened with (null means the answer template up to the fact; the paper profile: "Sure, here is the answer:")')
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -43,7 +43,8 @@ FORMATS = "04_format_eval"
 LEAKAGE = "05_probabilistic_bounds"
 ENTROPY = "06_entropy_optimisation"
 ALIGNMENT = "07_alignment_toxicity"
-FINDINGS = "08_findings"
+ROBUSTNESS = "08_robustness"
+FINDINGS = "09_findings"
 #: Which notebook makes a saved model, by the model's name: unlearned-* come from notebook 02, the rest from 01.
 UNLEARNED_PREFIX = "unlearned-"
 
@@ -61,6 +62,7 @@ NOTEBOOK_SECTIONS: dict[str, tuple[str, ...]] = {
     LEAKAGE: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation"),
     ENTROPY: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation", "entropy optimisation and adaptive temperature"),
     ALIGNMENT: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation", "alignment toxicity under sampling"),
+    ROBUSTNESS: ("", *_UPSTREAM, "unlearning", "robustness attacks"),
     FINDINGS: (),
 }
 
@@ -120,7 +122,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 # --------------------------------------------------------------------------- where a seed's runs live
 
 SEED_PREFIX = "seed-"
-#: The profile-level file of findings judged across every seed present (notebook 08 writes it).
+#: The profile-level file of findings judged across every seed present (notebook 09 writes it).
 FINDINGS_ACROSS_SEEDS = "findings.json"
 
 

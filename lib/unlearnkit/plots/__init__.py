@@ -495,13 +495,13 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
     return fig
 
 
-#: Verdict colours of the findings figure (notebook 08): green, amber, red, greys.
+#: Verdict colours of the findings figure (notebook 09): green, amber, red, greys.
 VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
                   "fact": "#8c8c8c"}
 
 
 def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6):
-    """Notebook 08 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
+    """Notebook 09 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
     with more takes several lines), coloured by its verdict over the training seeds (``seeds``, named in the title)
     and labelled with the notebook it comes from; a reader sees at a glance which findings came back at this
     profile's scale."""

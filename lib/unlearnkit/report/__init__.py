@@ -2,7 +2,7 @@
 
 ``build(params)`` turns the executed notebooks of one training seed, ``runs/<profile>/seed-<s>/*.ipynb``, into
 ``report/<profile>/`` (``report/<profile>/seed-<s>/`` for a seed other than the profile's own): ``index.html`` is
-notebook 08 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
+notebook 09 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
 each), then one page per executed notebook, with a navigation bar between them. The pages
 are nbconvert's (JupyterLab template) with every figure embedded and nothing fetched from the network: MathJax is
 the copy packaged by ``jupyter_server_mathjax``, placed beside the pages, and the template drops require.js and
@@ -16,7 +16,7 @@ time), every figure has an anchor where its notebook draws it (``#fig-<name>``),
 front page links each figure to that place.
 
 ``readme_section`` writes the README's results section from the committed summary ``docs/findings.json`` (which
-notebook 08 writes on the default profile, from a set of seeds that includes the committed file's), so that README
+notebook 09 writes on the default profile, from a set of seeds that includes the committed file's), so that README
 and results cannot drift; ``python -m unlearnkit.report readme --check`` fails when they have.
 """
 
@@ -53,7 +53,7 @@ def report_dir(params: Params) -> Path:
 
 
 def _title(stem: str) -> str:
-    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '08_findings' -> '08 findings'."""
+    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '09_findings' -> '09 findings'."""
     key, _, rest = stem.partition("_")
     if stem.startswith(runs.UNLEARNING + "_"):
         return f"{key} unlearning · {stem[len(runs.UNLEARNING) + 1:]}"
@@ -61,7 +61,7 @@ def _title(stem: str) -> str:
 
 
 def pages(params: Params) -> list[tuple[str, Path]]:
-    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 08 is the
+    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 09 is the
     index."""
     folder = runs.store(params)
     executed = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
@@ -70,8 +70,8 @@ def pages(params: Params) -> list[tuple[str, Path]]:
                                 f"(make notebooks PROFILE={params.profile})")
     front = [p for p in executed if p.stem == runs.FINDINGS]
     if not front:
-        raise FileNotFoundError(f"notebook 08 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
-                                f"report's front page (make notebook NB=08 PROFILE={params.profile})")
+        raise FileNotFoundError(f"notebook 09 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
+                                f"report's front page (make notebook NB=09 PROFILE={params.profile})")
     return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS]
 
 
@@ -203,7 +203,7 @@ def _anchor_figures(nb, placed: list[tuple[int, int, str]]) -> None:
 
 
 def _link_figures(nb, where: Mapping[str, str]) -> None:
-    """In the findings table (notebook 08's HTML outputs), each figure name becomes a link to where it is drawn."""
+    """In the findings table (notebook 09's HTML outputs), each figure name becomes a link to where it is drawn."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             html_text = output.get("data", {}).get("text/html")
@@ -338,16 +338,17 @@ def page_problems(page: str) -> list[str]:
                 found = _WARNING.search(text)
                 if found:
                     problems.append(f"a warning: {text[found.start():found.start() + 120].strip()!r}")
-    heading, filled = None, True
+    heading, level, filled = None, 0, True
     for cell in cells:
         classes = cell.get("class", [])
         if "jp-MarkdownCell" in classes:
             for node in (cell.select_one(".jp-RenderedMarkdown") or cell).children:
                 name = getattr(node, "name", None)
                 if name in _HEADINGS:
-                    if heading is not None and not filled:
+                    deeper = int(name[1]) > level  # a section whose first content is a subsection is not empty
+                    if heading is not None and not filled and not deeper:
                         problems.append(f"an empty section: {heading!r}")
-                    heading, filled = node.get_text(" ").strip().rstrip("¶").strip(), False
+                    heading, level, filled = node.get_text(" ").strip().rstrip("¶").strip(), int(name[1]), False
                 elif (node.get_text(" ") if name else str(node)).strip():
                     filled = True
         elif cell.select(".jp-OutputArea-output"):
@@ -409,7 +410,7 @@ def external_resources(page: str) -> list[str]:
 README = paths.ROOT / "README.md"
 SUMMARY = paths.ROOT / "docs" / "findings.json"
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
-#: Notebook 08's figure of every verdict, above the table; the figures the README shows under it, when the summary
+#: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
 OVERVIEW = f"{runs.FINDINGS}_overview"
 README_FIGURES = (f"{runs.CONTROLS}_controls_per_method", f"{runs.FORMATS}_kept",
@@ -448,12 +449,12 @@ def seeds_cell(row: Mapping[str, Any]) -> str:
 
 
 def readme_section(summary: Mapping[str, Any]) -> str:
-    """The results section, from a findings summary (notebook 08's ``docs/findings.json``)."""
+    """The results section, from a findings summary (notebook 09's ``docs/findings.json``)."""
     rows = summary["findings"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
     seeds = summary.get("seeds", [])
     lines = [START, "", f"## Results on the `{summary['profile']}` profile", "",
-             "Computed by the notebooks, judged over training seeds by notebook 08 (`docs/findings.json`), written "
+             "Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), written "
              "here by `make readme`; a test fails if this section and the summary differ. The verdicts judge the "
              "papers' findings at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
              f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}. "
@@ -515,7 +516,7 @@ def committed_summary(profile: str, path: Path = SUMMARY) -> dict[str, Any] | No
 
 
 def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY) -> str:
-    """Notebook 08 on the default profile writes the committed summary beside the committed figures, but only from a
+    """Notebook 09 on the default profile writes the committed summary beside the committed figures, but only from a
     set of seeds that includes the committed file's seeds (a one-seed run never replaces a six-seed table); other
     profiles keep theirs under runs/. Returns what it did, in a sentence."""
     if profile != config.BASE_PROFILE:

@@ -1,10 +1,10 @@
-"""Every notebook's findings, and their verdicts over training seeds (notebook 08 collects them).
+"""Every notebook's findings, and their verdicts over training seeds (notebook 09 collects them).
 
 Each notebook ends with :func:`show`, which prints its findings on this run (one training seed): the paper's
 claim, the deciding quantities with their thresholds, and this seed's outcome (holds, partly, fails). The studies
 judge their own findings when they run (``calibration.findings``, ``formats.findings``, ``leakage.findings``,
 ``entropy.findings``, ``alignment.findings``) and store them as data in their ``metrics.json``; notebooks 00-02
-are judged here against TOFU's and open-unlearning's expectations, from their stored results. Notebook 08 puts the
+are judged here against TOFU's and open-unlearning's expectations, from their stored results. Notebook 09 puts the
 findings of every seed present together and judges each by the one rule across seeds
 (:func:`unlearnkit.claims.judge_over_seeds`): nothing is parsed back from prose, nothing is typed.
 """
@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import config, runs
 from ..claims import (
+    ATTACKS,
     FACT,
     FAILS,
     HOLDS,
@@ -47,7 +48,7 @@ from ..config import Params
 __all__ = ["Finding", "Quantity", "Verdict", "REPRODUCED", "PARTLY", "NOT", "FACT", "NO_TEST", "HOLDS",
            "PARTLY_HOLDS", "FAILS", "VERDICTS"]
 
-PAPERS = (TOFU, WANG, JOSHI, SCHOLTEN, OPEN_UNLEARNING)
+PAPERS = (TOFU, WANG, JOSHI, SCHOLTEN, OPEN_UNLEARNING, ATTACKS)
 
 #: TOFU's expectation of an unlearning run (notebook 02), against the target and the retain model of notebook 01:
 #: forget quality rises by at least this factor over the target's,
@@ -203,7 +204,8 @@ def _stored(metrics: Mapping[str, Any], params: Params) -> list[Finding]:
 
 _BY_NOTEBOOK: dict[str, Callable[[Mapping[str, Any], Params], list[Finding]]] = {
     runs.DATA_TOUR: _data_tour, runs.FINETUNE: _finetune, runs.UNLEARNING: _unlearning, runs.CONTROLS: _stored,
-    runs.FORMATS: _stored, runs.LEAKAGE: _stored, runs.ENTROPY: _stored, runs.ALIGNMENT: _stored}
+    runs.FORMATS: _stored, runs.LEAKAGE: _stored, runs.ENTROPY: _stored, runs.ALIGNMENT: _stored,
+    runs.ROBUSTNESS: _stored}
 
 
 def of_notebook(params: Params, notebook: str, metrics: Mapping[str, Any] | None = None) -> list[Finding]:
@@ -311,11 +313,11 @@ def text(found: Sequence[Finding]) -> str:
     for f in found:
         seed = f"seed {f.seed}" if f.seed is not None else "this run"
         blocks.append(f"{f.paper}\n  paper:    {f.claim}\n  {seed + ':':<9} {f.reading}\n  outcome:  {f.outcome.upper()} "
-                      f"(one seed; the verdict over seeds is notebook 08's)")
+                      f"(one seed; the verdict over seeds is notebook 09's)")
     return "\n\n".join(blocks)
 
 
-# --------------------------------------------------------------------------- over training seeds (notebook 08)
+# --------------------------------------------------------------------------- over training seeds (notebook 09)
 
 
 def seeds_with_results(profile: str) -> list[int]:
@@ -419,7 +421,7 @@ RULE = ("Per finding, k of the n seeds on which it was tested hold and f fail; r
 
 
 def summary(profile: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
-    """What notebook 08 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
+    """What notebook 09 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
     seeds, the rule, the counts, and every finding with its per-seed outcomes and values, k, n and intervals, so that
     each verdict can be recomputed from the file alone."""
     seeds = sorted({s for v in verdicts for s in v.seeds})

@@ -1,0 +1,409 @@
+"""Does the forgetting hold? Every attack of :mod:`unlearnkit.attacks` on every model of notebook 02, with controls
+(notebook 08; docs/metrics.md §10).
+
+The models: every unlearning run of notebook 02 (``attack_runs``), the **retain model** (never saw the forget set:
+the control of every attack) and the **target** (knows it all), and a **regime-matched** NPO run whose weights move
+about ``quant_regime_share`` of an NF4 bin, as a large model's do under unlearning. Each is attacked
+(:func:`attack_model`, side by side, cached by the model's identity and the attack settings):
+
+1. **relearning**: one epoch on the forget split, forget scores before and after, a greedy forget ROUGE-L curve;
+   both published forms of R against the retain model under the same relearning; steps to the target's halfway mark;
+2. **held-out-fact relearning** (RTT): relearn on all folds of the forget facts but one, test the held-out fold, the
+   attacker's best learning rate; recovery = held-out accuracy gained over the retain model's gain;
+3. **quantisation**: each scheme, forget scores after; both forms of Q; bucket crossing against the target;
+4. **input probes**: prefill, paraphrase, in-context shots, each beside the retain model under the same probe.
+
+The findings (:func:`findings`) test the literature's claims on this run, judged over seeds by notebook 09.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import attacks, config, models, pipeline, runs, workers
+from ..claims import ATTACKS, NO_TEST, Finding, Quantity, outcome_of
+from ..config import Params
+from ..data.tofu import holdout_split_for
+
+#: Bump when what :func:`attack_model` computes changes (its cache key).
+ROBUSTNESS_VERSION = "1"
+TARGET, RETAIN, UNLEARNED, REGIME_MATCHED = "target", "retain (control)", "unlearned (02)", "regime-matched"
+#: A recovery counts when forget ROUGE-L (or RTT accuracy) rises by more than this over the control's.
+RECOVERY_MARGIN = 0.1
+#: A run's weights "cross bins" when the median |Δw| is at least this share of an NF4 bin (the regime-matched run
+#: sits at ``quant_regime_share``, about 0.01).
+CROSSES = 0.5
+#: An attack can only bring back what the target knew: below this forget ROUGE-L of the target, no finding is tested.
+TARGET_KNOWS = 0.5
+#: The papers whose claims the findings test (their sentences beside the criteria in docs/metrics.md §10).
+PAPER = ATTACKS
+
+
+# --------------------------------------------------------------------------- which models
+
+
+def attacked_runs(params: Params) -> list[str]:
+    """The unlearning runs attacked: ``attack_runs``, or every run notebook 02 stored."""
+    stored = list(runs.unlearning_runs(params))
+    return [r for r in (params.attack_runs or stored) if r in stored]
+
+
+def regime_matched_run(params: Params, run: str = "npo", share: float | None = None) -> tuple[Params, str, float]:
+    """The regime-matched run: ``run`` (NPO) retrained at a learning rate scaled by ``share`` over its median
+    |Δw| / NF4 bin at the profile's rate (updates scale with the learning rate), so its median update is about
+    ``share`` of a bin, as in large models. Returns the parameters that know it, its name and the learning rate."""
+    share = params.quant_regime_share if share is None else share
+    target = runs.load_saved(params, "target")
+    unlearned = runs.load_saved(params, runs.unlearned_name(run))
+    ratio = attacks.bucket_crossing(target.model, unlearned.model, "nf4").median_update_over_bin
+    lr = float(pipeline.run_params(params, run).unlearn_lr) * share / max(ratio, 1e-12)
+    name = f"{run}_lr{lr:.2g}"
+    settings = {k: v for k, v in params.method_settings.get(run, {"method": run}).items() if k != "unlearn_lr"}
+    return pipeline.with_run(params, name, **settings, unlearn_lr=lr), name, lr
+
+
+def regime_matched(params: Params, run: str = "npo") -> tuple[Params, str | None, float | None]:
+    """:func:`regime_matched_run`, trained (cached like every unlearning run); ``(params, None, None)`` when
+    ``quant_regime_share`` is null or notebook 02 has no ``run`` to scale."""
+    if not params.quant_regime_share or run not in runs.unlearning_runs(params):
+        return params, None, None
+    params, name, lr = regime_matched_run(params, run)
+    pipeline.unlearned_models(params, [name])
+    return params, name, lr
+
+
+def attacked_models(params: Params, regime: str | None = None) -> dict[str, tuple[str, str]]:
+    """``{label: (kind, folder)}``: the target, the retain model, every attacked run and the regime-matched run."""
+    retain = runs.retain_model(params)
+    out = {"target": (TARGET, str(runs.model_dir(params, "target")))}
+    if retain:
+        out[retain] = (RETAIN, str(runs.model_dir(params, retain)))
+    for run in attacked_runs(params):
+        out[run] = (UNLEARNED, str(runs.model_dir(params, runs.unlearned_name(run))))
+    if regime:
+        out[regime] = (REGIME_MATCHED, str(runs.model_dir(params, runs.unlearned_name(regime))))
+    return out
+
+
+# --------------------------------------------------------------------------- the items
+
+
+def attack_data(params: Params, source) -> dict[str, list[dict[str, Any]]]:
+    """The items every attack uses: ``scored`` (``attack_items`` forget items with paraphrased and perturbed answers),
+    ``holdout`` (as many holdout items, for the MinK AUC), ``relearn`` (the whole forget split, the relearning set),
+    ``facts`` (the forget split with each question's attribute, for RTT) and the in-context pools."""
+    forget = source.load(f"{params.forget_split}_perturbed")
+    holdout = holdout_split_for(params.forget_split)
+    return {"scored": attacks.attack_rows(forget, params.attack_items),
+            "holdout": attacks.attack_rows(source.load(holdout), params.attack_items),
+            "relearn": source.load(params.forget_split), "facts": source.load(params.forget_split),
+            "retain_pool": source.load("retain_perturbed")[:max(params.probe_shots or [0])],
+            "forget_pool": forget}
+
+
+# --------------------------------------------------------------------------- one model, every attack
+
+
+def attack_model(params: Params, label: str, folder: str, data: Mapping[str, list]) -> dict[str, Any]:
+    """Every attack on one model, cached by its identity and the attack settings."""
+    depends = {"model": runs.model_identity(folder), "items": {k: attacks.rows_hash(v) for k, v in data.items()},
+               "settings": {k: params[k] for k in config.parameter_sections()["robustness attacks"]
+                            if k != "attack_runs"},
+               "scoring": {k: params[k] for k in ("eval_batch_size", "max_new_tokens", "truth_ratio_guard",
+                                                  "answer_tokens", "mia_k", "extraction_no_match", "seed",
+                                                  "finetune_lr", "finetune_batch_size", "finetune_grad_accum",
+                                                  "finetune_warmup", "finetune_weight_decay", "finetune_schedule")}}
+    return runs.cached_json(params, runs.ROBUSTNESS, f"attacks-{label}", depends,
+                            lambda: _attack(params, folder, data), ROBUSTNESS_VERSION)
+
+
+def _attack(params: Params, folder: str, data: Mapping[str, list]) -> dict[str, Any]:
+    loaded = models.load_model(folder)
+    model, tokenizer, template = loaded[:3]
+    scored, holdout = data["scored"], data["holdout"]
+    out: dict[str, Any] = {"before": attacks.forget_scores(loaded, scored, holdout, params)}
+    relearned, curve, recipe = attacks.relearn(
+        loaded, data["relearn"], params, params.forget_split,
+        score=lambda m: attacks.greedy_rouge(m, tokenizer, template, scored, params), every=params.relearn_curve_every)
+    out["relearn"] = {"after": attacks.forget_scores((relearned, tokenizer, template), scored, holdout, params),
+                      "curve": curve, "recipe": recipe}
+    del relearned
+    facts = data["facts"]
+    folds = attacks.rtt_folds(facts, params.rtt_folds)
+    out["rtt"] = attacks.held_out_relearning(loaded, facts, folds, list(range(min(params.rtt_held_out, len(folds)))),
+                                             params.rtt_lr_grid, params)
+    out["quant"] = {}
+    for scheme in params.quant_schemes:
+        quantised = attacks.fake_quantise(model, scheme)
+        out["quant"][scheme] = attacks.forget_scores((quantised, tokenizer, template), scored, holdout, params)
+        del quantised
+    out["probes"] = attacks.probe(loaded, scored, data["retain_pool"], data["forget_pool"], params)
+    return out
+
+
+def attack_all(params: Params, named: Mapping[str, tuple[str, str]], data: Mapping[str, list]) -> dict[str, dict]:
+    """:func:`attack_model` on every model, side by side in up to ``jobs`` worker processes."""
+    labels = list(named)
+    found = workers.side_by_side(attack_model, [(params, label, named[label][1], data) for label in labels],
+                                 params.jobs, desc="attacks")
+    return dict(zip(labels, found))
+
+
+def crossings(params: Params, named: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """Bucket crossing of every unlearned model against the target, per scheme: the share of weights whose code
+    differs and the median |Δw| / the target's bin width."""
+    target = runs.load_saved(params, "target").model
+    rows = []
+    for label, (kind, folder) in named.items():
+        if kind not in (UNLEARNED, REGIME_MATCHED):
+            continue
+        model = models.load_model(folder).model
+        for scheme in params.quant_schemes:
+            c = attacks.bucket_crossing(target, model, scheme)
+            rows.append({"model": label, "kind": kind, "scheme": scheme, "share crossed": c.share_crossed,
+                         "median |Δw| / bin": c.median_update_over_bin})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _kind(named: Mapping[str, tuple[str, str]], label: str) -> str:
+    return named[label][0]
+
+
+def relearn_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """Relearning, one row per model: each forget score before and after, Δ, both forms of R against the retain
+    model's Δ (ROUGE-L), steps to the target's halfway mark (censored: not reached within the curve), the recipe."""
+    control = next(label for label in named if _kind(named, label) == RETAIN)
+    halfway = 0.5 * found["target"]["before"]["rouge"]
+    d_control = found[control]["relearn"]["after"]["rouge"] - found[control]["before"]["rouge"]
+    rows = []
+    for label, result in found.items():
+        before, after = result["before"], result["relearn"]["after"]
+        step, reached = attacks.steps_to([tuple(p) for p in result["relearn"]["curve"]], halfway)
+        delta = after["rouge"] - before["rouge"]
+        recipe = result["relearn"]["recipe"]
+        row = {"model": label, "kind": _kind(named, label)}
+        for s in attacks.SCORES:
+            row[f"{s} before"], row[f"{s} after"] = before[s], after[s]
+        row.update({"Δ rouge": delta, "R one-sided": attacks.r_one_sided(delta, d_control),
+                    "R symmetric": attacks.r_symmetric(delta, d_control),
+                    "steps to halfway": step if reached else math.nan, "reached": reached,
+                    "split": recipe["split"], "rows hash": recipe["rows_hash"][:10], "steps": recipe["steps"],
+                    "lr": recipe["lr"], "batch": recipe["batch"]})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model")
+
+
+def curves(found: Mapping[str, dict]) -> dict[str, list[tuple[int, float]]]:
+    return {label: [tuple(p) for p in result["relearn"]["curve"]] for label, result in found.items()}
+
+
+def rtt_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """Held-out-fact relearning, one row per model: held-out accuracy before and after (mean over the held-out
+    folds), the gain, and the recovery over the retain model's gain; the folds and learning rates as recipe."""
+    control = next(label for label in named if _kind(named, label) == RETAIN)
+    gain = lambda r: float(np.mean([f["after"] - f["before"] for f in r["rtt"]]))  # noqa: E731
+    rows = []
+    for label, result in found.items():
+        folds = result["rtt"]
+        rows.append({"model": label, "kind": _kind(named, label),
+                     "held-out before": float(np.mean([f["before"] for f in folds])),
+                     "held-out after": float(np.mean([f["after"] for f in folds])), "gain": gain(result),
+                     "recovery over control": gain(result) - gain(found[control]),
+                     "held-out folds": "; ".join(", ".join(f["attributes"]) for f in folds),
+                     "best lr": ", ".join(f"{f['best_lr']:g}" for f in folds),
+                     "train rows": ", ".join(str(f["train_rows"]) for f in folds)})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def quant_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]],
+                crossing: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Quantisation, one row per model and scheme: forget ROUGE-L and probability before and after, the recovery,
+    both forms of Q (on ROUGE-L) and the bucket crossing."""
+    rows = []
+    for label, result in found.items():
+        for scheme, after in result["quant"].items():
+            before = result["before"]
+            row = {"model": label, "kind": _kind(named, label), "scheme": scheme, "rouge before": before["rouge"],
+                   "rouge after": after["rouge"], "Δ rouge": after["rouge"] - before["rouge"],
+                   "probability before": before["probability"], "probability after": after["probability"],
+                   "Q one-sided": attacks.q_one_sided(before["rouge"], after["rouge"]),
+                   "Q symmetric": attacks.q_symmetric(before["rouge"], after["rouge"])}
+            if crossing is not None and len(crossing):
+                hit = crossing[(crossing["model"] == label) & (crossing["scheme"] == scheme)]
+                row.update({"share crossed": float(hit["share crossed"].iloc[0]) if len(hit) else math.nan,
+                            "median |Δw| / bin": float(hit["median |Δw| / bin"].iloc[0]) if len(hit) else math.nan})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def probe_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """Input probes, one row per model and probe: greedy ROUGE-L and the true answer's probability, each beside the
+    retain model's under the same probe."""
+    control = next(label for label in named if _kind(named, label) == RETAIN)
+    rows = []
+    for label, result in found.items():
+        for name, got in result["probes"].items():
+            ref = found[control]["probes"][name]
+            rows.append({"model": label, "kind": _kind(named, label), "probe": name, "rouge": got["rouge"],
+                         "rouge over control": got["rouge"] - ref["rouge"], "probability": got["probability"],
+                         "probability over control": got["probability"] - ref["probability"],
+                         "rouge over plain": got["rouge"] - result["probes"]["plain"]["rouge"]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _unlearned(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table["kind"] == UNLEARNED]
+
+
+def relearn_finding(table: pd.DataFrame) -> Finding:
+    """"Relearning restores what unlearning removed faster than the retain model learns it", per method: a run holds
+    when it reaches the target's halfway mark in fewer steps than the retain model (or reaches it where the retain
+    model does not)."""
+    control = table[table["kind"] == RETAIN].iloc[0]
+    c_steps = control["steps to halfway"]
+    parts = []
+    for run, row in _unlearned(table).iterrows():
+        faster = bool(row["reached"]) and (not control["reached"] or row["steps to halfway"] < c_steps)
+        parts.append((str(run), faster))
+    held = sum(ok for _, ok in parts)
+    share = held / len(parts) if parts else None
+    quantities = (Quantity("share of runs relearning faster than the retain model", share, 1.0, ">=", "every run"),
+                  Quantity("retain model's steps to the halfway mark", c_steps if control["reached"] else None,
+                           fmt=".0f"),
+                  Quantity("median Δ forget ROUGE-L of the runs", float(_unlearned(table)["Δ rouge"].median())
+                           if parts else None))
+    text = (f"{held} of {len(parts)} runs get back to half the target's forget ROUGE-L faster than the retain model "
+            + (f"({c_steps:.0f} steps)" if control["reached"] else "(which does not get there within the epoch)")
+            + f": {', '.join(r for r, ok in parts if ok) or 'none'}")
+    return Finding(runs.ROBUSTNESS, PAPER, "relearning restores what unlearning removed faster than the retain model "
+                   "learns it", text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_relearning", "relearning",
+                   quantities, tuple(parts))
+
+
+def quant_finding(table: pd.DataFrame, scheme: str = "nf4") -> Finding:
+    """"4-bit quantisation restores forgotten answers where the update is smaller than a bin, not where it crosses
+    bins": the regime-matched run recovers forget ROUGE-L by more than RECOVERY_MARGIN under NF4, and the runs whose
+    median update is at least CROSSES of a bin do not."""
+    t = table[table["scheme"] == scheme]
+    regime = t[t["kind"] == REGIME_MATCHED]
+    crossing = t[(t["kind"] == UNLEARNED) & (t.get("median |Δw| / bin", pd.Series(dtype=float)) >= CROSSES)]
+    regime_up = float(regime["Δ rouge"].iloc[0]) if len(regime) else None
+    crossing_up = float(crossing["Δ rouge"].max()) if len(crossing) else None
+    parts = []
+    if regime_up is not None:
+        parts.append(("restores under a bin (regime-matched run)", regime_up > RECOVERY_MARGIN))
+    if crossing_up is not None:
+        parts.append(("does not where updates cross bins", crossing_up <= RECOVERY_MARGIN))
+    quantities = (Quantity(f"regime-matched run's Δ forget ROUGE-L under {scheme}", regime_up, RECOVERY_MARGIN, ">"),
+                  Quantity(f"largest Δ forget ROUGE-L under {scheme} of runs crossing bins", crossing_up,
+                           RECOVERY_MARGIN, "<="),
+                  Quantity("runs crossing bins (median |Δw| >= half a bin)", len(crossing), fmt=".0f"))
+    text = "; ".join(q.text() for q in quantities)
+    if not parts:
+        return Finding(runs.ROBUSTNESS, PAPER, _QUANT_CLAIM, "no regime-matched run and no run crossing bins",
+                       NO_TEST, f"{runs.ROBUSTNESS}_quantisation", "quantisation")
+    return Finding(runs.ROBUSTNESS, PAPER, _QUANT_CLAIM, text, outcome_of(sum(ok for _, ok in parts), len(parts)),
+                   f"{runs.ROBUSTNESS}_quantisation", "quantisation", quantities, tuple(parts))
+
+
+_QUANT_CLAIM = "4-bit quantisation restores forgotten answers where the update is smaller than a bin, not where it crosses bins"
+
+
+def rtt_finding(table: pd.DataFrame) -> Finding:
+    """"An unlearned model keeps held-out facts of the forget authors it was never retaught": a run holds when
+    relearning the other facts recovers held-out accuracy by more than RECOVERY_MARGIN over the retain model's gain."""
+    parts = [(str(run), bool(row["recovery over control"] > RECOVERY_MARGIN))
+             for run, row in _unlearned(table).iterrows()]
+    held = sum(ok for _, ok in parts)
+    quantities = (Quantity("share of runs recovering held-out facts", held / len(parts) if parts else None, 1.0, ">=",
+                           "every run"),
+                  Quantity("largest recovery over the control", float(_unlearned(table)["recovery over control"].max())
+                           if parts else None, RECOVERY_MARGIN, ">"))
+    text = (f"relearning the other facts brings held-out facts back, beyond the retain model's gain by more than "
+            f"{RECOVERY_MARGIN}, for {held} of {len(parts)} runs: {', '.join(r for r, ok in parts if ok) or 'none'}")
+    return Finding(runs.ROBUSTNESS, PAPER, "an unlearned model keeps held-out facts of the forget authors it was "
+                   "never retaught (RTT)", text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_rtt", "RTT",
+                   quantities, tuple(parts))
+
+
+def probe_finding(table: pd.DataFrame) -> Finding:
+    """"Prefill / paraphrase / in-context shots recover forget answers": a probe holds when, for some run, forget
+    ROUGE-L under it rises over the plain question by more than RECOVERY_MARGIN and exceeds the retain model's under
+    the same probe by more than RECOVERY_MARGIN."""
+    t = table[(table["kind"] == UNLEARNED) & (table["probe"] != "plain")]
+    parts, best = [], {}
+    for name, group in t.groupby("probe", sort=False):
+        hit = group[(group["rouge over plain"] > RECOVERY_MARGIN) & (group["rouge over control"] > RECOVERY_MARGIN)]
+        parts.append((str(name), len(hit) > 0))
+        best[name] = float(group["rouge over control"].max())
+    held = sum(ok for _, ok in parts)
+    quantities = tuple(Quantity(f"largest ROUGE-L over the control, {name}", value, RECOVERY_MARGIN, ">")
+                       for name, value in best.items())
+    text = (f"{held} of {len(parts)} probes bring some run's forget answers back beyond the retain model's: "
+            + "; ".join(f"{name} (best {best[name]:+.2f})" for name, _ in parts))
+    return Finding(runs.ROBUSTNESS, PAPER, "prefill, paraphrased questions and in-context shots recover forget answers",
+                   text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_probes", "input probes", quantities,
+                   tuple(parts))
+
+
+def findings(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, probes: pd.DataFrame) -> list[Finding]:
+    """The four findings; none is tested (``no test``, with the reason) where the target itself does not reproduce
+    its forget answers (forget ROUGE-L below TARGET_KNOWS): there is nothing for an attack to bring back."""
+    found = [relearn_finding(relearn), quant_finding(quant), rtt_finding(rtt), probe_finding(probes)]
+    knows = float(relearn.loc["target", "rouge before"]) if "target" in relearn.index else math.nan
+    if knows >= TARGET_KNOWS:
+        return found
+    reason = (f"not tested: the target's forget ROUGE-L is {knows:.2f} (below {TARGET_KNOWS}), so there is nothing "
+              "for an attack to bring back")
+    return [Finding(f.notebook, f.paper, f.claim, reason, NO_TEST, f.figure, f.short) for f in found]
+
+
+def survival(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, probes: pd.DataFrame,
+             scheme: str = "nf4") -> pd.DataFrame:
+    """Which runs' forgetting survives which attack: per run, True where the attack brings back no more than
+    RECOVERY_MARGIN over the retain model (relearning: Δ ROUGE-L over the control's; quantisation: Δ under
+    ``scheme``; RTT: recovery; probes: the largest ROUGE-L over the control of any probe)."""
+    control = relearn[relearn["kind"] == RETAIN].iloc[0]
+    rows = {}
+    for run, row in relearn[relearn["kind"].isin([UNLEARNED, REGIME_MATCHED])].iterrows():
+        q = quant[(quant["model"] == run) & (quant["scheme"] == scheme)]
+        p = probes[(probes["model"] == run) & (probes["probe"] != "plain")]
+        rows[run] = {"relearning": bool(row["Δ rouge"] - control["Δ rouge"] <= RECOVERY_MARGIN),
+                     f"quantisation ({scheme})": bool(q["Δ rouge"].iloc[0] <= RECOVERY_MARGIN) if len(q) else None,
+                     "held-out facts": bool(rtt.loc[run, "recovery over control"] <= RECOVERY_MARGIN)
+                     if run in rtt.index else None,
+                     "input probes": bool(p["rouge over control"].max() <= RECOVERY_MARGIN) if len(p) else None}
+    return pd.DataFrame(rows).T
+
+
+def metrics_entries(found: Mapping[str, dict]) -> dict[str, dict[str, dict[str, float]]]:
+    """metrics.json's ``{model: {split: {metric: value}}}``: each model's forget scores before any attack, after
+    relearning and after each quantisation scheme."""
+    return {label: {"forget": r["before"], "relearned": r["relearn"]["after"],
+                    **{f"quantised {scheme}": scores for scheme, scores in r["quant"].items()}}
+            for label, r in found.items()}
+
+
+def per_item(found: Mapping[str, dict]) -> dict[str, Any]:
+    """What per_item.json keeps: every model's attack results as computed (curves, folds, recipes)."""
+    return dict(found)
+
+
+def run_meta(params: Params, named: Mapping[str, tuple[str, str]], data: Mapping[str, list], regime: str | None,
+             regime_lr: float | None, found: Sequence[Finding]) -> dict[str, Any]:
+    return {"models": {label: {"kind": kind, "folder": runs.model_identity(folder)} for label, (kind, folder)
+                       in named.items()},
+            "items": {k: {"n": len(v), "hash": attacks.rows_hash(v)} for k, v in data.items()},
+            "regime_matched": {"run": regime, "lr": regime_lr, "share": params.quant_regime_share},
+            "findings": [f.as_dict() for f in found]}
