@@ -1,5 +1,5 @@
 """What the paper profile costs, as a plan: tokens per second measured here on a small Phi, and an ESTIMATE of the
-GPU-hours of notebooks 01-07 on ``notebooks/params/paper.yaml`` from token counts and FLOPs. Not a test.
+GPU-hours of notebooks 01-08 on ``notebooks/params/paper.yaml`` from token counts and FLOPs. Not a test.
 
     python benchmarks/paper_cost.py [--json out.json] [--skip-measure] [--threads 1] [--profile paper]
                                     [--gpu-tflops 312] [--mfu-train 0.40] [--mfu-generate 0.10] [--decode-step-ms 20]
@@ -868,7 +868,60 @@ def notebook_07(params: config.Params, lengths: Lengths, trained: set[str] | Non
     return cost
 
 
-NOTEBOOKS = (notebook_01, notebook_02, notebook_03, notebook_04, notebook_05, notebook_06, notebook_07)
+def _forget_scores(cost: Cost, label: str, size: float, params: config.Params, lengths: Lengths, items: float,
+                   models_scored: float) -> None:
+    """``attacks.forget_scores`` of ``models_scored`` models on ``items`` forget items: the TOFU forget split's
+    passes (answer, paraphrased, perturbed) and greedy answers, and one teacher-forced pass per forget and holdout
+    item for extraction strength and MinK (no GradNorm)."""
+    tofu_evaluation(cost, label, size, params, lengths, params.forget_split, roles=("forget",), max_items=int(items),
+                    models_evaluated=models_scored)
+    holdout, _ = holdout_file(lengths, params.forget_split)
+    cost.add(label, FORWARD, size, models_scored * items * (lengths.qa(params.forget_split) + lengths.qa(holdout)))
+
+
+def notebook_08(params: config.Params, lengths: Lengths, trained: set[str] | None = None) -> Cost:
+    """The robustness attacks (``studies.recovery``) on every notebook-02 run, the retain model and the target, and
+    the regime-matched NPO run (trained here)."""
+    trained = set() if trained is None else trained
+    size = model_parameters(params.model, params)
+    forget = params.forget_split
+    rows = lengths.rows(forget)
+    items = min(rows, params.attack_items or rows)
+    models_attacked = len(params.attack_runs or params.methods) + 2 + (1 if params.quant_regime_share else 0)
+    cost = Cost("08", f"{models_attacked} models x (relearning 1 curve, RTT {params.rtt_held_out} folds x "
+                      f"{len(params.rtt_lr_grid)} lrs, {len(params.quant_schemes)} quantisation schemes, "
+                      f"{3 + 2 * len(params.probe_shots)} probes) on {items} forget items")
+    if params.quant_regime_share and "npo" in params.methods:
+        regime = pipeline.with_run(params, "npo_regime_matched", **params.method_settings.get("npo", {"method": "npo"}))
+        train_unlearning(cost, regime, "npo_regime_matched", lengths, trained)  # NPO's schedule, at another rate
+        cost.simplified.append("the regime-matched run counted with NPO's schedule (only its learning rate differs)")
+    qa = lengths.qa(forget)
+    epochs = float(params.relearn_epochs)
+    batch = (params.relearn_batch_size or params.finetune_batch_size) * params.finetune_grad_accum
+    steps = math.ceil(epochs * rows / batch)
+    points = steps // params.relearn_curve_every + 2
+    cost.add("relearning", TRAINED, size, models_attacked * epochs * rows * qa)
+    greedy(cost, "relearning curve", size, models_attacked * points * items, lengths.prompt(forget),
+           params.max_new_tokens, lengths, params.eval_batch_size)
+    _forget_scores(cost, "forget scores (before, relearned, quantised)", size, params, lengths, items,
+                   models_attacked * (2 + len(params.quant_schemes)))
+    held = params.rtt_held_out
+    fold = rows * 0.9 / params.rtt_folds  # name questions left out (about a tenth)
+    cost.add("held-out-fact relearning", TRAINED, size,
+             models_attacked * held * len(params.rtt_lr_grid) * epochs * (params.rtt_folds - 1) * fold * qa)
+    greedy(cost, "held-out-fact relearning", size, models_attacked * held * (1 + len(params.rtt_lr_grid)) * fold,
+           lengths.prompt(forget), params.max_new_tokens, lengths, params.eval_batch_size)
+    probes = 3 + 2 * len(params.probe_shots)
+    shot_tokens = sum(2 * k * qa for k in params.probe_shots)  # retain and forget shots before each question
+    prompts = models_attacked * items * (probes * lengths.prompt(forget) + shot_tokens)
+    cost.add("input probes", FORWARD, size, prompts + models_attacked * items * probes * lengths.answer(forget))
+    cost.add("input probes", GENERATED, size, models_attacked * items * probes * lengths.decoded(params.max_new_tokens),
+             rows=params.eval_batch_size)
+    cost.simplified.append("RTT folds taken as equal, a tenth of the forget questions (the name questions) left out")
+    return cost
+
+
+NOTEBOOKS = (notebook_01, notebook_02, notebook_03, notebook_04, notebook_05, notebook_06, notebook_07, notebook_08)
 
 
 def estimate(params: config.Params, lengths: Lengths) -> list[Cost]:
@@ -1073,7 +1126,7 @@ def print_estimate(rows: list[dict[str, Any]], notes: list[str], profile: str, c
     total = {key: sum(r[key] for r in rows) for key in ("trained_tokens", "forward_tokens", "generated_tokens",
                                                          "gpu_hours")}
     total["cpu_hours"] = None if cpu is None else sum(r["cpu_hours"] for r in rows)
-    print(f"## ESTIMATE of the {profile} profile, notebooks 01-07 (00 and 08 do no model work): GPU-hours from token "
+    print(f"## ESTIMATE of the {profile} profile, notebooks 01-08 (00 and 09 do no model work): GPU-hours from token "
           "counts and FLOPs, not a measurement")
     print()
     cpu_head = " | CPU projection (days) |" if cpu else " |"

@@ -294,4 +294,4 @@ def test_the_built_in_figures_are_those_of_the_reference_files():
 def test_the_estimate_of_the_paper_profile_is_finite_and_positive():
     gpu = pc.Gpu("test", pc.GPU_PEAK_TFLOPS * 1e12, pc.MFU_TRAIN, pc.MFU_GENERATE, pc.DECODE_STEP_S)
     hours = [gpu.hours(cost) for cost in pc.estimate(PAPER, LENGTHS)]
-    assert len(hours) == 7 and all(math.isfinite(h) and h > 0 for h in hours)
+    assert len(hours) == 8 and all(math.isfinite(h) and h > 0 for h in hours)
