@@ -115,3 +115,10 @@ def test_relearning_trains_on_the_rows_it_is_given_and_says_which(tmp_path):
     assert recipe["split"] == "forget10" and recipe["steps"] == 2 and [s for s, _ in curve] == [0, 1, 2]
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the attacked model is untouched
     assert any(not torch.equal(a, b) for a, b in zip(before, relearned.parameters()))
+
+
+def test_the_prefill_keeps_the_space_before_the_rest_of_the_answer():
+    row = {"answer": "She was born in Tabriz, Iran.", "value": "Tabriz, Iran"}
+    assert attacks.prefill(row) == ("She was born in", " Tabriz, Iran.")
+    assert attacks.prefill({"answer": "Tabriz it is.", "value": "Tabriz"}) == ("Tabriz", " it is.")
+    assert attacks.prefill(row, "Sure, here is the answer:") == ("Sure, here is the answer:", " She was born in Tabriz, Iran.")

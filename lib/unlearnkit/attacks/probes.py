@@ -27,15 +27,15 @@ from ..models import PromptTemplate, encode_prompt, pad_token_id
 
 def prefill(row: Mapping[str, Any], text: str | None = None) -> tuple[str, str]:
     """(prefilled words, rest of the answer): ``text`` when given (the paper profile's phrase), else the answer up to
-    the fact's value (the whole answer's first word when the value is not in it)."""
+    the fact's value (the whole answer's first word when the value is not in it). The rest keeps the space that
+    separates it from the prefilled words, so that its tokens are the ones the model saw in training (a word-initial
+    token carries its space)."""
     answer, value = str(row["answer"]), str(row.get("value", ""))
     if text is not None:
-        return text, answer
+        return text, " " + answer
     at = answer.find(value) if value else -1
-    if at <= 0:
-        first = answer.split(" ", 1)
-        return first[0], (first[1] if len(first) > 1 else "")
-    return answer[:at].rstrip(), answer[at:]
+    head = answer[:at].rstrip() if at > 0 else answer.split(" ", 1)[0]
+    return head, answer[len(head):]
 
 
 def with_shots(template: PromptTemplate, shots: Sequence[Mapping[str, Any]]) -> PromptTemplate:

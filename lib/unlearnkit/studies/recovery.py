@@ -31,7 +31,7 @@ from ..config import Params
 from ..data.tofu import holdout_split_for
 
 #: Bump when what :func:`attack_model` computes changes (its cache key).
-ROBUSTNESS_VERSION = "1"
+ROBUSTNESS_VERSION = "2"
 TARGET, RETAIN, UNLEARNED, REGIME_MATCHED = "target", "retain (control)", "unlearned (02)", "regime-matched"
 #: A recovery counts when forget ROUGE-L (or RTT accuracy) rises by more than this over the control's.
 RECOVERY_MARGIN = 0.1
@@ -298,7 +298,11 @@ def quant_finding(table: pd.DataFrame, scheme: str = "nf4") -> Finding:
     t = table[table["scheme"] == scheme]
     regime = t[t["kind"] == REGIME_MATCHED]
     crossing = t[(t["kind"] == UNLEARNED) & (t.get("median |Δw| / bin", pd.Series(dtype=float)) >= CROSSES)]
-    regime_up = float(regime["Δ rouge"].iloc[0]) if len(regime) else None
+    target = t[t["kind"] == TARGET]
+    # the regime-matched run can only have something restored if it forgot something at its small learning rate
+    forgot = (len(regime) and len(target) and
+              float(regime["rouge before"].iloc[0]) < float(target["rouge before"].iloc[0]) - RECOVERY_MARGIN)
+    regime_up = float(regime["Δ rouge"].iloc[0]) if forgot else None
     crossing_up = float(crossing["Δ rouge"].max()) if len(crossing) else None
     parts = []
     if regime_up is not None:
@@ -310,6 +314,9 @@ def quant_finding(table: pd.DataFrame, scheme: str = "nf4") -> Finding:
                            RECOVERY_MARGIN, "<="),
                   Quantity("runs crossing bins (median |Δw| >= half a bin)", len(crossing), fmt=".0f"))
     text = "; ".join(q.text() for q in quantities)
+    if len(regime) and not forgot:
+        text += (f"; the regime-matched run forgot too little to test ({float(regime['rouge before'].iloc[0]):.2f} "
+                 f"forget ROUGE-L against the target's {float(target['rouge before'].iloc[0]):.2f})")
     if not parts:
         return Finding(runs.ROBUSTNESS, PAPER, _QUANT_CLAIM, "no regime-matched run and no run crossing bins",
                        NO_TEST, f"{runs.ROBUSTNESS}_quantisation", "quantisation")
