@@ -239,9 +239,9 @@ def test_the_robustness_figures_are_legible():
                         "held-out after": rng.uniform(0.2, 0.9, 16)}, index=labels)
     _assert_legible(recovery_plots.plot_rtt(rtt))
     quant = pd.DataFrame([{"model": m, "kind": k, "scheme": s, "Δ rouge": float(rng.uniform(-0.1, 0.4)),
-                           "median |Δw| / bin": float(rng.uniform(0.005, 20))} for m, k in zip(labels, kinds)
+                           "share crossed": float(rng.uniform(0.01, 0.9))} for m, k in zip(labels, kinds)
                           for s in ("nf4", "int4", "int8")])
-    _assert_legible(recovery_plots.plot_quantisation(quant, 0.01, 0.5))
+    _assert_legible(recovery_plots.plot_quantisation(quant, 0.01, 0.1))
     probes = pd.DataFrame([{"model": m, "probe": p, "rouge over control": float(rng.uniform(-0.3, 0.3))}
                            for m in labels for p in ("plain", "prefill", "paraphrase", "retain shots ×2",
                                                      "forget shots ×2", "retain shots ×5", "forget shots ×5")])

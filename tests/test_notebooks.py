@@ -97,7 +97,8 @@ def test_08_robustness_attacks_every_model_with_its_control_and_relearns_on_the_
         assert recipe["rows_hash"] != attacks.rows_hash(retain)
         assert set(result["quant"]) == set(params.quant_schemes) and "prefill" in result["probes"], label
         assert result["rtt"] and all(set(f["attributes"]).isdisjoint({"name"}) for f in result["rtt"]), label
-    assert {f["short"] for f in metrics["meta"]["findings"]} == {"relearning", "quantisation", "RTT", "input probes"}
+    assert {f["short"] for f in metrics["meta"]["findings"]} == {"relearning", "quantisation within buckets",
+                                                              "quantisation across buckets", "RTT", "input probes"}
     for figure in ("relearning", "rtt", "quantisation", "probes", "survival"):
         assert (smoke_runs / "figures" / f"08_robustness_{figure}.png").exists(), figure
 

@@ -81,10 +81,10 @@ def plot_rtt(table: pd.DataFrame):
     return fig
 
 
-def plot_quantisation(quant: pd.DataFrame, share: float | None = None, crosses: float = 0.5):
-    """Left: the change of forget ROUGE-L when each model is quantised, per scheme. Right, NF4: the change against
-    the median weight update of unlearning in NF4 bins (log), the regime-matched run in red; the dotted line where
-    updates start to cross bins."""
+def plot_quantisation(quant: pd.DataFrame, share: float | None = None, crossed: float = 0.1):
+    """Left: the change of forget ROUGE-L when each model is quantised, per scheme. Right, NF4: the change against the
+    share of weights whose NF4 code unlearning moved (the bucket crossing), the regime-matched run in red; the dotted
+    line where the finding starts to count a run as crossing buckets. ``share`` is unused (kept for old recipes)."""
     schemes = list(dict.fromkeys(quant["scheme"]))
     models = list(dict.fromkeys(quant["model"]))
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.38 * len(models) + 2.2), gridspec_kw={"width_ratios": [1.2, 1]})
@@ -102,19 +102,17 @@ def plot_quantisation(quant: pd.DataFrame, share: float | None = None, crosses: 
     ax.legend(fontsize=9)
     ax = axes[1]
     nf4 = quant[(quant["scheme"] == "nf4")] if "nf4" in schemes else quant[quant["scheme"] == schemes[0]]
-    if "median |Δw| / bin" in nf4:
-        moved = nf4.dropna(subset=["median |Δw| / bin"])
+    if "share crossed" in nf4:
+        moved = nf4.dropna(subset=["share crossed"])
         for _, row in moved.iterrows():
             regime = row["kind"] == "regime-matched"
-            ax.plot(row["median |Δw| / bin"], row["Δ rouge"], "o", color="C3" if regime else "C0", ms=8 if regime else 6)
-            ax.annotate(row["model"], (row["median |Δw| / bin"], row["Δ rouge"]), fontsize=9, xytext=(4, 3),
+            ax.plot(row["share crossed"], row["Δ rouge"], "o", color="C3" if regime else "C0", ms=8 if regime else 6)
+            ax.annotate(row["model"], (row["share crossed"], row["Δ rouge"]), fontsize=9, xytext=(4, 3),
                         textcoords="offset points")
-        ax.set_xscale("log")
-        ax.axvline(crosses, color="0.4", ls=":", lw=1)
-        if share:
-            ax.axvline(share, color="C3", ls="--", lw=1)
+        ax.axvline(crossed, color="0.4", ls=":", lw=1)
+        ax.set_xlim(0, 1)
     ax.axhline(0, color="black", lw=0.8)
-    ax.set(xlabel="median |Δw| of unlearning / NF4 bin width", ylabel="Δ forget ROUGE-L under NF4",
+    ax.set(xlabel="share of weights whose NF4 code unlearning moved", ylabel="Δ forget ROUGE-L under NF4",
            title="Does quantisation undo it? (red: regime-matched)")
     fig.tight_layout()
     return fig

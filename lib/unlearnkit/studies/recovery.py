@@ -35,9 +35,9 @@ ROBUSTNESS_VERSION = "2"
 TARGET, RETAIN, UNLEARNED, REGIME_MATCHED = "target", "retain (control)", "unlearned (02)", "regime-matched"
 #: A recovery counts when forget ROUGE-L (or RTT accuracy) rises by more than this over the control's.
 RECOVERY_MARGIN = 0.1
-#: A run's weights "cross bins" when the median |Δw| is at least this share of an NF4 bin (the regime-matched run
-#: sits at ``quant_regime_share``, about 0.01).
-CROSSES = 0.5
+#: A run's updates "cross buckets" when at least this share of its quantised weights changed code against the
+#: target's (the default profile's runs: 23-37 % under NF4; the regime-matched run about 2 %).
+CROSSED = 0.1
 #: An attack can only bring back what the target knew: below this forget ROUGE-L of the target, no finding is tested.
 TARGET_KNOWS = 0.5
 #: The papers whose claims the findings test (their sentences beside the criteria in docs/metrics.md §10).
@@ -266,108 +266,142 @@ def _unlearned(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["kind"] == UNLEARNED]
 
 
+def forgetting_runs(relearn: pd.DataFrame) -> list[str]:
+    """The runs an attack can test: unlearning runs (and the regime-matched one) whose greedy forget ROUGE-L before
+    any attack is below half the target's (the halfway mark). A run that never forgot has nothing to bring back."""
+    halfway = 0.5 * float(relearn.loc["target", "rouge before"])
+    moved = relearn[relearn["kind"].isin([UNLEARNED, REGIME_MATCHED])]
+    return [str(run) for run, row in moved.iterrows() if row["rouge before"] < halfway]
+
+
+def _untested_note(relearn: pd.DataFrame) -> str:
+    left = [str(r) for r in _unlearned(relearn).index if r not in forgetting_runs(relearn)]
+    return f" (not counted, they did not forget: {', '.join(left)})" if left else ""
+
+
 def relearn_finding(table: pd.DataFrame) -> Finding:
-    """"Relearning restores what unlearning removed faster than the retain model learns it", per method: a run holds
-    when it reaches the target's halfway mark in fewer steps than the retain model (or reaches it where the retain
-    model does not)."""
+    """"Relearning restores what unlearning removed faster than the retain model learns it", per run that forgot: it
+    holds when the run reaches the target's halfway mark in fewer steps than the retain model (or reaches it where the
+    retain model does not)."""
     control = table[table["kind"] == RETAIN].iloc[0]
     c_steps = control["steps to halfway"]
+    tested = [r for r in forgetting_runs(table) if table.loc[r, "kind"] == UNLEARNED]
     parts = []
-    for run, row in _unlearned(table).iterrows():
-        faster = bool(row["reached"]) and (not control["reached"] or row["steps to halfway"] < c_steps)
-        parts.append((str(run), faster))
+    for run in tested:
+        row = table.loc[run]
+        parts.append((run, bool(row["reached"]) and (not control["reached"] or row["steps to halfway"] < c_steps)))
     held = sum(ok for _, ok in parts)
-    share = held / len(parts) if parts else None
-    quantities = (Quantity("share of runs relearning faster than the retain model", share, 1.0, ">=", "every run"),
+    quantities = (Quantity("share of forgetting runs relearning faster than the retain model",
+                           held / len(parts) if parts else None, 1.0, ">=", "every such run"),
                   Quantity("retain model's steps to the halfway mark", c_steps if control["reached"] else None,
                            fmt=".0f"),
-                  Quantity("median Δ forget ROUGE-L of the runs", float(_unlearned(table)["Δ rouge"].median())
-                           if parts else None))
-    text = (f"{held} of {len(parts)} runs get back to half the target's forget ROUGE-L faster than the retain model "
-            + (f"({c_steps:.0f} steps)" if control["reached"] else "(which does not get there within the epoch)")
-            + f": {', '.join(r for r, ok in parts if ok) or 'none'}")
+                  Quantity("median Δ forget ROUGE-L of those runs",
+                           float(table.loc[tested, "Δ rouge"].median()) if tested else None))
+    text = (f"{held} of {len(parts)} runs that forgot get back to half the target's forget ROUGE-L faster than the "
+            "retain model " + (f"({c_steps:.0f} steps)" if control["reached"] else "(which does not get there within "
+                               "the epoch)") + f": {', '.join(r for r, ok in parts if ok) or 'none'}"
+            + _untested_note(table))
     return Finding(runs.ROBUSTNESS, PAPER, "relearning restores what unlearning removed faster than the retain model "
                    "learns it", text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_relearning", "relearning",
                    quantities, tuple(parts))
 
 
-def quant_finding(table: pd.DataFrame, scheme: str = "nf4") -> Finding:
-    """"4-bit quantisation restores forgotten answers where the update is smaller than a bin, not where it crosses
-    bins": the regime-matched run recovers forget ROUGE-L by more than RECOVERY_MARGIN under NF4, and the runs whose
-    median update is at least CROSSES of a bin do not."""
-    t = table[table["scheme"] == scheme]
-    regime = t[t["kind"] == REGIME_MATCHED]
-    crossing = t[(t["kind"] == UNLEARNED) & (t.get("median |Δw| / bin", pd.Series(dtype=float)) >= CROSSES)]
-    target = t[t["kind"] == TARGET]
-    # the regime-matched run can only have something restored if it forgot something at its small learning rate
-    forgot = (len(regime) and len(target) and
-              float(regime["rouge before"].iloc[0]) < float(target["rouge before"].iloc[0]) - RECOVERY_MARGIN)
-    regime_up = float(regime["Δ rouge"].iloc[0]) if forgot else None
-    crossing_up = float(crossing["Δ rouge"].max()) if len(crossing) else None
-    parts = []
-    if regime_up is not None:
-        parts.append(("restores under a bin (regime-matched run)", regime_up > RECOVERY_MARGIN))
-    if crossing_up is not None:
-        parts.append(("does not where updates cross bins", crossing_up <= RECOVERY_MARGIN))
-    quantities = (Quantity(f"regime-matched run's Δ forget ROUGE-L under {scheme}", regime_up, RECOVERY_MARGIN, ">"),
-                  Quantity(f"largest Δ forget ROUGE-L under {scheme} of runs crossing bins", crossing_up,
-                           RECOVERY_MARGIN, "<="),
-                  Quantity("runs crossing bins (median |Δw| >= half a bin)", len(crossing), fmt=".0f"))
-    text = "; ".join(q.text() for q in quantities)
-    if len(regime) and not forgot:
-        text += (f"; the regime-matched run forgot too little to test ({float(regime['rouge before'].iloc[0]):.2f} "
-                 f"forget ROUGE-L against the target's {float(target['rouge before'].iloc[0]):.2f})")
-    if not parts:
-        return Finding(runs.ROBUSTNESS, PAPER, _QUANT_CLAIM, "no regime-matched run and no run crossing bins",
-                       NO_TEST, f"{runs.ROBUSTNESS}_quantisation", "quantisation")
-    return Finding(runs.ROBUSTNESS, PAPER, _QUANT_CLAIM, text, outcome_of(sum(ok for _, ok in parts), len(parts)),
-                   f"{runs.ROBUSTNESS}_quantisation", "quantisation", quantities, tuple(parts))
+_RESTORES = ("4-bit quantisation restores forgotten answers where unlearning's updates stay within the quantiser's "
+             "buckets (Zhang et al.)")
+_HOLDS = "where unlearning's updates cross the quantiser's buckets, 4-bit quantisation does not restore forgotten answers"
 
 
-_QUANT_CLAIM = "4-bit quantisation restores forgotten answers where the update is smaller than a bin, not where it crosses bins"
+def quant_findings(table: pd.DataFrame, relearn: pd.DataFrame, scheme: str = "nf4") -> list[Finding]:
+    """Zhang et al.'s claim and its mechanism's other side, as two findings on the runs that forgot, split by the
+    share of weights whose ``scheme`` code unlearning moved (CROSSED): within buckets (fewer moved: the regime-matched
+    run, if it forgot) forget ROUGE-L rises by more than RECOVERY_MARGIN when quantised; across buckets it does not.
+    A finding without a run to test is ``no test``, with why."""
+    t = table[(table["scheme"] == scheme) & table["model"].isin(forgetting_runs(relearn))]
+    crossed = t.get("share crossed", pd.Series(np.nan, index=t.index))
+    across, within = t[crossed >= CROSSED], t[crossed < CROSSED]
+    figure = f"{runs.ROBUSTNESS}_quantisation"
+    out = []
+    if len(within):
+        parts = tuple((str(r["model"]), bool(r["Δ rouge"] > RECOVERY_MARGIN)) for _, r in within.iterrows())
+        q = (Quantity(f"largest Δ forget ROUGE-L under {scheme}", float(within["Δ rouge"].max()), RECOVERY_MARGIN, ">"),
+             Quantity(f"largest share of weights crossing a {scheme} bucket", float(within["share crossed"].max()),
+                      CROSSED, "<"))
+        out.append(Finding(runs.ROBUSTNESS, PAPER, _RESTORES, "; ".join(x.text() for x in q),
+                           outcome_of(sum(ok for _, ok in parts), len(parts)), figure, "quantisation within buckets",
+                           q, parts))
+    else:
+        regime = relearn[relearn["kind"] == REGIME_MATCHED]
+        if len(regime):
+            row = table[(table["kind"] == REGIME_MATCHED) & (table["scheme"] == scheme)].iloc[0]
+            why = (f"not tested: no run that forgot kept its updates within the buckets; the regime-matched run "
+                   f"{regime.index[0]} (updates moving {row.get('share crossed', math.nan):.1%} of the weights across a "
+                   f"bucket) did not forget (forget ROUGE-L {float(regime['rouge before'].iloc[0]):.2f} against the "
+                   f"target's {float(relearn.loc['target', 'rouge before']):.2f})")
+        else:
+            why = "not tested: no run that forgot kept its updates within the buckets (no regime-matched run)"
+        out.append(Finding(runs.ROBUSTNESS, PAPER, _RESTORES, why, NO_TEST, figure, "quantisation within buckets"))
+    if len(across):
+        parts = tuple((str(r["model"]), bool(r["Δ rouge"] <= RECOVERY_MARGIN)) for _, r in across.iterrows())
+        q = (Quantity(f"largest Δ forget ROUGE-L under {scheme}", float(across["Δ rouge"].max()), RECOVERY_MARGIN, "<="),
+             Quantity(f"smallest share of weights crossing a {scheme} bucket", float(across["share crossed"].min()),
+                      CROSSED, ">="))
+        out.append(Finding(runs.ROBUSTNESS, PAPER, _HOLDS, "; ".join(x.text() for x in q) + _untested_note(relearn),
+                           outcome_of(sum(ok for _, ok in parts), len(parts)), figure, "quantisation across buckets",
+                           q, parts))
+    else:
+        out.append(Finding(runs.ROBUSTNESS, PAPER, _HOLDS, "not tested: no run that forgot moved its weights across "
+                           "the buckets", NO_TEST, figure, "quantisation across buckets"))
+    return out
 
 
-def rtt_finding(table: pd.DataFrame) -> Finding:
-    """"An unlearned model keeps held-out facts of the forget authors it was never retaught": a run holds when
-    relearning the other facts recovers held-out accuracy by more than RECOVERY_MARGIN over the retain model's gain."""
-    parts = [(str(run), bool(row["recovery over control"] > RECOVERY_MARGIN))
-             for run, row in _unlearned(table).iterrows()]
+def rtt_finding(table: pd.DataFrame, relearn: pd.DataFrame) -> Finding:
+    """"An unlearned model keeps held-out facts of the forget authors it was never retaught", per run that forgot:
+    it holds when relearning the other facts recovers held-out accuracy by more than RECOVERY_MARGIN over the retain
+    model's gain."""
+    tested = [r for r in forgetting_runs(relearn) if r in table.index and table.loc[r, "kind"] == UNLEARNED]
+    parts = [(run, bool(table.loc[run, "recovery over control"] > RECOVERY_MARGIN)) for run in tested]
     held = sum(ok for _, ok in parts)
-    quantities = (Quantity("share of runs recovering held-out facts", held / len(parts) if parts else None, 1.0, ">=",
-                           "every run"),
-                  Quantity("largest recovery over the control", float(_unlearned(table)["recovery over control"].max())
-                           if parts else None, RECOVERY_MARGIN, ">"))
+    quantities = (Quantity("share of forgetting runs recovering held-out facts", held / len(parts) if parts else None,
+                           1.0, ">=", "every such run"),
+                  Quantity("largest recovery over the control",
+                           float(table.loc[tested, "recovery over control"].max()) if tested else None,
+                           RECOVERY_MARGIN, ">"))
     text = (f"relearning the other facts brings held-out facts back, beyond the retain model's gain by more than "
-            f"{RECOVERY_MARGIN}, for {held} of {len(parts)} runs: {', '.join(r for r, ok in parts if ok) or 'none'}")
+            f"{RECOVERY_MARGIN}, for {held} of {len(parts)} runs that forgot: "
+            f"{', '.join(r for r, ok in parts if ok) or 'none'}" + _untested_note(relearn))
     return Finding(runs.ROBUSTNESS, PAPER, "an unlearned model keeps held-out facts of the forget authors it was "
                    "never retaught (RTT)", text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_rtt", "RTT",
                    quantities, tuple(parts))
 
 
-def probe_finding(table: pd.DataFrame) -> Finding:
-    """"Prefill / paraphrase / in-context shots recover forget answers": a probe holds when, for some run, forget
-    ROUGE-L under it rises over the plain question by more than RECOVERY_MARGIN and exceeds the retain model's under
-    the same probe by more than RECOVERY_MARGIN."""
-    t = table[(table["kind"] == UNLEARNED) & (table["probe"] != "plain")]
+def probe_finding(table: pd.DataFrame, relearn: pd.DataFrame) -> Finding:
+    """"Prefill / paraphrase / in-context shots recover forget answers", on the runs that forgot: a probe holds when,
+    for some such run, forget ROUGE-L under it rises over the plain question by more than RECOVERY_MARGIN and exceeds
+    the retain model's under the same probe by more than RECOVERY_MARGIN."""
+    t = table[table["model"].isin([r for r in forgetting_runs(relearn) if relearn.loc[r, "kind"] == UNLEARNED])
+              & (table["probe"] != "plain")]
     parts, best = [], {}
     for name, group in t.groupby("probe", sort=False):
         hit = group[(group["rouge over plain"] > RECOVERY_MARGIN) & (group["rouge over control"] > RECOVERY_MARGIN)]
         parts.append((str(name), len(hit) > 0))
-        best[name] = float(group["rouge over control"].max())
+        top = group.loc[group["rouge over control"].idxmax()]
+        best[name] = (float(top["rouge over control"]), str(top["model"]))
     held = sum(ok for _, ok in parts)
     quantities = tuple(Quantity(f"largest ROUGE-L over the control, {name}", value, RECOVERY_MARGIN, ">")
-                       for name, value in best.items())
-    text = (f"{held} of {len(parts)} probes bring some run's forget answers back beyond the retain model's: "
-            + "; ".join(f"{name} (best {best[name]:+.2f})" for name, _ in parts))
+                       for name, (value, _) in best.items())
+    text = (f"{held} of {len(parts)} probes bring forget answers of a run that forgot back beyond the retain model's: "
+            + "; ".join(f"{name} (best {best[name][0]:+.2f}, {best[name][1]})" for name, _ in parts)
+            + _untested_note(relearn))
     return Finding(runs.ROBUSTNESS, PAPER, "prefill, paraphrased questions and in-context shots recover forget answers",
                    text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_probes", "input probes", quantities,
                    tuple(parts))
 
 
 def findings(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, probes: pd.DataFrame) -> list[Finding]:
-    """The four findings; none is tested (``no test``, with the reason) where the target itself does not reproduce
+    """The five findings; none is tested (``no test``, with the reason) where the target itself does not reproduce
     its forget answers (forget ROUGE-L below TARGET_KNOWS): there is nothing for an attack to bring back."""
-    found = [relearn_finding(relearn), quant_finding(quant), rtt_finding(rtt), probe_finding(probes)]
+    found = [relearn_finding(relearn), *quant_findings(quant, relearn), rtt_finding(rtt, relearn),
+             probe_finding(probes, relearn)]
     knows = float(relearn.loc["target", "rouge before"]) if "target" in relearn.index else math.nan
     if knows >= TARGET_KNOWS:
         return found
@@ -378,12 +412,13 @@ def findings(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, prob
 
 def survival(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, probes: pd.DataFrame,
              scheme: str = "nf4") -> pd.DataFrame:
-    """Which runs' forgetting survives which attack: per run, True where the attack brings back no more than
-    RECOVERY_MARGIN over the retain model (relearning: Δ ROUGE-L over the control's; quantisation: Δ under
-    ``scheme``; RTT: recovery; probes: the largest ROUGE-L over the control of any probe)."""
+    """Which runs' forgetting survives which attack, for the runs that forgot: True where the attack brings back no
+    more than RECOVERY_MARGIN beyond the retain model (relearning: Δ ROUGE-L over the control's; quantisation: Δ
+    under ``scheme``; RTT: recovery; probes: the largest ROUGE-L over the control of any probe)."""
     control = relearn[relearn["kind"] == RETAIN].iloc[0]
     rows = {}
-    for run, row in relearn[relearn["kind"].isin([UNLEARNED, REGIME_MATCHED])].iterrows():
+    for run in forgetting_runs(relearn):
+        row = relearn.loc[run]
         q = quant[(quant["model"] == run) & (quant["scheme"] == scheme)]
         p = probes[(probes["model"] == run) & (probes["probe"] != "plain")]
         rows[run] = {"relearning": bool(row["Δ rouge"] - control["Δ rouge"] <= RECOVERY_MARGIN),
