@@ -394,11 +394,16 @@ def story(verdicts: Sequence[Verdict]) -> str:
         head = (f"**{paper}**: {len(by[REPRODUCED])} of {len(mine)} findings reproduced"
                 + (f" ({names(v.short for v in by[REPRODUCED])})" if 0 < len(by[REPRODUCED]) <= 6 else "")
                 + f", {len(by[PARTLY])} partly, {len(by[NOT])} not reproduced.")
-        lines.append(head)
+        lines.append("\n" + head + "\n")
         for v in by[NOT] + by[PARTLY]:
             failing = _failing_parts(v)
-            why = ("; ".join(f"{name} fails on {n} of {v.n} seed{'s' if v.n > 1 else ''}" for name, n in failing[:3])
-                   if failing else f"fails on {v.fails} of {v.n} seed{'s' if v.n > 1 else ''}")
+            seeds = lambda n: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
+            if failing:
+                why = "; ".join(f"{name} fails on {seeds(n)}" for name, n in failing[:3])
+            elif v.fails:
+                why = f"fails on {seeds(v.fails)}"
+            else:
+                why = f"holds in part on {seeds(v.n - v.k - v.fails)}"
             lines.append(f"- [{v.short}]({_page(v)}), *{v.verdict}*: {why}.")
     return "\n".join(lines)
 
