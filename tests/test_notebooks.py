@@ -137,7 +137,7 @@ def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):
     assert kept == {name.removesuffix(".png") for name in figures}, "a figure was saved without its data"
     for path in (smoke_runs / "figures").glob("*.png"):
         path.unlink()
-    env = {**os.environ, "UNLEARNKIT_RUNS": str(smoke_runs.parent)}
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(smoke_runs.parent.parent)}  # runs/<profile>/seed-0
     done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "figures", "--profile", "smoke"], env=env,
                           capture_output=True, text=True, timeout=300, cwd=paths.ROOT)
     assert done.returncode == 0, done.stderr
@@ -149,7 +149,7 @@ def smoke_report(smoke_runs, tmp_path_factory):
     from unlearnkit import report
 
     out = tmp_path_factory.mktemp("report")
-    saved, paths.RUNS = paths.RUNS, smoke_runs.parent
+    saved, paths.RUNS = paths.RUNS, smoke_runs.parent.parent  # runs/<profile>/seed-0
     try:
         return report.build(config.Params.load("smoke"), out)
     finally:
@@ -163,7 +163,8 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
     from unlearnkit import report
 
     out = smoke_report.parent
-    expected = {"index.html"} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb") if p.stem != "09_findings"}
+    expected = {"index.html", report.GLOSSARY_PAGE} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb")
+                                                        if p.stem != "09_findings"}
     assert {p.name for p in out.glob("*.html")} == expected
     assert (out / "mathjax" / "MathJax.js").exists()
     pages = {p.name: p.read_text() for p in out.glob("*.html")}
@@ -184,8 +185,12 @@ def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
     drawn, and the findings table linking each figure there."""
     import re
 
+    from unlearnkit import report
+
     out = smoke_report.parent
     pages = {p.name: p.read_text() for p in out.glob("*.html")}
+    glossary = pages.pop(report.GLOSSARY_PAGE)  # a page of the docs, not of a notebook: no parameters, no run
+    assert 'href="index.html"' in glossary and 'id="fig-' not in glossary and "M_bin" in glossary
     for name, page in pages.items():
         assert '<span class="c1"># Parameters</span>' not in page, f"{name} still shows papermill's injected cell"
         assert page.count("# Parameters: the keys this notebook reads") == 1, name

@@ -138,6 +138,14 @@ def plot_probes(probes: pd.DataFrame):
 
 def plot_survival(survival: pd.DataFrame):
     """Which runs' forgetting survives which attack (green: no more comes back than for the retain model)."""
+    if survival.empty:  # no run forgot on this seed: say so instead of an empty grid
+        fig, ax = plt.subplots(figsize=(8, 1.8))
+        ax.text(0.5, 0.5, "no unlearning run forgot on this seed (forget ROUGE-L below half the target's),\n"
+                "so no attack has anything to bring back", ha="center", va="center", fontsize=10)
+        ax.set_axis_off()
+        ax.set_title("Does the forgetting hold? (each attack against the retain model)", fontsize=11)
+        fig.tight_layout()
+        return fig
     values = survival.map(lambda v: np.nan if v is None else float(bool(v))).to_numpy(float)
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(survival) + 1.6))
     ax.imshow(values, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")

@@ -397,7 +397,7 @@ def story(verdicts: Sequence[Verdict]) -> str:
         lines.append("\n" + head + "\n")
         for v in by[NOT] + by[PARTLY]:
             failing = _failing_parts(v)
-            seeds = lambda n: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
+            seeds = lambda n, v=v: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
             if failing:
                 why = "; ".join(f"{name} fails on {seeds(n)}" for name, n in failing[:3])
             elif v.fails:
