@@ -276,6 +276,8 @@ class Spread:
     margin_low: float | None = None
     margin_high: float | None = None
     seeds: int = 0
+    #: Whether the quantity spans orders of magnitude (printed as 1.0e-05: a p-value): its margins are read in log10.
+    log_scale: bool = False
 
 
 @dataclass(frozen=True)
@@ -342,7 +344,8 @@ def _spreads(found: Sequence[Finding]) -> tuple[Spread, ...]:
         m_low, m_high = bootstrap_interval(margins) if margins else (None, None)
         out.append(Spread(name, qs[0].direction, float(np.mean(values)), low, high,
                           float(np.mean(thresholds)) if thresholds else None,
-                          float(np.mean(margins)) if margins else None, m_low, m_high, len(values)))
+                          float(np.mean(margins)) if margins else None, m_low, m_high, len(values),
+                          qs[0].fmt.endswith("e")))
     return tuple(out)
 
 

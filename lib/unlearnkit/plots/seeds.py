@@ -1,0 +1,79 @@
+"""Figures of the findings over training seeds (notebook 09 and the README): each finding's deciding margin per seed,
+and how notebook 02's methods rank from seed to seed."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["margins_per_seed", "rank_shares"]
+
+#: One seed's outcome, as the dots of :func:`margins_per_seed` show it.
+OUTCOME_COLORS = {"holds": "#1a9850", "partly": "#f0a202", "fails": "#d73027"}
+
+
+def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
+    """One panel per finding (``rows`` from :func:`unlearnkit.studies.seeds.margins`): its deciding quantity's margin
+    on each seed (how far on the claim's side of its threshold; below the line: the other side), a dot per seed
+    coloured by that seed's outcome, and the mean with its bootstrap interval over seeds. A finding whose dots
+    straddle the line sits on it: a reseed can flip it."""
+    n = max(1, len(rows))
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.1 * ncols, 2.35 * nrows + 0.9), squeeze=False)
+    for ax in axes.flat[len(rows):]:
+        ax.set_axis_off()
+    for ax, row in zip(axes.flat, rows):
+        seeds, margins = row["seeds"], row["margins"]
+        x = np.arange(len(seeds))
+        colours = [OUTCOME_COLORS.get(o, "#8c8c8c") for o in row["outcomes"]]
+        ax.axhline(0, color="#444444", lw=1)
+        ax.scatter(x, margins, c=colours, s=36, zorder=3, edgecolor="white", linewidth=0.5)
+        if row.get("mean") is not None and math.isfinite(row["mean"]):
+            ax.errorbar([len(seeds) + 0.4], [row["mean"]], yerr=[[row["mean"] - row["low"]], [row["high"] - row["mean"]]],
+                        fmt="D", color="#333333", ms=5, capsize=3, zorder=3)
+        ax.set_xticks([*x, len(seeds) + 0.4], [*map(str, seeds), "mean"], fontsize=9)
+        ax.set_xlim(-0.6, len(seeds) + 1.0)
+        ax.tick_params(axis="y", labelsize=9)
+        limit = max(abs(v) for v in [*margins, row.get("low") or 0, row.get("high") or 0] if math.isfinite(v))
+        ax.set_ylim(-1.15 * limit if limit else -1, 1.15 * limit if limit else 1)
+        title = textwrap.shorten(f"{row['short']} (nb {row['notebook'][:2]})", 34, placeholder="…")
+        ax.set_title(f"{title}\n{row['verdict']}", fontsize=10)
+        ax.set_ylabel(textwrap.fill(f"{row['quantity']}: {row['unit']}", 30), fontsize=9)
+        ax.grid(axis="x", visible=False)
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f"seed: {o}") for o, c in OUTCOME_COLORS.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=10, bbox_to_anchor=(0.5, 0))
+    fig.suptitle("Each finding's deciding margin per training seed (above the line: on the claim's side)", fontsize=12,
+                 fontweight="bold")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def rank_shares(shares: Mapping[str, Mapping[str, Any]], taus: Mapping[str, float], threshold: float, seeds: int):
+    """One heat map per metric: the share of seeds on which each method (rows, by mean rank) takes each rank
+    (columns, 1 = best), with the metric's mean Kendall τ between seeds in its title (stable at ``threshold``).
+    ``shares`` is ``{metric: {"methods": [...], "shares": [[...], ...]}}``."""
+    metrics = list(shares)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 5.2), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        methods, grid = shares[metric]["methods"], np.asarray(shares[metric]["shares"], dtype=float)
+        ax.imshow(grid, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        for (i, j), value in np.ndenumerate(grid):
+            if value > 0:
+                ax.text(j, i, f"{value * seeds:.0f}", ha="center", va="center", fontsize=9,
+                        color="white" if value > 0.6 else "black")
+        ax.set_xticks(range(grid.shape[1]), [str(r) for r in range(1, grid.shape[1] + 1)], fontsize=9)
+        ax.set_yticks(range(len(methods)), methods, fontsize=10)
+        ax.set_xlabel("rank (1 = best)", fontsize=10)
+        tau = taus.get(metric, math.nan)
+        ax.set_title(f"{metric}\nmean τ {tau:.2f} ({'stable' if tau >= threshold else 'not stable'})", fontsize=11)
+        ax.grid(False)
+    fig.suptitle(f"How the methods rank on each of {seeds} training seeds (a cell: the seeds on which the method takes "
+                 f"that rank; τ ≥ {threshold} counts as stable)", fontsize=12, fontweight="bold")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,309 @@
+"""The seed study: how notebook 02's unlearning methods move across training seeds, and whether their ranking
+survives a reseed (docs/metrics.md §8.2, where the questions were registered before seeds 2-5 ran).
+
+Per seed, each method's forget quality, model utility, privleak and forget ROUGE-L (notebook 02's summary); per
+metric, the methods ranked on each seed, Kendall's τ between every two seeds' rankings (``scipy.stats.kendalltau``,
+τ-b) and its mean, which counts as stable at :data:`TAU_STABLE` or more; the share of seeds on which each method takes
+each rank; and the registered method pairs (:data:`PAIRS`): on how many seeds the first beats the second on its
+metric, the two-sided exact sign test (``scipy.stats.binomtest``, ties left out) and the mean paired difference with a
+bootstrap interval over seeds (:func:`unlearnkit.claims.bootstrap_interval`).
+
+These are the workbook's own questions, not a paper's: no paper reports a ranking over training seeds. Pure arithmetic
+on the run store's metrics.json files; no model is loaded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import runs
+from ..claims import bootstrap_interval
+from ..config import Params
+
+#: The registered threshold: a metric's ranking of the methods is *stable* when the mean Kendall τ over every two
+#: seeds is at least this.
+TAU_STABLE = 0.7
+#: A registered pair's sign test decides at this two-sided level (6 seeds that agree give p = 2 / 2**6 = 0.031).
+PAIR_LEVEL = 0.05
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric the methods are ranked on: where notebook 02 stores it, in which direction it is better, and the scale
+    its paired differences are taken on."""
+
+    name: str
+    split: str
+    key: str
+    better: str  # "higher" | "lower" | "nearer 0"
+    log10: bool = False
+
+    def value(self, result: Mapping[str, Any]) -> float:
+        raw = result.get(self.split, {}).get(self.key)
+        if raw is None or not math.isfinite(float(raw)):
+            return math.nan
+        return float(raw)
+
+    def score(self, value: float) -> float:
+        """The value on the scale where higher is better (what ranks are taken of)."""
+        if self.better == "higher":
+            return value
+        if self.better == "lower":
+            return -value
+        return -abs(value)
+
+    def scale(self, value: float) -> float:
+        """The value on the scale its paired differences are taken on (log10 for p-values)."""
+        return math.log10(max(value, 1e-300)) if self.log10 else value
+
+
+#: The four metrics a leaderboard prints, as registered: forget quality (higher: closer to the retain model), model
+#: utility (higher), privleak (nearer 0: the retain model's membership-inference AUC), forget ROUGE-L (lower).
+METRICS = (Metric("forget quality", "summary", "forget_quality", "higher", log10=True),
+           Metric("model utility", "summary", "model_utility", "higher"),
+           Metric("privleak", "summary", "privleak", "nearer 0"),
+           Metric("forget ROUGE-L", "forget", "rouge", "lower"))
+METRIC = {m.name: m for m in METRICS}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A registered comparison: ``first`` is expected to beat ``second`` on ``metric`` (as ``source`` reports)."""
+
+    first: str
+    second: str
+    metric: str
+    source: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.first} vs {self.second}"
+
+
+#: The registered pairs (docs/metrics.md §8.2), each with the metric its method's paper compares on and the
+#: direction that paper reports.
+PAIRS = (Pair("simnpo", "npo", "forget quality",
+              "SimNPO (Fan et al., arXiv 2410.07163): removing NPO's reference model benefits unlearning on TOFU"),
+         Pair("npo", "ga", "model utility",
+              "NPO (Zhang et al., arXiv 2404.05868): a better balance than GA between unlearning and utility"),
+         Pair("rmu", "npo", "model utility",
+              "RMU (Li et al., arXiv 2403.03218) maintains general capabilities; the workbook's expectation against NPO"),
+         Pair("wga", "ga", "model utility",
+              "WGA (Wang et al., arXiv 2502.19301): weighting mitigates GA's excessive unlearning"))
+
+
+# --------------------------------------------------------------------------- the values
+
+
+def method_values(params: Params, seeds: Sequence[int]) -> pd.DataFrame:
+    """One row per (seed, method): each registered metric's value from notebook 02's metrics.json of that seed (runs
+    that are not methods of ``params.methods``, e.g. extra settings, are left out)."""
+    rows = []
+    for seed in seeds:
+        for run, metrics in runs.unlearning_runs(params.replace(seed=int(seed))).items():
+            if run not in params.methods or run not in metrics:
+                continue
+            rows.append({"seed": int(seed), "method": run,
+                         **{m.name: m.value(metrics[run]) for m in METRICS}})
+    return pd.DataFrame(rows, columns=["seed", "method", *METRIC])
+
+
+def complete(values: pd.DataFrame) -> pd.DataFrame:
+    """The methods present, with a finite value of every metric, on every seed (rankings compare like with like)."""
+    seeds = values["seed"].nunique()
+    finite = values.dropna(subset=list(METRIC))
+    counted = finite.groupby("method")["seed"].nunique()
+    return finite[finite["method"].isin(counted[counted == seeds].index)]
+
+
+def ranks(values: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Method x seed: each method's rank on ``metric`` on each seed (1 = best; ties share their mean rank)."""
+    m = METRIC[metric]
+    wide = values.pivot(index="method", columns="seed", values=metric).map(m.score)
+    return wide.rank(ascending=False, method="average")
+
+
+def kendall(values: pd.DataFrame) -> pd.DataFrame:
+    """Per metric: Kendall's τ-b between the methods' values on every two seeds (scipy), its mean, least and
+    greatest, and whether the mean reaches :data:`TAU_STABLE`."""
+    from scipy.stats import kendalltau
+
+    rows = []
+    for m in METRICS:
+        wide = values.pivot(index="method", columns="seed", values=m.name)
+        taus = ([float(kendalltau(wide[a], wide[b]).statistic) for a, b in itertools.combinations(wide.columns, 2)]
+                if wide.shape[0] >= 2 else [])  # one method has no ranking to compare
+        taus = [t for t in taus if math.isfinite(t)]
+        mean = float(np.mean(taus)) if taus else math.nan
+        rows.append({"metric": m.name, "better": m.better, "seeds": wide.shape[1], "methods": wide.shape[0],
+                     "pairs of seeds": len(taus), "mean tau": mean, "least tau": min(taus, default=math.nan),
+                     "greatest tau": max(taus, default=math.nan),
+                     "stable": bool(taus) and mean >= TAU_STABLE})
+    return pd.DataFrame(rows)
+
+
+def rank_shares(values: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Method x rank: the share of seeds on which each method takes each rank on ``metric`` (ties: the mean rank,
+    rounded down), methods in the order of their mean rank."""
+    ranked = ranks(values, metric)
+    n = ranked.shape[0]
+    shares = pd.DataFrame(0.0, index=ranked.index, columns=range(1, n + 1))
+    for method, row in ranked.iterrows():
+        for r in row:
+            shares.loc[method, int(math.floor(r))] += 1 / len(row)
+    return shares.loc[ranked.mean(axis=1).sort_values().index]
+
+
+def pair_test(values: pd.DataFrame, pair: Pair) -> dict[str, Any]:
+    """A registered pair over the seeds: on how many the first beats the second (ties left out), the two-sided exact
+    sign test, the mean paired difference (first minus second, on the metric's scale: log10 for forget quality, |·|
+    for privleak) with its bootstrap interval, and the outcome: *as registered* when p < PAIR_LEVEL in the registered
+    direction, *reversed* when p < PAIR_LEVEL the other way, *undecided* otherwise."""
+    from scipy.stats import binomtest
+
+    m = METRIC[pair.metric]
+    wide = values.pivot(index="seed", columns="method", values=pair.metric)
+    if pair.first not in wide or pair.second not in wide:
+        return {"pair": pair.name, "metric": pair.metric, "source": pair.source, "seeds": 0, "outcome": "not run"}
+    both = wide[[pair.first, pair.second]].dropna()
+    first = both[pair.first].map(m.score)
+    second = both[pair.second].map(m.score)
+    wins, losses = int((first > second).sum()), int((first < second).sum())
+    decided = wins + losses
+    p = float(binomtest(wins, decided, 0.5).pvalue) if decided else 1.0
+    diffs = [m.scale(abs(a) if m.better == "nearer 0" else a) - m.scale(abs(b) if m.better == "nearer 0" else b)
+             for a, b in zip(both[pair.first], both[pair.second])]
+    low, high = bootstrap_interval(diffs)
+    outcome = ("as registered" if p < PAIR_LEVEL and wins > losses else
+               "reversed" if p < PAIR_LEVEL and losses > wins else "undecided")
+    scale = "log10 " if m.log10 else "|·| " if m.better == "nearer 0" else ""
+    return {"pair": pair.name, "metric": pair.metric, "better": m.better, "source": pair.source,
+            "seeds": int(len(both)), "wins": wins, "losses": losses, "ties": int(len(both)) - decided,
+            "p (two-sided sign test)": p, "difference": f"{scale}{pair.first} - {pair.second}",
+            "mean difference": float(np.mean(diffs)) if diffs else math.nan, "low": low, "high": high,
+            "outcome": outcome}
+
+
+def pair_tests(values: pd.DataFrame, pairs: Sequence[Pair] = PAIRS) -> pd.DataFrame:
+    return pd.DataFrame([pair_test(values, p) for p in pairs])
+
+
+def spread(values: pd.DataFrame) -> pd.DataFrame:
+    """Per method and metric: the mean over seeds, the standard deviation (ddof 1) and the range."""
+    long = values.melt(id_vars=["seed", "method"], var_name="metric", value_name="value")
+    grouped = long.groupby(["metric", "method"], sort=False)["value"]
+    return pd.DataFrame({"mean": grouped.mean(), "sd": grouped.std(ddof=1), "least": grouped.min(),
+                         "greatest": grouped.max(), "seeds": grouped.count()}).reset_index()
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
+    """Everything the seed study reports on ``seeds`` of the profile of ``params``, as plain data (what notebook 09
+    stores with the summary): the registered threshold and pairs, τ per metric, the pair tests, each method's spread."""
+    values = method_values(params, seeds)
+    used = complete(values) if len(values) else values
+    out: dict[str, Any] = {"seeds": sorted(int(s) for s in used["seed"].unique()) if len(used) else [],
+                           "methods": sorted(used["method"].unique()) if len(used) else [],
+                           "tau_stable": TAU_STABLE, "pair_level": PAIR_LEVEL}
+    if len(out["seeds"]) < 2:
+        out["note"] = "fewer than two seeds with notebook 02's runs: nothing to compare"
+        return out
+    out["kendall"] = kendall(used).to_dict("records")
+    out["pairs"] = pair_tests(used).to_dict("records")
+    out["values"] = used.to_dict("records")
+    return out
+
+
+def sentences(result: Mapping[str, Any]) -> list[str]:
+    """The study's answers in words, computed from :func:`study`'s result."""
+    if "kendall" not in result:
+        return [result.get("note", "no seed study")]
+    n = len(result["seeds"])
+    stable = [r for r in result["kendall"] if r["stable"]]
+    lines = [f"Over {n} training seeds ({', '.join(map(str, result['seeds']))}) and {len(result['methods'])} methods, "
+             f"the ranking is stable (mean Kendall τ ≥ {result['tau_stable']}) on {len(stable)} of "
+             f"{len(result['kendall'])} metrics: " + "; ".join(
+                 f"{r['metric']} τ {r['mean tau']:.2f} ({r['least tau']:.2f} to {r['greatest tau']:.2f}, "
+                 f"{'stable' if r['stable'] else 'not stable'})" for r in result["kendall"]) + "."]
+    for r in result["pairs"]:
+        if r.get("seeds", 0) == 0:
+            lines.append(f"{r['pair']} on {r['metric']}: not run")
+            continue
+        lines.append(f"{r['pair']} on {r['metric']} ({r['better']} is better): {r['pair'].split(' vs ')[0]} better on "
+                     f"{r['wins']} of {r['seeds']} seeds (ties {r['ties']}), two-sided sign test p = "
+                     f"{r['p (two-sided sign test)']:.3f}; mean {r['difference']} {r['mean difference']:+.3g} "
+                     f"[{r['low']:+.3g}, {r['high']:+.3g}]: {r['outcome']}")
+    return lines
+
+
+# --------------------------------------------------------------------------- each finding per seed
+
+
+def _margin(value: Any, threshold: Any, direction: str, log: bool) -> float:
+    """How far ``value`` lies on the claim's side of ``threshold`` (in decades for a log-scale quantity)."""
+    try:
+        v, t = float(value), float(threshold)
+    except (TypeError, ValueError):
+        return math.nan
+    if log:
+        if v <= 0 or t <= 0:
+            return math.nan
+        v, t = math.log10(v), math.log10(t)
+    gap = v - t
+    return gap if direction in (">=", ">") else -gap
+
+
+def margins(verdicts: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per tested finding with a judged quantity, the quantity that decides it (the one on the wrong side of its
+    threshold on most seeds; then the one nearest its threshold, relative to it) and its margin on each seed (in
+    decades for a p-value), each seed's outcome, and the mean margin with its bootstrap interval over seeds: what
+    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. ``verdicts`` are :class:`unlearnkit.claims.Verdict`s."""
+    out = []
+    for v in verdicts:
+        best = None
+        for spread in v.spreads:
+            if spread.threshold_mean is None:
+                continue
+            seeds, values, outcomes = [], [], []
+            for record in v.per_seed:
+                if record.get("outcome") not in ("holds", "partly", "fails"):
+                    continue
+                m = _margin(record.get("values", {}).get(spread.name), record.get("thresholds", {}).get(spread.name),
+                            spread.direction, spread.log_scale)
+                if math.isfinite(m):
+                    seeds.append(int(record["seed"]))
+                    values.append(m)
+                    outcomes.append(record["outcome"])
+            if not values:
+                continue
+            wrong = sum(m < 0 for m in values)
+            scale = 1.0 if spread.log_scale else max(abs(spread.threshold_mean), 1e-9)
+            rank = (-wrong, abs(float(np.mean(values))) / scale)
+            if best is None or rank < best[0]:
+                low, high = bootstrap_interval(values)
+                best = (rank, {"key": v.key, "notebook": v.notebook, "short": v.short, "verdict": v.verdict,
+                               "quantity": spread.name,
+                               "unit": "margin in decades" if spread.log_scale else "margin",
+                               "seeds": seeds, "margins": values, "outcomes": outcomes,
+                               "mean": float(np.mean(values)), "low": low, "high": high})
+        if best is not None:
+            out.append(best[1])
+    return out
+
+
+def shares_by_metric(values: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """:func:`rank_shares` of every registered metric as plain data (what the rank figure is drawn from)."""
+    out = {}
+    for m in METRICS:
+        shares = rank_shares(values, m.name)
+        out[m.name] = {"methods": list(shares.index), "shares": shares.to_numpy(float).tolist()}
+    return out

@@ -1,0 +1,121 @@
+"""The seed study on hand-made runs: rankings, Kendall's τ against scipy, rank shares and the registered pairs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from unlearnkit import config, paths, runs
+from unlearnkit.studies import seeds as seed_study
+
+SMOKE = config.Params.load("smoke")
+METHODS = ("ga", "npo", "simnpo", "rmu", "wga")
+
+
+def _result(quality, utility, privleak, rouge):
+    return {"forget": {"rouge": rouge},
+            "summary": {"forget_quality": quality, "model_utility": utility, "privleak": privleak}}
+
+
+def _write(seeds_values):
+    """``{seed: {method: (quality, utility, privleak, rouge)}}`` written as notebook 02's metrics.json files."""
+    for seed, by_method in seeds_values.items():
+        params = SMOKE.replace(seed=seed)
+        for method, numbers in by_method.items():
+            runs.write_metrics(params, runs.unlearning_notebook(method), {method: _result(*numbers)})
+
+
+@pytest.fixture
+def six_seeds(monkeypatch, tmp_path):
+    """Six seeds on which the methods keep one order of utility, forget quality moves a little and ROUGE-L is
+    shuffled; simnpo beats npo on forget quality on every seed, npo beats ga on utility on 5 of 6."""
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    rng = np.random.default_rng(3)
+    values = {}
+    for seed in range(6):
+        rouge = rng.permutation(5) / 10
+        values[seed] = {
+            "ga": (1e-3, 0.70 if seed == 5 else 0.10, -5.0, rouge[0]),
+            "npo": (1e-4 * (1 + seed), 0.60, 30.0 - seed, rouge[1]),
+            "simnpo": (1e-2 * (1 + seed), 0.65, -2.0, rouge[2]),
+            "rmu": (1e-5, 0.80, 10.0, rouge[3]),
+            "wga": (1e-4 * (1 + seed) if seed % 2 else 2e-4 * (1 + seed), 0.50, -40.0, rouge[4]),
+        }
+        # an extra notebook-02 setting that is not a method of the profile: left out of the rankings
+        values[seed]["gd_eo_extra"] = (0.5, 0.5, 0.0, 0.5)
+    _write(values)
+    return values
+
+
+def test_values_come_from_notebook_02_of_each_seed_and_only_the_profiles_methods(six_seeds):
+    values = seed_study.method_values(SMOKE, range(6))
+    assert set(values["method"]) == set(METHODS) and len(values) == 30
+    row = values[(values["seed"] == 2) & (values["method"] == "npo")].iloc[0]
+    assert row["forget quality"] == pytest.approx(3e-4) and row["privleak"] == pytest.approx(28.0)
+
+
+def test_ranks_follow_each_metrics_direction_and_kendall_is_scipys(six_seeds):
+    values = seed_study.method_values(SMOKE, range(6))
+    utility = seed_study.ranks(values, "model utility")
+    assert list(utility[0].sort_values().index) == ["rmu", "simnpo", "npo", "wga", "ga"]  # higher is better
+    privleak = seed_study.ranks(values, "privleak")
+    assert privleak.loc["simnpo", 0] == 1 and privleak.loc["wga", 0] == 5  # nearer 0 is better
+    rouge = seed_study.ranks(values, "forget ROUGE-L")
+    assert all(rouge.loc[m, s] == 1 for s in range(6) for m in METHODS
+               if six_seeds[s][m][3] == min(six_seeds[s][k][3] for k in METHODS))  # lower is better
+    table = seed_study.kendall(values).set_index("metric")
+    wide = values.pivot(index="method", columns="seed", values="forget ROUGE-L")
+    expected = np.mean([stats.kendalltau(wide[a], wide[b]).statistic for a, b in itertools.combinations(range(6), 2)])
+    assert table.loc["forget ROUGE-L", "mean tau"] == pytest.approx(expected)
+    assert table.loc["forget ROUGE-L", "pairs of seeds"] == 15
+    # utility keeps its order on 5 of 6 seeds: stable; shuffled ROUGE-L is not
+    assert table.loc["model utility", "stable"] and not table.loc["forget ROUGE-L", "stable"]
+    assert table.loc["model utility", "mean tau"] >= seed_study.TAU_STABLE > table.loc["forget ROUGE-L", "mean tau"]
+
+
+def test_rank_shares_sum_to_one_per_method_and_per_rank(six_seeds):
+    values = seed_study.method_values(SMOKE, range(6))
+    shares = seed_study.rank_shares(values, "model utility")
+    assert np.allclose(shares.sum(axis=1), 1.0) and np.allclose(shares.sum(axis=0), 1.0)
+    assert shares.index[0] == "rmu" and shares.loc["rmu", 1] == pytest.approx(1.0)
+    assert shares.loc["ga", 5] == pytest.approx(5 / 6)
+
+
+def test_registered_pairs_by_sign_test_with_a_bootstrap_interval(six_seeds):
+    values = seed_study.method_values(SMOKE, range(6))
+    pairs = seed_study.pair_tests(values).set_index("pair")
+    simnpo = pairs.loc["simnpo vs npo"]
+    assert (simnpo["wins"], simnpo["losses"], simnpo["ties"]) == (6, 0, 0)
+    assert simnpo["p (two-sided sign test)"] == pytest.approx(stats.binomtest(6, 6).pvalue) == pytest.approx(1 / 32)
+    assert simnpo["outcome"] == "as registered"
+    assert simnpo["mean difference"] == pytest.approx(2.0)  # log10(1e-2 / 1e-4) on every seed
+    npo = pairs.loc["npo vs ga"]  # 5 of 6: p = 0.22, not enough
+    assert (npo["wins"], npo["losses"]) == (5, 1) and npo["outcome"] == "undecided"
+    assert npo["p (two-sided sign test)"] == pytest.approx(stats.binomtest(5, 6).pvalue)
+    assert npo["low"] <= npo["mean difference"] <= npo["high"]
+    rmu = pairs.loc["rmu vs npo"]
+    assert (rmu["wins"], rmu["outcome"]) == (6, "as registered")
+    wga = seed_study.pair_test(values, seed_study.Pair("wga", "npo", "forget quality", "made up"))
+    assert (wga["wins"], wga["losses"], wga["ties"]) == (3, 0, 3) and wga["outcome"] == "undecided"  # ties: odd seeds
+    assert pairs.loc["wga vs ga", "wins"] == 5  # ga's utility 0.7 on seed 5 beats wga's 0.5
+
+
+def test_a_pair_the_other_way_round_is_reversed_and_a_missing_method_not_run(six_seeds):
+    values = seed_study.method_values(SMOKE, range(6))
+    reversed_ = seed_study.pair_test(values, seed_study.Pair("npo", "simnpo", "forget quality", "made up"))
+    assert reversed_["outcome"] == "reversed"
+    missing = seed_study.pair_test(values, seed_study.Pair("dpo", "npo", "model utility", "made up"))
+    assert missing["outcome"] == "not run"
+
+
+def test_the_study_needs_two_seeds_and_leaves_out_methods_missing_on_a_seed(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    _write({0: {"npo": (1e-3, 0.5, 1.0, 0.2), "ga": (1e-3, 0.1, 1.0, 0.0)}})
+    assert "fewer than two seeds" in seed_study.study(SMOKE, [0])["note"]
+    _write({1: {"npo": (1e-3, 0.5, 1.0, 0.2), "ga": (math.nan, 0.1, 1.0, 0.0)}})
+    result = seed_study.study(SMOKE, [0, 1])
+    assert result["methods"] == ["npo"] and result["seeds"] == [0, 1]
+    assert any("sign test" in line or "not run" in line for line in seed_study.sentences(result))
