@@ -31,6 +31,12 @@ def test_each_seed_has_its_own_run_store_and_only_the_profiles_own_seed_draws_th
     assert json.loads((runs.store(other) / runs.DATA_TOUR / "metrics.json").read_text())["meta"]["seed"] == 3
     with pytest.raises(FileNotFoundError, match=r"--set seed=3"):
         runs.read_metrics(other, runs.FINETUNE)
+    # another corpus draw is not one of the profile's seeds, and never takes seed 0's store or the committed figures
+    redrawn = config.Params.load("default", data_seed=1)
+    assert runs.store(redrawn) == tmp_path / "default" / "seed-0-data-1" and not runs.is_reference_seed(redrawn)
+    assert runs.figures_dir(redrawn) == runs.store(redrawn) / "figures"
+    runs.write_metrics(redrawn, runs.DATA_TOUR, {"corpus": {}})
+    assert runs.seeds("default") == [3]
 
 
 def test_the_training_seed_does_not_draw_another_corpus():

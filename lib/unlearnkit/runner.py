@@ -174,10 +174,12 @@ def _parameterised(notebook: Path, parameters: dict[str, Any]):
 
 
 def _label(params: config.Params) -> str:
-    """How the runner's lines name a run: ``[default]`` for the profile's own seed, ``[default seed 3]`` else."""
+    """How the runner's lines name a run: ``[default]`` for the profile's own seed, ``[default seed 3]`` else
+    (``[default seed 0 data seed 1]`` on another corpus draw)."""
     from . import runs
 
-    return f"[{params.profile}{'' if runs.is_reference_seed(params) else f' seed {params.seed}'}]"
+    data = "" if params.data_seed == runs.reference_data_seed(params.profile) else f" data seed {params.data_seed}"
+    return f"[{params.profile}{'' if runs.is_reference_seed(params) else f' seed {params.seed}'}{data}]"
 
 
 def run_recipe(notebook: Path, parameters: dict[str, Any]) -> dict[str, Any]:

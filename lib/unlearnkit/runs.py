@@ -131,9 +131,18 @@ def profile_dir(profile: str) -> Path:
     return paths.RUNS / profile
 
 
+#: A run on another corpus draw than its profile's: ``seed-<s>-data-<d>`` (never one of the profile's seeds).
+DATA_SEED_INFIX = "-data-"
+
+
 def store(params: Params) -> Path:
-    """``runs/<profile>/seed-<seed>/``: everything the notebooks wrote for this profile and training seed."""
-    return profile_dir(params.profile) / f"{SEED_PREFIX}{params.seed}"
+    """``runs/<profile>/seed-<seed>/``: everything the notebooks wrote for this profile and training seed. A run on
+    another corpus draw than the profile's (``data_seed``) lives apart, in ``seed-<seed>-data-<data_seed>/``: it is
+    not one of the profile's training seeds, and it never overwrites one."""
+    name = f"{SEED_PREFIX}{params.seed}"
+    if params.data_seed != reference_data_seed(params.profile):
+        name += f"{DATA_SEED_INFIX}{params.data_seed}"
+    return profile_dir(params.profile) / name
 
 
 def seeds(profile: str) -> list[int]:
@@ -151,8 +160,14 @@ def reference_seed(profile: str) -> int:
     return int(config.load_profile(profile)["seed"])
 
 
+def reference_data_seed(profile: str) -> int:
+    """The corpus draw the profile itself names (``data_seed``)."""
+    return int(config.load_profile(profile).get("data_seed", 0))
+
+
 def is_reference_seed(params: Params) -> bool:
-    return params.seed == reference_seed(params.profile)
+    """The profile's own run: its training seed on its corpus draw (whose figures the default profile commits)."""
+    return params.seed == reference_seed(params.profile) and params.data_seed == reference_data_seed(params.profile)
 
 
 #: The profile whose reference seed draws the committed figures (``figures/``).

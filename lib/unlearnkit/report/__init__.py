@@ -47,9 +47,10 @@ GLOSSARY_PAGE = "glossary.html"
 
 
 def report_dir(params: Params) -> Path:
-    """``report/<profile>/`` for the profile's own seed, ``report/<profile>/seed-<s>/`` for another."""
+    """``report/<profile>/`` for the profile's own seed, ``report/<profile>/seed-<s>/`` (its run store's name) for
+    another."""
     folder = REPORT / params.profile
-    return folder if runs.is_reference_seed(params) else folder / f"{runs.SEED_PREFIX}{params.seed}"
+    return folder if runs.is_reference_seed(params) else folder / runs.store(params).name
 
 
 def _title(stem: str) -> str:
