@@ -119,3 +119,31 @@ def test_the_study_needs_two_seeds_and_leaves_out_methods_missing_on_a_seed(monk
     result = seed_study.study(SMOKE, [0, 1])
     assert result["methods"] == ["npo"] and result["seeds"] == [0, 1]
     assert any("sign test" in line or "not run" in line for line in seed_study.sentences(result))
+
+
+def test_the_seed_figures_are_legible(six_seeds):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from unlearnkit import claims, plots
+    from unlearnkit.plots import seeds as seed_plots
+
+    values = seed_study.method_values(SMOKE, range(6))
+    result = seed_study.study(SMOKE, range(6))
+    taus = {r["metric"]: r["mean tau"] for r in result["kendall"]}
+    with plt.rc_context():
+        plt.rcdefaults()
+        plots.set_style()
+        fig = seed_plots.rank_shares(seed_study.shares_by_metric(values), taus, seed_study.TAU_STABLE, 6)
+        assert plots.legible(fig), plots.smallest_text_px(fig, with_text=True)
+        found = {s: [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", o, "f", f"finding {k}",
+                                    (claims.Quantity("forget quality", 10.0 ** -(k + s + 1), 1e-3, ">=", fmt=".1e"),
+                                     claims.Quantity("utility", 0.7 + 0.01 * s, 0.72, ">=")))
+                     for k in range(14)] for s, o in enumerate(["holds", "fails", "partly"] * 2)}
+        rows = seed_study.margins(claims.judge_all(found))
+        assert len(rows) == 14 and rows[0]["unit"] == "margin in decades"  # the quantity on the wrong side most
+        assert rows[0]["margins"][0] == pytest.approx(2.0)  # 0.1 against 1e-3: two decades on the claim's side
+        fig = seed_plots.margins_per_seed(rows)
+        assert plots.legible(fig), plots.smallest_text_px(fig, with_text=True)
+        plt.close("all")

@@ -59,8 +59,12 @@ def rank_shares(shares: Mapping[str, Mapping[str, Any]], taus: Mapping[str, floa
     (columns, 1 = best), with the metric's mean Kendall τ between seeds in its title (stable at ``threshold``).
     ``shares`` is ``{metric: {"methods": [...], "shares": [[...], ...]}}``."""
     metrics = list(shares)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 5.2), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    ncols = min(2, len(metrics))
+    nrows = math.ceil(len(metrics) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 4.9 * nrows + 0.6), squeeze=False)
+    for ax in axes.flat[len(metrics):]:
+        ax.set_axis_off()
+    for ax, metric in zip(axes.flat, metrics):
         methods, grid = shares[metric]["methods"], np.asarray(shares[metric]["shares"], dtype=float)
         ax.imshow(grid, cmap="Blues", vmin=0, vmax=1, aspect="auto")
         for (i, j), value in np.ndenumerate(grid):
@@ -71,9 +75,12 @@ def rank_shares(shares: Mapping[str, Mapping[str, Any]], taus: Mapping[str, floa
         ax.set_yticks(range(len(methods)), methods, fontsize=10)
         ax.set_xlabel("rank (1 = best)", fontsize=10)
         tau = taus.get(metric, math.nan)
-        ax.set_title(f"{metric}\nmean τ {tau:.2f} ({'stable' if tau >= threshold else 'not stable'})", fontsize=11)
+        said = (f"mean τ {tau:.2f} ({'stable' if tau >= threshold else 'not stable'})" if tau is not None
+                and math.isfinite(tau) else "τ n/a: the methods tie on a seed")
+        ax.set_title(f"{metric}\n{said}", fontsize=11)
         ax.grid(False)
-    fig.suptitle(f"How the methods rank on each of {seeds} training seeds (a cell: the seeds on which the method takes "
-                 f"that rank; τ ≥ {threshold} counts as stable)", fontsize=12, fontweight="bold")
+    fig.suptitle(textwrap.fill(f"How the methods rank on each of {seeds} training seeds (a cell: the seeds on which "
+                               f"the method takes that rank; τ ≥ {threshold} counts as stable)", 90), fontsize=12,
+                 fontweight="bold")
     fig.tight_layout()
     return fig

@@ -414,6 +414,9 @@ START, END = "<!-- results:start (make readme writes this section from docs/find
 #: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
 OVERVIEW = f"{runs.FINDINGS}_overview"
+#: Notebook 09's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
+#: and how the methods rank on each seed (the seed study).
+MARGINS, RANKS = f"{runs.FINDINGS}_margins", f"{runs.FINDINGS}_rank_stability"
 README_FIGURES = (f"{runs.CONTROLS}_controls_per_method", f"{runs.FORMATS}_kept",
                   f"{runs.LEAKAGE}_greedy_vs_samples", f"{runs.ALIGNMENT}_binary_bounds")
 
@@ -468,9 +471,35 @@ def readme_section(summary: Mapping[str, Any]) -> str:
     named = {row.get("figure") for row in rows}
     shown = [name for name in README_FIGURES if name in named]
     lines[6:6] = [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", ""]
+    if len(seeds) > 1:
+        lines += ["", "Each finding's deciding quantity on each seed, as its margin from the threshold the claim sets "
+                  "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
+                  f"![{MARGINS}](figures/{MARGINS}.png)"]
+    lines += seed_study_section(summary.get("seed_study"))
     if shown:
         lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
     return "\n".join(lines + ["", END])
+
+
+def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
+    """The README's lines on the seed study (docs/metrics.md §8.2): the workbook's own questions, with its answers
+    computed from the summary; nothing when the summary has none."""
+    from ..studies import seeds as seed_study
+
+    if not study or "kendall" not in study:
+        return []
+    lines = ["", "### Do the methods' rankings survive a reseed? (the workbook's own questions)", "",
+             "Registered in docs/metrics.md §8.2 before seeds 2-5 ran. " + " ".join(seed_study.sentences(study)[:1]),
+             "", "| pair | metric | first better on | sign test p (two-sided) | mean difference [95 % interval] | "
+             "outcome |", "|---|---|---|---|---|---|"]
+    for r in study.get("pairs", []):
+        if not r.get("seeds"):
+            lines.append(f"| {r['pair']} | {r['metric']} | not run | | | |")
+            continue
+        lines.append(f"| {r['pair']} | {r['metric']} ({r['better']} is better) | {r['wins']} of {r['seeds']} seeds "
+                     f"(ties {r['ties']}) | {r['p (two-sided sign test)']:.3f} | {_cell(r['difference'])} "
+                     f"{r['mean difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | **{r['outcome']}** |")
+    return lines + ["", f"![{RANKS}](figures/{RANKS}.png)"]
 
 
 def _split(readme: str) -> tuple[str, str, str]:
@@ -506,7 +535,27 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
     folder.mkdir(parents=True, exist_ok=True)
     plots.render_to(folder / f"{OVERVIEW}.png", plots.findings_overview, overview_table(summary),
                     seeds=summary.get("seeds"))
+    for name, plot, args in seed_figures(summary):
+        plots.render_to(folder / f"{name}.png", plot, *args)
     return True
+
+
+def seed_figures(summary: Mapping[str, Any]) -> list[tuple[str, Any, tuple]]:
+    """The figures over seeds a summary draws (name, plotting function, arguments): each finding's margin per seed
+    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 09 and ``make readme``
+    draw them from the same data."""
+    from ..plots import seeds as seed_plots
+    from ..studies import seeds as seed_study
+
+    out = []
+    if len(summary.get("seeds", [])) > 1:
+        judged = [Verdict.from_dict(row) for row in summary["findings"]]
+        out.append((MARGINS, seed_plots.margins_per_seed, (seed_study.margins(judged),)))
+    study = summary.get("seed_study") or {}
+    if "shares" in study:
+        taus = {r["metric"]: r["mean tau"] for r in study["kendall"]}
+        out.append((RANKS, seed_plots.rank_shares, (study["shares"], taus, study["tau_stable"], len(study["seeds"]))))
+    return out
 
 
 def committed_summary(profile: str, path: Path = SUMMARY) -> dict[str, Any] | None:
@@ -516,7 +565,8 @@ def committed_summary(profile: str, path: Path = SUMMARY) -> dict[str, Any] | No
     return verdicts.read_summary(path)
 
 
-def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY) -> str:
+def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY,
+                  seed_study: Mapping[str, Any] | None = None) -> str:
     """Notebook 09 on the default profile writes the committed summary beside the committed figures, but only from a
     set of seeds that includes the committed file's seeds (a one-seed run never replaces a six-seed table); other
     profiles keep theirs under runs/. Returns what it did, in a sentence."""
@@ -530,6 +580,6 @@ def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY)
                 f"over seeds {kept}, these findings over {', '.join(map(str, seeds)) or 'none'} (run the missing seeds "
                 f"to replace it)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    runs.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged)), indent=1,
+    runs.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged, seed_study)), indent=1,
                                               ensure_ascii=False) + "\n")
-    return f"summary for the README: {path} (seeds {', '.join(map(str, seeds))})"
+    return f"summary for the README: {paths.shown(path)} (seeds {', '.join(map(str, seeds))})"

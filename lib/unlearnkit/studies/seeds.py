@@ -219,8 +219,16 @@ def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
         return out
     out["kendall"] = kendall(used).to_dict("records")
     out["pairs"] = pair_tests(used).to_dict("records")
+    out["shares"] = shares_by_metric(used)
     out["values"] = used.to_dict("records")
     return out
+
+
+def _tau_words(row: Mapping[str, Any]) -> str:
+    if row["mean tau"] is None or not math.isfinite(row["mean tau"]):
+        return f"{row['metric']} τ n/a (the methods tie on a seed: no ranking to compare)"
+    return (f"{row['metric']} τ {row['mean tau']:.2f} ({row['least tau']:.2f} to {row['greatest tau']:.2f}, "
+            f"{'stable' if row['stable'] else 'not stable'})")
 
 
 def sentences(result: Mapping[str, Any]) -> list[str]:
@@ -231,9 +239,7 @@ def sentences(result: Mapping[str, Any]) -> list[str]:
     stable = [r for r in result["kendall"] if r["stable"]]
     lines = [f"Over {n} training seeds ({', '.join(map(str, result['seeds']))}) and {len(result['methods'])} methods, "
              f"the ranking is stable (mean Kendall τ ≥ {result['tau_stable']}) on {len(stable)} of "
-             f"{len(result['kendall'])} metrics: " + "; ".join(
-                 f"{r['metric']} τ {r['mean tau']:.2f} ({r['least tau']:.2f} to {r['greatest tau']:.2f}, "
-                 f"{'stable' if r['stable'] else 'not stable'})" for r in result["kendall"]) + "."]
+             f"{len(result['kendall'])} metrics: " + "; ".join(_tau_words(r) for r in result["kendall"]) + "."]
     for r in result["pairs"]:
         if r.get("seeds", 0) == 0:
             lines.append(f"{r['pair']} on {r['metric']}: not run")
@@ -307,3 +313,19 @@ def shares_by_metric(values: pd.DataFrame) -> dict[str, dict[str, Any]]:
         shares = rank_shares(values, m.name)
         out[m.name] = {"methods": list(shares.index), "shares": shares.to_numpy(float).tolist()}
     return out
+
+
+def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
+    """The registered pairs as a reader's table (notebook 09)."""
+    rows = []
+    for r in result.get("pairs", []):
+        if not r.get("seeds"):
+            rows.append({"pair": r["pair"], "metric": r["metric"], "outcome": r["outcome"]})
+            continue
+        rows.append({"pair": r["pair"], "metric": f"{r['metric']} ({r['better']} is better)",
+                     "first better on": f"{r['wins']} of {r['seeds']} seeds (ties {r['ties']})",
+                     "p (two-sided sign test)": round(r["p (two-sided sign test)"], 4),
+                     "mean difference [95 % interval]": f"{r['difference']} {r['mean difference']:+.3g} "
+                                                         f"[{r['low']:+.3g}, {r['high']:+.3g}]",
+                     "outcome": r["outcome"], "the paper's reason": r["source"]})
+    return pd.DataFrame(rows)

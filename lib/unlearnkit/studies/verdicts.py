@@ -425,13 +425,18 @@ RULE = ("Per finding, k of the n seeds on which it was tested hold and f fail; r
         "does, partly otherwise; each deciding quantity's mean over seeds with a 95 % percentile bootstrap interval.")
 
 
-def summary(profile: str, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, Any] | None = None
+            ) -> dict[str, Any]:
     """What notebook 09 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
     seeds, the rule, the counts, and every finding with its per-seed outcomes and values, k, n and intervals, so that
-    each verdict can be recomputed from the file alone."""
+    each verdict can be recomputed from the file alone; with ``seed_study`` (:func:`unlearnkit.studies.seeds.study`),
+    how the methods rank across the seeds."""
     seeds = sorted({s for v in verdicts for s in v.seeds})
-    return {"profile": profile, "seeds": seeds, "rule": RULE, "counts": counts(verdicts),
-            "findings": [v.as_dict() for v in verdicts]}
+    out = {"profile": profile, "seeds": seeds, "rule": RULE, "counts": counts(verdicts),
+           "findings": [v.as_dict() for v in verdicts]}
+    if seed_study is not None:
+        out["seed_study"] = dict(seed_study)
+    return out
 
 
 def read_summary(path: Path) -> dict[str, Any] | None:
@@ -459,10 +464,11 @@ def profile_summary_path(profile: str) -> Path:
     return runs.profile_dir(profile) / runs.FINDINGS_ACROSS_SEEDS
 
 
-def write_profile_summary(profile: str, verdicts: Sequence[Verdict]) -> Path:
+def write_profile_summary(profile: str, verdicts: Sequence[Verdict],
+                          seed_study: Mapping[str, Any] | None = None) -> Path:
     path = profile_summary_path(profile)
     path.parent.mkdir(parents=True, exist_ok=True)
-    runs.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts)), indent=1,
+    runs.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts, seed_study)), indent=1,
                                               ensure_ascii=False) + "\n")
     return path
 
