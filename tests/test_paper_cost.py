@@ -133,11 +133,11 @@ def _privacy_tokens(params, forget="forget10"):
 
 def test_privacy_metrics_are_counted_for_every_model_notebooks_01_and_02_evaluate():
     forward, gradnorm = "privacy metrics, teacher-forced", "privacy metrics, GradNorm (forward and backward per item)"
-    one = pc.notebook_01(PAPER, LENGTHS)
+    one = pc.notebook_01(PAPER.replace(mia_gradnorm=True), LENGTHS)
     models = 2 + len(PAPER.retain_splits)  # base, target and each retain model
     assert one.tokens(pc.FORWARD, forward) == pytest.approx(models * _privacy_tokens(PAPER))
     assert one.tokens(pc.TRAINED, gradnorm) == pytest.approx(models * _privacy_tokens(PAPER))
-    runs = pc.notebook_02(PAPER.replace(methods=["gd", "altpo"]), LENGTHS)
+    runs = pc.notebook_02(PAPER.replace(methods=["gd", "altpo"], mia_gradnorm=True), LENGTHS)
     assert runs.tokens(pc.FORWARD, "privacy metrics of each run, teacher-forced") == pytest.approx(
         2 * _privacy_tokens(PAPER))
     assert runs.tokens(pc.TRAINED, "privacy metrics of each run, GradNorm (forward and backward per item)") == (

@@ -116,7 +116,7 @@ class Params(Mapping):
     eval_batch_size: int = param('data', '', _COUNT)
     max_new_tokens: int = param('data', '', _COUNT)
     mia_k: float = param('data', "MinK and MinK++ membership inference: the share of lowest-scoring answer tokens averaged (open-unlearning's TOFU setting), docs/metrics.md section 9", between(0, 1, low_open=True))
-    mia_gradnorm: bool = param('data', 'also run the GradNorm attack (one backward pass per forget and holdout item)')
+    mia_gradnorm: bool = param('data', "also run the GradNorm attack (one backward pass per forget and holdout item); off by default, as in open-unlearning's TOFU evaluation suite, which keeps privleak and extraction strength")
     gradnorm_reduction: str = param('data', "GradNorm: global (the 2-norm of the whole gradient, the definition) | ou_mean (open-unlearning: the mean of each parameter tensor's 2-norm)", one_of("global", "ou_mean"))
     extraction_no_match: str = param('data', "extraction strength of an answer with no matching suffix: zero (the definition) | ou (open-unlearning's loop gives 1/n)", one_of("zero", "ou"))
     truth_ratio_guard: str = param('data', 'truth ratio R: exact (in log space, the definition) | ou (open-unlearning: P(wrong) / (P(right) + 1e-10), forget score min(R, 1/(R + 1e-10))), docs/metrics.md section 9', one_of("exact", "ou"))

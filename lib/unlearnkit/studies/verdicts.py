@@ -289,9 +289,13 @@ def _rouge_vs_mia(before: Mapping[str, Any], unlearned: Mapping[str, Mapping[str
     share = len(held) / len(tested) if tested else math.nan
     quantities = (Quantity("share of ROUGE-unlearned runs told apart by MIA", share, 1.0, ">=", "every such run"),
                   Quantity("runs that look unlearned by ROUGE", len(tested), fmt=".0f"))
+    attacks = [k.removeprefix("mia_").removesuffix("_auc") for k in retain_summary
+               if k.startswith("mia_") and k.endswith("_auc")]
     text = (f"{len(tested)} runs look unlearned by forget ROUGE-L (≤ {rouge_bar:.3f}, halfway from the target to the "
             f"retain model): {names(tested)}; membership inference (an attack's AUC more than {MIA_MARGIN} from "
-            f"the retain model's) still tells {len(held)} of them apart from the holdout: as members, "
+            f"the retain model's; attacks run: {names(attacks)}"
+            + ("" if "gradnorm" in attacks else ", GradNorm off as in open-unlearning's TOFU suite")
+            + f") still tells {len(held)} of them apart from the holdout: as members, "
             f"{'; '.join(parts[True]) or 'none'}; as over-unlearned (AUC below the retain model's), "
             f"{'; '.join(parts[False]) or 'none'}")
     return Finding(runs.UNLEARNING, OPEN_UNLEARNING, claim, text, outcome_of(len(held), len(tested)), figure, short,
