@@ -473,5 +473,12 @@ def test_the_front_page_story_says_what_fails_and_where():
     text = verdicts.story(judged)
     assert text.startswith("Judged over 2 training seeds (0, 1); fewer than five")
     assert "**TOFU (Maini et al., 2024)**: 1 of 2 findings reproduced (npo), 1 partly, 0 not reproduced." in text
-    assert "- [ga](02_unlearning_ga.html), *partly*: utility kept fails on 2 of 2 seeds." in text
+    assert ("- [ga](02_unlearning_ga.html), *partly*: utility kept fails on 2 of 2 seeds (too few seeds for a "
+            "verdict: 5 needed).") in text
     assert "- [EO](06_entropy.html), *not reproduced*: sd -> 0 fails on 1 of 2 seeds." in text
+    # a finding that holds on every seed of too few says so, not "holds in part on 0"
+    held = claims.Verdict("06_entropy/T1", "06_entropy", claims.SCHOLTEN, "claim", "", "T1", claims.PARTLY, "",
+                          ({"seed": 0, "outcome": "holds", "parts": {}}, {"seed": 1, "outcome": "holds", "parts": {}}),
+                          2, 2, 0, 0.2, 0.0)
+    assert ("- [T1](06_entropy.html), *partly*: holds on 2 of 2 seeds (too few seeds for a verdict: 5 needed)."
+            in verdicts.story([held]))

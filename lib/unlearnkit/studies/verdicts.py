@@ -402,12 +402,17 @@ def story(verdicts: Sequence[Verdict]) -> str:
         for v in by[NOT] + by[PARTLY]:
             failing = _failing_parts(v)
             seeds = lambda n, v=v: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
+            partly = v.n - v.k - v.fails
             if failing:
                 why = "; ".join(f"{name} fails on {seeds(n)}" for name, n in failing[:3])
             elif v.fails:
                 why = f"fails on {seeds(v.fails)}"
+            elif partly:
+                why = f"holds in part on {seeds(partly)}"
             else:
-                why = f"holds in part on {seeds(v.n - v.k - v.fails)}"
+                why = f"holds on {seeds(v.k)}"
+            if v.verdict == PARTLY and v.n < SEEDS_FOR_A_VERDICT:
+                why += f" (too few seeds for a verdict: {SEEDS_FOR_A_VERDICT} needed)"
             lines.append(f"- [{v.short}]({_page(v)}), *{v.verdict}*: {why}.")
     return "\n".join(lines)
 
