@@ -100,7 +100,7 @@ lint: setup ## ruff on library, tests, benchmarks and notebooks; notebooks commi
 	$(PY) -m unlearnkit.runner check-clean
 
 benchmarks: setup ## print the speed figures (training loop vs bare loop, ...)
-	@for b in benchmarks/*.py; do case $$b in *workbook_profile.py|*format_pretraining_probe.py) continue;; esac; \
+	@for b in benchmarks/*.py; do case $$b in *workbook_profile.py|*format_pretraining_probe.py|*seed_spread.py|*ou_guard.py) continue;; esac; \
 	  echo "== $$b"; $(PY) $$b || exit 1; done
 
 profile: setup ## where PROFILE's last run spent its time: seconds per notebook and station, CPU use (runs/PROFILE/seed-S/profile.json)

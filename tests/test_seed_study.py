@@ -147,3 +147,23 @@ def test_the_seed_figures_are_legible(six_seeds):
         fig = seed_plots.margins_per_seed(rows)
         assert plots.legible(fig), plots.smallest_text_px(fig, with_text=True)
         plt.close("all")
+
+
+def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_the_machines():
+    from unlearnkit import claims
+
+    def found(seed, utility, quality):
+        return [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", claims.HOLDS, "f", "x",
+                               (claims.Quantity("utility", utility, 0.5, ">="),
+                                claims.Quantity("forget quality", quality, 1e-9, ">=", fmt=".1e"),
+                                claims.Quantity("shown only", 3.0)))]
+
+    reference = seed_study.quantity_values({0: found(0, 0.5, 1e-5), 1: found(1, 0.6, 1e-3)})
+    assert set(reference["quantity"]) == {"utility", "forget quality"}  # a quantity without threshold is not judged
+    machine = seed_study.quantity_values({0: found(0, 0.52, 1e-5)})
+    inside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.61, 1e-4)}), machine)
+    table = inside.set_index("quantity")
+    assert table.loc["utility", "low"] == pytest.approx(0.48) and table.loc["utility", "high"] == pytest.approx(0.62)
+    assert table.loc["forget quality", "low"] == pytest.approx(-5.0) and table["inside"].all()
+    outside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.63, 1e-6)}), machine)
+    assert not outside.set_index("quantity")["inside"].any()

@@ -329,3 +329,53 @@ def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
                                                          f"[{r['low']:+.3g}, {r['high']:+.3g}]",
                      "outcome": r["outcome"], "the paper's reason": r["source"]})
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- a setting against the seeds' spread
+
+
+def quantity_values(per_seed: Mapping[int, Sequence[Any]]) -> pd.DataFrame:
+    """One row per (finding key, judged quantity, seed): the value and whether it is read in log10 (a p-value),
+    from ``{seed: that seed's Findings}`` (:func:`unlearnkit.studies.verdicts.of_seeds`)."""
+    rows = []
+    for seed, found in per_seed.items():
+        for f in found:
+            if not f.tested:
+                continue
+            for q in f.quantities:
+                if q.judged:
+                    rows.append({"key": f.key, "quantity": q.name, "seed": int(seed), "value": float(q.value),
+                                 "log": q.fmt.endswith("e")})
+    return pd.DataFrame(rows, columns=["key", "quantity", "seed", "value", "log"])
+
+
+def _scaled(value: float, log: bool) -> float:
+    if not log:
+        return value
+    return math.log10(value) if value > 0 else -300.0
+
+
+def within_spread(reference: pd.DataFrame, candidate: pd.DataFrame, machine: pd.DataFrame | None = None
+                  ) -> pd.DataFrame:
+    """Per deciding quantity: the range of ``reference``'s seeds (:func:`quantity_values`), widened on each side by
+    the cross-machine spread (the largest |difference| between ``machine``'s value and the reference's on the same
+    seed; in log10 for p-values), and whether every seed of ``candidate`` lies inside it. What decides whether a
+    setting that trains other bits (packing) may become the default: it must not move a deciding quantity beyond
+    what another seed or another machine moves it."""
+    rows = []
+    for (key, name), ref in reference.groupby(["key", "quantity"], sort=False):
+        log = bool(ref["log"].iloc[0])
+        ref_values = {int(s): _scaled(v, log) for s, v in zip(ref["seed"], ref["value"])}
+        slack = 0.0
+        if machine is not None and len(machine):
+            other = machine[(machine["key"] == key) & (machine["quantity"] == name)]
+            gaps = [abs(_scaled(v, log) - ref_values[int(s)]) for s, v in zip(other["seed"], other["value"])
+                    if int(s) in ref_values]
+            slack = max(gaps, default=0.0)
+        low, high = min(ref_values.values()) - slack, max(ref_values.values()) + slack
+        cand = candidate[(candidate["key"] == key) & (candidate["quantity"] == name)]
+        values = [_scaled(v, log) for v in cand["value"]]
+        rows.append({"key": key, "quantity": name, "scale": "log10" if log else "value",
+                     "reference seeds": len(ref_values), "low": low, "high": high, "machine spread": slack,
+                     "candidate": values, "inside": bool(values) and all(low <= v <= high for v in values)})
+    return pd.DataFrame(rows)
