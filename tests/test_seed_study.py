@@ -167,3 +167,25 @@ def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_t
     assert table.loc["forget quality", "low"] == pytest.approx(-5.0) and table["inside"].all()
     outside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.63, 1e-6)}), machine)
     assert not outside.set_index("quantity")["inside"].any()
+
+
+def test_a_variant_of_seed_0_is_set_beside_the_training_seeds_range():
+    from unlearnkit import claims
+
+    def found(utility, outcome=claims.HOLDS):
+        return [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", outcome, "f", "x",
+                               (claims.Quantity("utility", utility, 0.5, ">="),))]
+
+    training = seed_study.quantity_values({0: found(0.6), 1: found(0.7), 2: found(0.5)})
+    variants = {"data_seed 1": seed_study.quantity_values({0: found(0.65)}),
+                "native kernels": seed_study.quantity_values({0: found(0.9)})}
+    table = seed_study.against_the_rest(training, variants).iloc[0]
+    assert table["training range"] == pytest.approx(0.2) and table["data_seed 1: shift"] == pytest.approx(0.05)
+    assert table["data_seed 1: shift / range"] == pytest.approx(0.25)
+    assert table["native kernels: shift / range"] == pytest.approx(1.5)
+    changes = {"data_seed 1": seed_study.outcome_changes(found(0.6), found(0.4, claims.FAILS))}
+    assert changes["data_seed 1"] == ["02_unlearning_x/x: holds -> fails"]
+    sentence = seed_study.rest_sentence(seed_study.against_the_rest(training, {"data_seed 1": variants["data_seed 1"]}),
+                                        changes, 3)
+    assert "by 0.25 of the range the 3 training seeds span (0 of 1 quantities beyond" in sentence
+    assert "changes 1 findings' outcome" in sentence

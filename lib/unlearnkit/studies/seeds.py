@@ -379,3 +379,45 @@ def within_spread(reference: pd.DataFrame, candidate: pd.DataFrame, machine: pd.
                      "reference seeds": len(ref_values), "low": low, "high": high, "machine spread": slack,
                      "candidate": values, "inside": bool(values) and all(low <= v <= high for v in values)})
     return pd.DataFrame(rows)
+
+
+def against_the_rest(training: pd.DataFrame, variants: Mapping[str, pd.DataFrame], seed: int = 0) -> pd.DataFrame:
+    """Per deciding quantity (:func:`quantity_values`): its range over the training seeds (greatest minus least, in
+    log10 for p-values) and, for each variant of ``seed`` (another corpus draw, another instruction set), how far the
+    variant's value lies from that seed's, also as a share of the training seeds' range (above 1: the variant moves
+    it more than a reseed does)."""
+    rows = []
+    for (key, name), group in training.groupby(["key", "quantity"], sort=False):
+        log = bool(group["log"].iloc[0])
+        values = {int(s): _scaled(v, log) for s, v in zip(group["seed"], group["value"])}
+        if seed not in values:
+            continue
+        row = {"key": key, "quantity": name, "scale": "log10" if log else "value", "training seeds": len(values),
+               "training range": max(values.values()) - min(values.values())}
+        for label, variant in variants.items():
+            mine = variant[(variant["key"] == key) & (variant["quantity"] == name) & (variant["seed"] == seed)]
+            shift = abs(_scaled(float(mine["value"].iloc[0]), log) - values[seed]) if len(mine) else math.nan
+            row[f"{label}: shift"] = shift
+            row[f"{label}: shift / range"] = shift / row["training range"] if row["training range"] > 0 else (
+                0.0 if shift == 0 else math.inf)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def outcome_changes(base: Sequence[Any], variant: Sequence[Any]) -> list[str]:
+    """The tested findings whose outcome on a variant differs from the base run's (same seed), as "key: a -> b"."""
+    theirs = {f.key: f.outcome for f in variant if f.tested}
+    return [f"{f.key}: {f.outcome} -> {theirs[f.key]}" for f in base if f.tested and f.key in theirs
+            and theirs[f.key] != f.outcome]
+
+
+def rest_sentence(table: pd.DataFrame, changes: Mapping[str, Sequence[str]], seeds: int) -> str:
+    """The seed study's sentence on the training seed against the rest, computed from :func:`against_the_rest`."""
+    parts = []
+    for label, changed in changes.items():
+        ratio = table[f"{label}: shift / range"].replace([np.inf], np.nan).dropna()
+        beyond = int((table[f"{label}: shift / range"] > 1).sum())
+        parts.append(f"{label} moves the median deciding quantity by {ratio.median():.2f} of the range the "
+                     f"{seeds} training seeds span ({beyond} of {len(table)} quantities beyond that range) and "
+                     f"changes {len(changed)} findings' outcome on seed 0")
+    return "On seed 0, " + "; ".join(parts) + "."
