@@ -189,3 +189,14 @@ def test_a_variant_of_seed_0_is_set_beside_the_training_seeds_range():
                                         changes, 3)
     assert "by 0.25 of the range the 3 training seeds span (0 of 1 quantities beyond" in sentence
     assert "changes 1 findings' outcome" in sentence
+
+
+def test_the_readme_shows_the_seed_study_and_the_spread_from_the_committed_files():
+    from unlearnkit import report
+
+    spread = {"variants": ["data_seed 1"], "sentence": "On seed 0, data_seed 1 moves ...", "command": "python x",
+              "changes": {"data_seed 1": ["a/b: holds -> fails"]},
+              "table": [{"key": "a", "quantity": "q", "data_seed 1: shift / range": r} for r in (0.5, 2.0, 0.1)]}
+    lines = report.spread_section(spread)
+    assert "| data_seed 1 | 0.50 | 1 of 3 | a/b: holds -> fails |" in lines
+    assert report.spread_section(None) == [] and report.seed_study_section({"note": "one seed"}) == []

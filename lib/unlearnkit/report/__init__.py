@@ -26,6 +26,7 @@ import html
 import json
 import re
 import shutil
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -410,6 +411,8 @@ def external_resources(page: str) -> list[str]:
 
 README = paths.ROOT / "README.md"
 SUMMARY = paths.ROOT / "docs" / "findings.json"
+#: The training seed against the rest (benchmarks/seed_spread.py rest --write): committed beside the summary.
+SEED_SPREAD = paths.ROOT / "docs" / "seed_spread.json"
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
 #: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
@@ -476,9 +479,34 @@ def readme_section(summary: Mapping[str, Any]) -> str:
                   "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
                   f"![{MARGINS}](figures/{MARGINS}.png)"]
     lines += seed_study_section(summary.get("seed_study"))
+    lines += spread_section(read_seed_spread())
     if shown:
         lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
     return "\n".join(lines + ["", END])
+
+
+def read_seed_spread(path: Path | None = None) -> dict[str, Any] | None:
+    """docs/seed_spread.json (the training seed against the rest), or None where it was not made."""
+    path = SEED_SPREAD if path is None else path
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def spread_section(spread: Mapping[str, Any] | None) -> list[str]:
+    """The README's lines on the training seed against the rest (docs/seed_spread.json): its sentence and, per
+    variant of seed 0, how far it moves the deciding quantities against the training seeds' range."""
+    if not spread:
+        return []
+    lines = ["", "### The training seed against the rest", "", spread["sentence"] + f" (`{spread['command']}`)", "",
+             "| variant of seed 0 | median shift / training-seed range | quantities beyond the range | outcomes "
+             "changed |", "|---|---|---|---|"]
+    for label in spread["variants"]:
+        ratios = [r[f"{label}: shift / range"] for r in spread["table"] if r.get(f"{label}: shift / range") is not None]
+        finite = [x for x in ratios if x != float("inf")]
+        median = statistics.median(finite) if finite else float("nan")
+        beyond = sum(x > 1 for x in ratios)
+        lines.append(f"| {label} | {median:.2f} | {beyond} of {len(spread['table'])} | "
+                     f"{_cell('; '.join(spread['changes'].get(label, [])) or 'none')} |")
+    return lines
 
 
 def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:

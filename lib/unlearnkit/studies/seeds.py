@@ -421,3 +421,11 @@ def rest_sentence(table: pd.DataFrame, changes: Mapping[str, Sequence[str]], see
                      f"{seeds} training seeds span ({beyond} of {len(table)} quantities beyond that range) and "
                      f"changes {len(changed)} findings' outcome on seed 0")
     return "On seed 0, " + "; ".join(parts) + "."
+
+
+def spread_table(spread: Mapping[str, Any]) -> pd.DataFrame:
+    """docs/seed_spread.json's table for a reader: per deciding quantity, the training seeds' range and each variant's
+    shift as a share of it, largest first."""
+    table = pd.DataFrame(spread["table"])
+    ratios = [c for c in table.columns if c.endswith("shift / range")]
+    return table.sort_values(ratios[0], ascending=False) if ratios else table
