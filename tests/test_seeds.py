@@ -86,13 +86,21 @@ def test_a_run_of_seed_1_leaves_seed_0_and_every_committed_file_untouched(tmp_pa
     sentinel.write_bytes(b"seed 0's target")
     committed = [*sorted(paths.FIGURES.glob("*.png")), paths.ROOT / "docs" / "findings.json", paths.ROOT / "README.md"]
     before = _digests([*committed, sentinel])
+    kept = {p: p.read_bytes() for p in committed}  # put back whatever happens: a failure must not dirty the checkout
     env = {**os.environ, "UNLEARNKIT_RUNS": str(runs_dir), "TQDM_DISABLE": "1"}
-    for notebook in ("00", "09"):
-        done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", notebook, "--profile", "default", "--set",
-                               "seed=1"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        assert "[default seed 1]" in done.stdout
-    assert _digests([*committed, sentinel]) == before
+    try:
+        for notebook in ("00", "09"):
+            done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", notebook, "--profile", "default", "--set",
+                                   "seed=1"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+            assert "[default seed 1]" in done.stdout
+        assert _digests([*committed, sentinel]) == before
+    finally:
+        for path, data in kept.items():
+            if not path.exists() or path.read_bytes() != data:
+                path.write_bytes(data)
+        for path in set(paths.FIGURES.glob("*.png")) - set(kept):
+            path.unlink()  # a figure the run drew where it must not
     seed1 = runs_dir / "default" / "seed-1"
     assert (seed1 / "figures" / "00_data_tour_splits.png").exists() and (seed1 / "00_data_tour.ipynb").exists()
     summary = json.loads((runs_dir / "default" / "findings.json").read_text())
