@@ -462,23 +462,37 @@ def test_every_notebook_links_the_glossary_and_every_link_lands_on_a_term():
 
 
 def test_the_front_page_story_says_what_fails_and_where():
-    def verdict(short, paper, verdict, parts_per_seed, notebook="02_unlearning_ga"):
-        per_seed = tuple({"seed": s, "outcome": "partly", "parts": parts} for s, parts in enumerate(parts_per_seed))
+    def verdict(short, paper, verdict, parts_per_seed, notebook="02_unlearning_ga", outcomes=None):
+        outcomes = outcomes or ["partly"] * len(parts_per_seed)
+        per_seed = tuple({"seed": s, "outcome": o, "parts": parts}
+                         for s, (parts, o) in enumerate(zip(parts_per_seed, outcomes)))
         return claims.Verdict(f"{notebook}/{short}", notebook, paper, "claim", "", short, verdict, "", per_seed,
-                              len(per_seed), 0, 0, 0.0, 0.0)
+                              len(per_seed), outcomes.count("holds"), outcomes.count("fails"), 0.0, 0.0)
 
-    judged = [verdict("ga", claims.TOFU, claims.PARTLY, [{"utility kept": False, "forget ROUGE down": True}] * 2),
-              verdict("npo", claims.TOFU, claims.REPRODUCED, [{"utility kept": True}] * 2, "02_unlearning_npo"),
-              verdict("EO", claims.SCHOLTEN, claims.NOT, [{"sd -> 0": False}, {"sd -> 0": True}], "06_entropy")]
-    text = verdicts.story(judged)
-    assert text.startswith("Judged over 2 training seeds (0, 1); fewer than five")
+    # six seeds: verdicts by the rule, and for each that is not reproduced, the parts that fail and where
+    six = [verdict("ga", claims.TOFU, claims.PARTLY, [{"utility kept": False, "forget ROUGE down": True}] * 6),
+           verdict("npo", claims.TOFU, claims.REPRODUCED, [{"utility kept": True}] * 6, "02_unlearning_npo",
+                   ["holds"] * 6),
+           verdict("EO", claims.SCHOLTEN, claims.NOT, [{"sd -> 0": False}] * 5 + [{"sd -> 0": True}], "06_entropy",
+                   ["fails"] * 5 + ["holds"])]
+    text = verdicts.story(six)
+    assert text.startswith("Judged over 6 training seeds (0, 1, 2, 3, 4, 5).")
     assert "**TOFU (Maini et al., 2024)**: 1 of 2 findings reproduced (npo), 1 partly, 0 not reproduced." in text
-    assert ("- [ga](02_unlearning_ga.html), *partly*: utility kept fails on 2 of 2 seeds (too few seeds for a "
-            "verdict: 5 needed).") in text
-    assert "- [EO](06_entropy.html), *not reproduced*: sd -> 0 fails on 1 of 2 seeds." in text
-    # a finding that holds on every seed of too few says so, not "holds in part on 0"
-    held = claims.Verdict("06_entropy/T1", "06_entropy", claims.SCHOLTEN, "claim", "", "T1", claims.PARTLY, "",
-                          ({"seed": 0, "outcome": "holds", "parts": {}}, {"seed": 1, "outcome": "holds", "parts": {}}),
-                          2, 2, 0, 0.2, 0.0)
-    assert ("- [T1](06_entropy.html), *partly*: holds on 2 of 2 seeds (too few seeds for a verdict: 5 needed)."
-            in verdicts.story([held]))
+    assert "- [ga](02_unlearning_ga.html), *partly*: utility kept fails on 6 of 6 seeds." in text
+    assert "- [EO](06_entropy.html), *not reproduced*: sd -> 0 fails on 5 of 6 seeds." in text
+    # fewer than five seeds: no verdict, so the story says what the seeds agree on and lists what did not hold
+    two = [verdict("ga", claims.TOFU, claims.PARTLY, [{"utility kept": False, "forget ROUGE down": True}] * 2),
+           verdict("npo", claims.TOFU, claims.PARTLY, [{"utility kept": True}] * 2, "02_unlearning_npo",
+                   ["holds"] * 2),
+           verdict("EO", claims.SCHOLTEN, claims.PARTLY, [{"sd -> 0": False}] * 2, "06_entropy", ["fails"] * 2)]
+    text = verdicts.story(two)
+    assert text.startswith("Judged over 2 training seeds (0, 1); fewer than five")
+    assert ("**TOFU (Maini et al., 2024)**: of 2 findings, 1 hold on every seed (npo), 0 fail on every seed, 1 hold in "
+            "part or differ between seeds.") in text
+    assert "- [ga](02_unlearning_ga.html): utility kept fails on 2 of 2 seeds." in text and "[npo]" not in text
+    assert "- [EO](06_entropy.html): sd -> 0 fails on 2 of 2 seeds." in text
+    assert [verdicts.tile(v) for v in two] == [verdicts.SEEDS_DIFFER, verdicts.EVERY_SEED_HOLDS,
+                                               verdicts.EVERY_SEED_FAILS]
+    assert [verdicts.tile(v) for v in six] == [claims.PARTLY, claims.REPRODUCED, claims.NOT]
+    one = verdicts.story([verdict("T1", claims.SCHOLTEN, claims.PARTLY, [{}], "06_entropy", ["holds"])])
+    assert "of 1 findings, 1 hold on its seed (T1), 0 fail on its seed, 0 hold in part." in one

@@ -497,7 +497,9 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
 
 #: Verdict colours of the findings figure (notebook 09): green, amber, red, greys.
 VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
-                  "fact": "#8c8c8c"}
+                  "fact": "#8c8c8c",
+                  # fewer seeds than a verdict needs: what the seeds agree on (studies.verdicts.tile), lighter
+                  "holds on every seed": "#a6dba0", "partly or mixed": "#fde0a0", "fails on every seed": "#f4a6a0"}
 
 
 def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6):
@@ -520,12 +522,13 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6)
     for paper, part, count in zip(papers, parts, lines):
         for k, (_, row) in enumerate(part.iterrows()):
             x, y = k % ncols, top + k // ncols
-            color = VERDICT_COLORS.get(row["verdict"], "#ffffff")
+            shown = row.get("tile") or row["verdict"]  # a table without tiles (an older summary): the verdict
+            color = VERDICT_COLORS.get(shown, "#ffffff")
             ax.add_patch(plt.Rectangle((x + 0.04, y + 0.06), 0.92, 0.88, color=color))
             short = textwrap.wrap(str(row.get("short") or ""), 13)
             name = "\n".join(short[:2] + [f"nb {row['notebook'][:2]}"])
             ax.text(x + 0.5, y + 0.5, name, ha="center", va="center", fontsize=10, linespacing=1.15,
-                    color="white" if row["verdict"] in ("reproduced", "not reproduced") else "black")
+                    color="white" if shown in ("reproduced", "not reproduced") else "black")
         name, cited, citation = str(paper).partition(" (")  # the citation on lines of its own
         ticks.append((top + count / 2, "\n".join(textwrap.wrap(name, 24) + textwrap.wrap("(" + citation, 24)
                                                  if cited else textwrap.wrap(name, 24))))
@@ -538,12 +541,15 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6)
     ax.grid(False)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
-    shown = [v for v in VERDICT_COLORS if v in set(table["verdict"])]
-    handles = [plt.Rectangle((0, 0), 1, 1, color=VERDICT_COLORS[v]) for v in shown]
-    ax.legend(handles, shown, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=len(shown), frameon=False,
+    tiles = table["tile"] if "tile" in table else table["verdict"]
+    used = [v for v in VERDICT_COLORS if v in set(tiles)]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=VERDICT_COLORS[v]) for v in used]
+    ax.legend(handles, used, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=min(len(used), 4), frameon=False,
               fontsize=11)
     over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
-    ax.set_title(textwrap.fill(f"Each finding of each paper, by its verdict{over} (tile: the finding, the notebook "
+    what = ("by its verdict" if not {"holds on every seed", "partly or mixed", "fails on every seed"} & set(tiles)
+            else "by what its seeds show (fewer than five seeds: no verdict yet)")
+    ax.set_title(textwrap.fill(f"Each finding of each paper, {what}{over} (tile: the finding, the notebook "
                                "it comes from)", 80), fontsize=12)
     fig.tight_layout()
     return fig

@@ -542,8 +542,10 @@ def overview_table(summary: Mapping[str, Any]):
     """The findings of a summary as the overview figure reads them (paper, short name, notebook, verdict)."""
     import pandas as pd
 
-    return pd.DataFrame([{k: row.get(k, "") for k in ("paper", "short", "notebook", "verdict")}
-                         for row in summary["findings"]])
+    from ..studies.verdicts import tile
+
+    return pd.DataFrame([{**{k: row.get(k, "") for k in ("paper", "short", "notebook", "verdict")},
+                          "tile": tile(Verdict.from_dict(row))} for row in summary["findings"]])
 
 
 def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False,

@@ -360,11 +360,29 @@ def table(verdicts: Sequence[Verdict], seed: int | None = None,
             row[f"seed {seed}: numbers"] = own["text"] if own else ""
         row["over the seeds"] = v.text
         row["verdict"] = v.verdict
+        row["tile"] = tile(v)
         if committed is not None:
             row["committed verdict"] = committed[v.key].verdict if v.key in committed else "none"
         row["figure"] = v.figure
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: What the overview shows of a finding tested on fewer seeds than a verdict needs: what those seeds agree on.
+EVERY_SEED_HOLDS, EVERY_SEED_FAILS, SEEDS_DIFFER = "holds on every seed", "fails on every seed", "partly or mixed"
+
+
+def tile(v: Verdict) -> str:
+    """How the overview colours a finding: its verdict where it rests on enough seeds (or is a fact / untested),
+    else what its few seeds agree on (holds on every one, fails on every one, or partly or mixed), so that a one-seed
+    run's front page shows that seed's outcomes instead of a wall of "partly"."""
+    if v.verdict in (FACT, NO_TEST) or v.n >= SEEDS_FOR_A_VERDICT:
+        return v.verdict
+    if v.k == v.n:
+        return EVERY_SEED_HOLDS
+    if v.fails == v.n:
+        return EVERY_SEED_FAILS
+    return SEEDS_DIFFER
 
 
 def _failing_parts(v: Verdict) -> list[tuple[str, int]]:
@@ -390,29 +408,44 @@ def story(verdicts: Sequence[Verdict]) -> str:
                    "; fewer than five, so no verdict here is confident (docs/metrics.md §8)"
                    if len(seeds) < SEEDS_FOR_A_VERDICT else ""))
     lines = [f"Judged over {caution}."]
+    few = len(seeds) < SEEDS_FOR_A_VERDICT
     for paper in PAPERS:
         mine = [v for v in verdicts if v.paper == paper and v.verdict in (REPRODUCED, PARTLY, NOT)]
         if not mine:
             continue
         by = {verdict: [v for v in mine if v.verdict == verdict] for verdict in (REPRODUCED, PARTLY, NOT)}
-        head = (f"**{paper}**: {len(by[REPRODUCED])} of {len(mine)} findings reproduced"
-                + (f" ({names(v.short for v in by[REPRODUCED])})" if 0 < len(by[REPRODUCED]) <= 6 else "")
-                + f", {len(by[PARTLY])} partly, {len(by[NOT])} not reproduced.")
+        if few:  # no verdict can be confident: say what the seeds agree on, and list what did not hold
+            held = [v for v in mine if tile(v) == EVERY_SEED_HOLDS]
+            failed = [v for v in mine if tile(v) == EVERY_SEED_FAILS]
+            every = "on its seed" if len(seeds) == 1 else "on every seed"
+            head = (f"**{paper}**: of {len(mine)} findings, {len(held)} hold {every}"
+                    + (f" ({names(v.short for v in held)})" if 0 < len(held) <= 8 else "")
+                    + f", {len(failed)} fail {every}, {len(mine) - len(held) - len(failed)} hold in part"
+                    + ("" if len(seeds) == 1 else " or differ between seeds") + ".")
+            shown = [v for v in mine if tile(v) != EVERY_SEED_HOLDS]
+        else:
+            head = (f"**{paper}**: {len(by[REPRODUCED])} of {len(mine)} findings reproduced"
+                    + (f" ({names(v.short for v in by[REPRODUCED])})" if 0 < len(by[REPRODUCED]) <= 6 else "")
+                    + f", {len(by[PARTLY])} partly, {len(by[NOT])} not reproduced.")
+            shown = by[NOT] + by[PARTLY]
         lines.append("\n" + head + "\n")
-        for v in by[NOT] + by[PARTLY]:
+        for v in shown:
             failing = _failing_parts(v)
-            seeds = lambda n, v=v: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
+            on = lambda n, v=v: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
             partly = v.n - v.k - v.fails
             if failing:
-                why = "; ".join(f"{name} fails on {seeds(n)}" for name, n in failing[:3])
+                why = "; ".join(f"{name} fails on {on(n)}" for name, n in failing[:3])
             elif v.fails:
-                why = f"fails on {seeds(v.fails)}"
+                why = f"fails on {on(v.fails)}"
             elif partly:
-                why = f"holds in part on {seeds(partly)}"
+                why = f"holds in part on {on(partly)}"
             else:
-                why = f"holds on {seeds(v.k)}"
+                why = f"holds on {on(v.k)}"
+            if few:
+                lines.append(f"- [{v.short}]({_page(v)}): {why}.")
+                continue
             if v.verdict == PARTLY and v.n < SEEDS_FOR_A_VERDICT:
-                why += f" (too few seeds for a verdict: {SEEDS_FOR_A_VERDICT} needed)"
+                why += f" (tested on too few seeds for a verdict: {SEEDS_FOR_A_VERDICT} needed)"
             lines.append(f"- [{v.short}]({_page(v)}), *{v.verdict}*: {why}.")
     return "\n".join(lines)
 
