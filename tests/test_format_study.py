@@ -289,6 +289,7 @@ def test_evaluate_model_is_cached_by_identity_items_and_settings(tmp_runs, tiny_
     def must_not_run(*args, **kwargs):
         raise AssertionError("evaluated again although nothing changed")
 
+    evaluate_formats = scoring.evaluate_formats
     monkeypatch.setattr(scoring, "evaluate_formats", must_not_run)
     again = study.evaluate_model("target", str(folder), items, params)
     assert json.dumps(again.scores, sort_keys=True) == json.dumps(result.scores, sort_keys=True)
@@ -297,7 +298,7 @@ def test_evaluate_model_is_cached_by_identity_items_and_settings(tmp_runs, tiny_
         study.evaluate_model("target", str(folder), fewer, params)
     with pytest.raises(AssertionError, match="evaluated again"):  # a scoring setting is part of the key
         study.evaluate_model("target", str(folder), items, params.replace(format_likelihood=False))
-    monkeypatch.undo()
+    monkeypatch.setattr(scoring, "evaluate_formats", evaluate_formats)  # not undo(): that would drop tmp_runs too
     study.evaluate_model("target", str(folder), fewer, params)
     cache = runs.store(PARAMS) / runs.FORMATS / "cache"
     assert len(list(cache.glob("target-*.json"))) == 1  # one entry per model: the old one went

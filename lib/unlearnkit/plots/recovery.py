@@ -16,15 +16,13 @@ _STYLE = {"retain (control)": dict(color="black", lw=2.6, zorder=5), "target": d
           "regime-matched": dict(color="C3", ls=":", lw=2.2)}
 
 
-def _colors(labels: Sequence[str], kinds: Mapping[str, str]) -> dict[str, str]:
-    out, i = {}, 0
-    for label in labels:
-        if kinds[label] in _STYLE:
-            out[label] = _STYLE[kinds[label]]["color"]
-        else:
-            out[label] = f"C{i % 10}"
-            i += 1
-    return out
+def _colors(labels: Sequence[str], kinds: Mapping[str, str]) -> dict:
+    """The control, the target and the regime-matched run in their own styles; every other model its own colour,
+    as :func:`unlearnkit.plots.run_colors` gives them (tab20 past ten: the default's 14 runs never share one)."""
+    from . import run_colors
+
+    palette = run_colors([label for label in labels if kinds[label] not in _STYLE])
+    return {label: _STYLE[kinds[label]]["color"] if kinds[label] in _STYLE else palette[label] for label in labels}
 
 
 def plot_relearning(curves: Mapping[str, Sequence[Sequence[float]]], table: pd.DataFrame, halfway: float):
@@ -146,9 +144,14 @@ def plot_survival(survival: pd.DataFrame):
         ax.set_title("Does the forgetting hold? (each attack against the retain model)", fontsize=11)
         fig.tight_layout()
         return fig
+    from matplotlib.colors import ListedColormap
+
     values = survival.map(lambda v: np.nan if v is None else float(bool(v))).to_numpy(float)
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(survival) + 1.6))
-    ax.imshow(values, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    cmap = ListedColormap(["#f4a6a0", "#a6dba0"])  # broken, holds: light enough for the words on them
+    cmap.set_bad("#e0e0e0")
+    ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=0, vmax=1, aspect="auto")
+    ax.grid(False)
     for (i, j), value in np.ndenumerate(values):
         ax.text(j, i, "n/a" if np.isnan(value) else ("holds" if value else "broken"), ha="center", va="center",
                 fontsize=9)

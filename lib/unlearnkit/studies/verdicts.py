@@ -526,6 +526,7 @@ def styled(frame):
     """The findings table with its verdict and outcome columns coloured, text left-aligned and wrapped (for
     notebooks and the HTML report)."""
     style = _styles()
+    frame = frame.drop(columns=["tile"], errors="ignore")  # the overview's colour: the verdict and outcomes say it
     coloured = [c for c in frame.columns if c == "verdict" or c == "committed verdict"
                 or (c.startswith("seed ") and not c.endswith("numbers"))]
     return (frame.style.hide(axis="index")
