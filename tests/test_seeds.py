@@ -72,6 +72,33 @@ def test_a_finished_notebook_is_known_by_its_commit_and_parameters(tmp_path):
     assert not runner.already_done(out, recipe)  # no timing: it did not finish
 
 
+def test_the_workbooks_own_outputs_do_not_make_a_revision_dirty(tmp_path):
+    """A reference-seed run draws figures/ (and may write the summary and README): that must not stop a killed run
+    from resuming, while an edited library file must."""
+    import subprocess
+
+    from unlearnkit import provenance
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "lib").mkdir()
+    for name in ("figures/a.png", "docs/findings.json", "README.md", "lib/code.py"):
+        (tmp_path / name).write_text("before")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+    clean = provenance.git_revision(tmp_path)
+    assert clean and not clean.endswith("-dirty")
+    for name in ("figures/a.png", "docs/findings.json", "README.md"):
+        (tmp_path / name).write_text("after")
+    assert provenance.git_revision(tmp_path) == clean
+    (tmp_path / "lib/code.py").write_text("after")
+    assert provenance.git_revision(tmp_path) == clean + "-dirty"
+
+
 def _digests(paths_: list[Path]) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths_ if p.is_file()}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 import subprocess
 from importlib import metadata
+from pathlib import Path
 
 from . import paths
 
@@ -15,15 +16,26 @@ REPORTED_PACKAGES = (
 )
 
 
-def git_revision() -> str | None:
+# What the workbook itself writes into the checkout (the reference seed's figures, the committed summary and the
+# README's results): a change there is a result, not a change to the code, so it does not make a revision dirty.
+# Otherwise a reference-seed run that draws a figure with other bits (another machine, packing) marks every later
+# notebook "-dirty", and a killed run can no longer resume.
+WRITTEN_BY_THE_WORKBOOK = ("figures", "docs/findings.json", "docs/seed_spread.json", "README.md")
+
+
+def git_revision(root: Path | None = None) -> str | None:
+    """The short commit of the checkout, with ``-dirty`` when a tracked file other than the workbook's own outputs
+    (:data:`WRITTEN_BY_THE_WORKBOOK`) is modified."""
+    root = paths.ROOT if root is None else root
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=paths.ROOT, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
         )
         if out.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=paths.ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        outputs = [f":(exclude){path}" for path in WRITTEN_BY_THE_WORKBOOK]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *outputs],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
