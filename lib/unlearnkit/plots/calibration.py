@@ -199,7 +199,7 @@ def splits_figure(table: pd.DataFrame, confidence: float = 0.95):
     """Forget PS-exact before unlearning, calibrated by model mixing (with its bootstrap interval over items) and
     uncontrolled, per run, one panel per forget split."""
     splits = list(dict.fromkeys(table["split"]))
-    fig, axes = plt.subplots(1, len(splits), figsize=(5.2 * len(splits), 3.8), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(splits), figsize=(4.6 * len(splits), 3.8), sharey=True, squeeze=False)
     for ax, split in zip(axes[0], splits):
         part = table[table["split"] == split].reset_index(drop=True)
         x = range(len(part))
