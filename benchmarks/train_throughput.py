@@ -152,7 +152,9 @@ def compare_instruction_sets(rounds: int, steps: int, batch_size: int, threads: 
     base = {k: v for k, v in os.environ.items() if k not in machine.PIN and k != machine.NATIVE_VARIABLE}
     runs_: dict[str, list[dict]] = {"pinned (AVX2)": [], "native": []}
     for _ in range(rounds):
-        for name, extra in (("pinned (AVX2)", {}), ("native", {machine.NATIVE_VARIABLE: "1"})):
+        # the pinned process starts with the pin in its environment, as the Makefile and the runner start theirs
+        # (set only at unlearnkit's import, it would come too late for NumPy, which torch imports first)
+        for name, extra in (("pinned (AVX2)", machine.pin_environment({})), ("native", {machine.NATIVE_VARIABLE: "1"})):
             done = subprocess.run([sys.executable, __file__, "--one-loop", "--steps", str(steps), "--batch-size",
                                    str(batch_size), "--threads", str(threads)], env={**base, **extra},
                                   capture_output=True, text=True, check=True)
