@@ -121,6 +121,13 @@ def test_the_study_needs_two_seeds_and_leaves_out_methods_missing_on_a_seed(monk
     assert any("sign test" in line or "not run" in line for line in seed_study.sentences(result))
 
 
+def test_fewer_seeds_than_registered_read_as_preliminary(six_seeds):
+    """Two seeds give one pair for each τ and no sign test below p = 0.5: the words say so; six do not need to."""
+    two = seed_study.sentences(seed_study.study(SMOKE, [0, 1]))[0]
+    assert "Preliminary" in two and "1 pair of seeds" in two
+    assert "Preliminary" not in seed_study.sentences(seed_study.study(SMOKE, list(range(6))))[0]
+
+
 def test_the_seed_figures_are_legible(six_seeds):
     import matplotlib
 

@@ -224,6 +224,10 @@ def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
     return out
 
 
+#: The seeds the study is registered for (docs/metrics.md §8.2): the fewest that let a sign test reach p < 0.05.
+REGISTERED_SEEDS = 6
+
+
 def _tau_words(row: Mapping[str, Any]) -> str:
     if row["mean tau"] is None or not math.isfinite(row["mean tau"]):
         return f"{row['metric']} τ n/a (the methods tie on a seed: no ranking to compare)"
@@ -240,6 +244,10 @@ def sentences(result: Mapping[str, Any]) -> list[str]:
     lines = [f"Over {n} training seeds ({', '.join(map(str, result['seeds']))}) and {len(result['methods'])} methods, "
              f"the ranking is stable (mean Kendall τ ≥ {result['tau_stable']}) on {len(stable)} of "
              f"{len(result['kendall'])} metrics: " + "; ".join(_tau_words(r) for r in result["kendall"]) + "."]
+    if n < REGISTERED_SEEDS:
+        pairs = n * (n - 1) // 2
+        lines[0] += (f" Preliminary: the study is registered for {REGISTERED_SEEDS} seeds; with {n}, each mean τ rests "
+                     f"on {pairs} pair{'s' if pairs != 1 else ''} of seeds and no sign test can reach p < 0.05.")
     for r in result["pairs"]:
         if r.get("seeds", 0) == 0:
             lines.append(f"{r['pair']} on {r['metric']}: not run")

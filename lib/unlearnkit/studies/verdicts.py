@@ -463,8 +463,9 @@ def notebooks_showing(verdicts: Sequence[Verdict], figure: str) -> list[str]:
 
 #: The rule in a sentence, stored with the summary (docs/metrics.md says it in full, with the papers' sentences).
 RULE = ("Per finding, k of the n seeds on which it was tested hold and f fail; reproduced when the one-sided 95 % "
-        "Clopper-Pearson lower bound of k/n exceeds 1/2 (6 seeds: all 6 hold), not reproduced when that of f/n "
-        "does, partly otherwise; each deciding quantity's mean over seeds with a 95 % percentile bootstrap interval.")
+        "Clopper-Pearson lower bound of k/n exceeds 1/2 (at least five seeds, all holding; of six, all six), not "
+        "reproduced when that of f/n does, partly otherwise; each deciding quantity's mean over seeds with a 95 % "
+        "percentile bootstrap interval.")
 
 
 def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, Any] | None = None
