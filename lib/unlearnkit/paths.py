@@ -20,6 +20,13 @@ NOTEBOOKS = ROOT / "notebooks"
 PARAMS = NOTEBOOKS / "params"
 DATA = ROOT / "data"
 FIGURES = ROOT / "figures"
+#: What the workbook itself writes into the checkout besides figures/: the README's results section, the committed
+#: summary of the findings over seeds, and the training seed against the rest (benchmarks/seed_spread.py rest).
+README = ROOT / "README.md"
+SUMMARY = ROOT / "docs" / "findings.json"
+SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
+#: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
+WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 

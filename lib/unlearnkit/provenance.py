@@ -16,16 +16,11 @@ REPORTED_PACKAGES = (
 )
 
 
-# What the workbook itself writes into the checkout (the reference seed's figures, the committed summary and the
-# README's results): a change there is a result, not a change to the code, so it does not make a revision dirty.
-# Otherwise a reference-seed run that draws a figure with other bits (another machine, packing) marks every later
-# notebook "-dirty", and a killed run can no longer resume.
-WRITTEN_BY_THE_WORKBOOK = ("figures", "docs/findings.json", "docs/seed_spread.json", "README.md")
-
-
 def git_revision(root: Path | None = None) -> str | None:
     """The short commit of the checkout, with ``-dirty`` when a tracked file other than the workbook's own outputs
-    (:data:`WRITTEN_BY_THE_WORKBOOK`) is modified."""
+    (:data:`paths.WRITTEN_BY_THE_WORKBOOK`: the reference seed's figures, the committed summary, the README) is
+    modified. A change there is a result, not a change to the code: otherwise a reference-seed run that draws a figure
+    with other bits (another machine, packing) marks every later notebook "-dirty", and a killed run cannot resume."""
     root = paths.ROOT if root is None else root
     try:
         out = subprocess.run(
@@ -33,7 +28,7 @@ def git_revision(root: Path | None = None) -> str | None:
         )
         if out.returncode != 0:
             return None
-        outputs = [f":(exclude){path}" for path in WRITTEN_BY_THE_WORKBOOK]
+        outputs = [f":(exclude){path.relative_to(paths.ROOT).as_posix()}" for path in paths.WRITTEN_BY_THE_WORKBOOK]
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *outputs],
                                cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")

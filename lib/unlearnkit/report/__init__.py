@@ -409,10 +409,7 @@ def external_resources(page: str) -> list[str]:
 
 # --------------------------------------------------------------------------- the README's results section
 
-README = paths.ROOT / "README.md"
-SUMMARY = paths.ROOT / "docs" / "findings.json"
-#: The training seed against the rest (benchmarks/seed_spread.py rest --write): committed beside the summary.
-SEED_SPREAD = paths.ROOT / "docs" / "seed_spread.json"
+README, SUMMARY, SEED_SPREAD = paths.README, paths.SUMMARY, paths.SEED_SPREAD
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
 #: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
