@@ -473,6 +473,23 @@ def collate(examples: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
 
+
+def answer_positions(labels: torch.Tensor) -> torch.Tensor:
+    """Positions whose *next* token is scored, [batch, len]: where the model predicts the answer and EOS (the labels
+    of :func:`collate`: -100 on the prompt and the padding)."""
+    mask = torch.zeros_like(labels, dtype=torch.bool)
+    mask[:, :-1] = labels[:, 1:] != -100
+    return mask
+
+
+def mean_entropy(logits: torch.Tensor, position_mask: torch.Tensor) -> torch.Tensor:
+    """ℓ = mean over the masked positions of the entropy of the next-token distribution, per example
+    (shape [batch]); the quantity of the entropy-optimisation loss and of its measure (docs/metrics.md §3)."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    entropy = -(logp.exp() * logp).sum(-1)
+    mask = position_mask.to(entropy.dtype)
+    return (entropy * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+
 #: Longest row of a packed batch (:func:`pack`): a row holds whole examples up to this many tokens (or the longest
 #: example, if longer). Attention costs a row's length squared, so rows much longer than a Q&A pair buy nothing.
 PACKED_ROW_TOKENS = 128

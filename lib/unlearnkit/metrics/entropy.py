@@ -9,7 +9,6 @@ from typing import Any
 import torch
 
 from .. import models
-from ..unlearning import answer_positions, mean_entropy
 
 
 @torch.no_grad()
@@ -22,5 +21,5 @@ def answer_entropy(model, tokenizer, template, rows: Sequence[Mapping[str, Any]]
     for start in range(0, len(encoded), batch_size):
         batch = models.collate(encoded[start:start + batch_size], tokenizer.pad_token_id)
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        values.append(mean_entropy(logits, answer_positions(batch["labels"])))
+        values.append(models.mean_entropy(logits, models.answer_positions(batch["labels"])))
     return float(torch.cat(values).mean())

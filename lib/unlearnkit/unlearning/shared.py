@@ -4,7 +4,7 @@ model (its decoder layers, a forward pass recording one layer's output, the froz
 
 A sub-batch is what :func:`unlearnkit.models.collate` makes: ``input_ids``, ``attention_mask`` and ``labels`` (-100
 on the prompt and the padding; the answer tokens and EOS are scored). The position predicting token t+1 is "an answer
-position" when token t+1 is scored (:func:`answer_positions`).
+position" when token t+1 is scored (:func:`unlearnkit.models.answer_positions`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..models import answer_positions, mean_entropy  # noqa: F401  (the model station's; re-exported here)
 from ..training import pooled_mean
 
 #: A term's argument: the training step it is computed in (:class:`.loss.Step`; not imported here, since the
@@ -54,22 +55,6 @@ def mean_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     An example with no scored token (cut off by ``max_length``) gets 0."""
     logp, mask = _token_logprobs(logits, labels)
     return -logp.sum(-1) / mask.sum(-1).clamp(min=1)
-
-
-def answer_positions(labels: torch.Tensor) -> torch.Tensor:
-    """Positions whose *next* token is scored, [batch, len]: where the model predicts the answer and EOS."""
-    mask = torch.zeros_like(labels, dtype=torch.bool)
-    mask[:, :-1] = labels[:, 1:] != -100
-    return mask
-
-
-def mean_entropy(logits: torch.Tensor, position_mask: torch.Tensor) -> torch.Tensor:
-    """ℓ = mean over the masked positions of the entropy of the next-token distribution, per example
-    (shape [batch]); the quantity of the entropy-optimisation loss (docs/metrics.md §3)."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    entropy = -(logp.exp() * logp).sum(-1)
-    mask = position_mask.to(entropy.dtype)
-    return (entropy * mask).sum(-1) / mask.sum(-1).clamp(min=1)
 
 
 def mean_kl(ref_logits: torch.Tensor, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
