@@ -111,7 +111,7 @@ def test_a_run_of_seed_1_leaves_seed_0_and_every_committed_file_untouched(tmp_pa
     sentinel = runs_dir / "default" / "seed-0" / "models" / "target" / "model.safetensors"
     sentinel.parent.mkdir(parents=True)
     sentinel.write_bytes(b"seed 0's target")
-    committed = [*sorted(paths.FIGURES.glob("*.png")), paths.ROOT / "docs" / "findings.json", paths.ROOT / "README.md"]
+    committed = [*sorted(paths.FIGURES.glob("*.png")), paths.SUMMARY, paths.README]
     before = _digests([*committed, sentinel])
     kept = {p: p.read_bytes() for p in committed}  # put back whatever happens: a failure must not dirty the checkout
     env = {**os.environ, "UNLEARNKIT_RUNS": str(runs_dir), "TQDM_DISABLE": "1"}
