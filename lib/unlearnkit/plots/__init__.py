@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 
 from .. import runs
 from ..config import Params
+from ..studies.verdicts import EVERY_SEED_FAILS, EVERY_SEED_HOLDS, SEEDS_DIFFER
 
 #: The resolution every figure is saved at (``savefig.dpi`` of :func:`set_style`).
 SAVE_DPI = 120
@@ -499,7 +500,7 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
 VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
                   "fact": "#8c8c8c",
                   # fewer seeds than a verdict needs: what the seeds agree on (studies.verdicts.tile), lighter
-                  "holds on every seed": "#a6dba0", "partly or mixed": "#fde0a0", "fails on every seed": "#f4a6a0"}
+                  EVERY_SEED_HOLDS: "#a6dba0", SEEDS_DIFFER: "#fde0a0", EVERY_SEED_FAILS: "#f4a6a0"}
 
 
 def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6):
@@ -547,7 +548,7 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6)
     ax.legend(handles, used, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=min(len(used), 4), frameon=False,
               fontsize=11)
     over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
-    what = ("by its verdict" if not {"holds on every seed", "partly or mixed", "fails on every seed"} & set(tiles)
+    what = ("by its verdict" if not {EVERY_SEED_HOLDS, SEEDS_DIFFER, EVERY_SEED_FAILS} & set(tiles)
             else "by what its seeds show (fewer than five seeds: no verdict yet)")
     ax.set_title(textwrap.fill(f"Each finding of each paper, {what}{over} (tile: the finding, the notebook "
                                "it comes from)", 80), fontsize=12)
