@@ -174,6 +174,9 @@ def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_t
     assert table.loc["forget quality", "low"] == pytest.approx(-5.0) and table["inside"].all()
     outside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.63, 1e-6)}), machine)
     assert not outside.set_index("quantity")["inside"].any()
+    rounding = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.62 + 1e-9, 1e-5)}),
+                                        machine)
+    assert rounding["inside"].all()  # equal to the bound up to float rounding
 
 
 def test_a_variant_of_seed_0_is_set_beside_the_training_seeds_range():

@@ -363,6 +363,10 @@ def _scaled(value: float, log: bool) -> float:
     return math.log10(value) if value > 0 else -300.0
 
 
+#: Relative slack of :func:`within_spread`'s bounds: a value that equals a bound up to float rounding is inside.
+SPREAD_TOLERANCE = 1e-6
+
+
 def within_spread(reference: pd.DataFrame, candidate: pd.DataFrame, machine: pd.DataFrame | None = None
                   ) -> pd.DataFrame:
     """Per deciding quantity: the range of ``reference``'s seeds (:func:`quantity_values`), widened on each side by
@@ -383,9 +387,12 @@ def within_spread(reference: pd.DataFrame, candidate: pd.DataFrame, machine: pd.
         low, high = min(ref_values.values()) - slack, max(ref_values.values()) + slack
         cand = candidate[(candidate["key"] == key) & (candidate["quantity"] == name)]
         values = [_scaled(v, log) for v in cand["value"]]
+        # equal to a bound up to float rounding counts as inside (privleak's -100 is -99.99999998 give or take 3e-9)
+        tol = SPREAD_TOLERANCE * max(1.0, abs(low), abs(high))
         rows.append({"key": key, "quantity": name, "scale": "log10" if log else "value",
                      "reference seeds": len(ref_values), "low": low, "high": high, "machine spread": slack,
-                     "candidate": values, "inside": bool(values) and all(low <= v <= high for v in values)})
+                     "candidate": values,
+                     "inside": bool(values) and all(low - tol <= v <= high + tol for v in values)})
     return pd.DataFrame(rows)
 
 
