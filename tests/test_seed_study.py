@@ -210,3 +210,23 @@ def test_the_readme_shows_the_seed_study_and_the_spread_from_the_committed_files
     lines = report.spread_section(spread)
     assert "| data_seed 1 | 0.50 | 1 of 3 | a/b: holds -> fails |" in lines
     assert report.spread_section(None) == [] and report.seed_study_section({"note": "one seed"}) == []
+
+
+def test_a_finding_with_the_same_margin_on_every_seed_draws_its_interval_around_its_mean():
+    """Three equal margins (08's RTT share, 9 of 11 on every seed): the bootstrap gives the value as the interval and
+    np.mean rounds 1e-16 off it, which matplotlib refused as a negative error bar in notebook 09."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from unlearnkit import claims
+    from unlearnkit.plots import seeds as seed_plots
+
+    share = 2 / 11
+    found = {s: [claims.Finding("08_robustness", claims.TOFU, "c", "t", "fails", "f", "RTT",
+                                (claims.Quantity("share", share, 1.0, ">="),))] for s in range(3)}
+    [row] = seed_study.margins(claims.judge_all(found))
+    assert row["low"] <= row["mean"] <= row["high"]
+    assert row["mean"] == pytest.approx(share - 1.0)
+    seed_plots.margins_per_seed([row])  # draws
+    plt.close("all")

@@ -303,12 +303,15 @@ def margins(verdicts: Sequence[Any]) -> list[dict[str, Any]]:
             scale = 1.0 if spread.log_scale else max(abs(spread.threshold_mean), 1e-9)
             rank = (-wrong, abs(float(np.mean(values))) / scale)
             if best is None or rank < best[0]:
+                mean = float(np.mean(values))
                 low, high = bootstrap_interval(values)
+                # equal margins give their value as the interval, and their mean may round off it by 1e-16
+                low, high = min(low, mean), max(high, mean)
                 best = (rank, {"key": v.key, "notebook": v.notebook, "short": v.short, "verdict": v.verdict,
                                "quantity": spread.name,
                                "unit": "margin in decades" if spread.log_scale else "margin",
                                "seeds": seeds, "margins": values, "outcomes": outcomes,
-                               "mean": float(np.mean(values)), "low": low, "high": high})
+                               "mean": mean, "low": low, "high": high})
         if best is not None:
             out.append(best[1])
     return out
