@@ -218,16 +218,18 @@ def bootstrap_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAM
     """The percentile bootstrap interval of the mean of ``values`` (one per seed): ``resamples`` resamples of the
     seeds with replacement drawn by ``np.random.default_rng(seed)`` (the draws scipy.stats.bootstrap makes with the
     same Generator), the (1 - confidence) / 2 and (1 + confidence) / 2 percentiles of their means. One value, or all
-    equal: that value twice."""
+    equal: their mean twice. The interval always holds the mean of ``values`` as np.mean computes it: equal values'
+    mean can round 1e-16 off the value itself, and an error bar drawn from mean to bound must not point backwards."""
     x = np.asarray([v for v in values if _finite(v)], dtype=float)
     if len(x) == 0:
         return (math.nan, math.nan)
+    mean = float(x.mean())
     if len(x) == 1 or np.all(x == x[0]):
-        return (float(x[0]), float(x[0]))
+        return (mean, mean)
     rng = np.random.default_rng(seed)
     means = x[rng.integers(0, len(x), (resamples, len(x)))].mean(axis=1)
     low, high = np.percentile(means, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
-    return (float(low), float(high))
+    return (min(float(low), mean), max(float(high), mean))
 
 
 def verdict_of(k_holds: int, k_fails: int, n: int) -> str:

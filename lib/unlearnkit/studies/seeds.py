@@ -305,8 +305,6 @@ def margins(verdicts: Sequence[Any]) -> list[dict[str, Any]]:
             if best is None or rank < best[0]:
                 mean = float(np.mean(values))
                 low, high = bootstrap_interval(values)
-                # equal margins give their value as the interval, and their mean may round off it by 1e-16
-                low, high = min(low, mean), max(high, mean)
                 best = (rank, {"key": v.key, "notebook": v.notebook, "short": v.short, "verdict": v.verdict,
                                "quantity": spread.name,
                                "unit": "margin in decades" if spread.log_scale else "margin",
