@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from unlearnkit import config, machine, paths, pipeline, runner, runs
+from unlearnkit.studies import verdicts
 
 
 def test_each_seed_has_its_own_run_store_and_only_the_profiles_own_seed_draws_the_committed_figures(
@@ -97,6 +98,52 @@ def test_the_workbooks_own_outputs_do_not_make_a_revision_dirty(tmp_path):
     assert provenance.git_revision(tmp_path) == clean
     (tmp_path / "lib/code.py").write_text("after")
     assert provenance.git_revision(tmp_path) == clean + "-dirty"
+
+
+def test_a_seed_a_runner_is_running_is_left_out_of_the_verdicts_until_it_finishes(monkeypatch, tmp_path):
+    """A seed still running would count only the notebooks it has finished (the front page once read "over seeds 0-4"
+    with two of them in notebook 01): the findings notebook leaves it out while any runner holds its mark, and counts
+    it again once the runner is gone, however it ended."""
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    for seed in (0, 1):
+        runs.write_metrics(config.Params.load("default", seed=seed), runs.DATA_TOUR, {"corpus": {}})
+    running = config.Params.load("default", seed=1)
+    assert verdicts.seeds_with_results("default") == [0, 1] and verdicts.seeds_in_progress("default") == []
+    with runs.seed_at_work(running), runs.seed_at_work(running):  # two runners of one seed may both hold it
+        assert verdicts.seeds_in_progress("default") == [1]
+        assert verdicts.seeds_with_results("default") == [0]
+    assert verdicts.seeds_with_results("default") == [0, 1]
+    # a runner in another process, killed mid-run: its mark dies with it
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from unlearnkit import config, runs; "
+                               "cm = runs.seed_at_work(config.Params.load('default', seed=1)); cm.__enter__(); "
+                               "print('held', flush=True); time.sleep(60)"],
+                              env={**os.environ, "UNLEARNKIT_RUNS": str(tmp_path)}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert verdicts.seeds_in_progress("default") == [1]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert verdicts.seeds_in_progress("default") == [] and verdicts.seeds_with_results("default") == [0, 1]
+
+
+def test_the_runner_marks_a_seed_while_its_notebooks_run_never_while_the_findings_notebook_judges(monkeypatch,
+                                                                                                   tmp_path):
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    params = config.Params.load("default", seed=2)
+    notebooks = [paths.NOTEBOOKS / "00_data_tour.ipynb", paths.NOTEBOOKS / f"{runs.FINDINGS}.ipynb"]
+    monkeypatch.setattr(runner, "plan", lambda target, profile, overrides, skip=(): runner.Plan(
+        [n for n in notebooks if n.stem not in skip], params, {}, []))
+    monkeypatch.setattr(runner, "prepare_stand_ins", lambda params: None)
+    seen = {}
+    monkeypatch.setattr(runner, "run", lambda notebook, *a, **k: seen.setdefault(notebook.stem,
+                                                                                  runs.in_progress("default", 2)))
+    assert runner.main(["all", "--set", "seed=2"]) == 0
+    assert seen == {"00_data_tour": True, runs.FINDINGS: False}
+    seen.clear()
+    assert runner.run_seed("default", 2, {}) == 0
+    assert seen == {"00_data_tour": True}
+    assert not runs.in_progress("default", 2)
 
 
 def _digests(paths_: list[Path]) -> dict[str, str]:

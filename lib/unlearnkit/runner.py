@@ -21,6 +21,7 @@ its key allows (``config.CONSTRAINTS``), a split the data source lacks or a run 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -357,6 +358,7 @@ def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = 
             handle = stack.enter_context(open(logfile, "a", buffering=1))
             stack.enter_context(contextlib.redirect_stdout(_Tee(sys.stdout, handle)))
         prepare_stand_ins(checked.params)
+        stack.enter_context(runs.seed_at_work(checked.params))  # notebook 09 elsewhere leaves this seed out meanwhile
         try:
             for notebook in checked.notebooks:
                 run(notebook, checked.params, checked.own, timeout, checked.changed, skip_done=True)
@@ -478,7 +480,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     prepare_stand_ins(checked.params)
     try:
         for notebook in checked.notebooks:
-            run(notebook, checked.params, checked.own, args.timeout, checked.changed)
+            # the seed is marked as being run while its own notebooks run (the findings notebook of another
+            # terminal leaves it out meanwhile), never while the findings notebook itself judges the seeds
+            with runs.seed_at_work(checked.params) if notebook.stem != runs.FINDINGS else contextlib.nullcontext():
+                run(notebook, checked.params, checked.own, args.timeout, checked.changed)
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
               f"see the executed copy under {_shown(runs.store(checked.params))}/ for the full traceback",

@@ -155,6 +155,44 @@ def seeds(profile: str) -> list[int]:
     return sorted(found)
 
 
+#: The file a runner holds a shared lock on while it runs a seed's notebooks (``runs/<profile>/seed-<s>/.running``).
+RUNNING_MARK = ".running"
+
+
+@contextmanager
+def seed_at_work(params: Params) -> Iterator[None]:
+    """Mark this seed's store as being run for the block: a shared advisory lock on its ``.running`` file, which
+    several runners of the same seed may hold at once and which dies with its process (a killed run is never left
+    marked). :func:`in_progress` reads it."""
+    import fcntl
+
+    path = store(params) / RUNNING_MARK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def in_progress(profile: str, seed: int) -> bool:
+    """Whether a runner is running notebooks of training seed ``seed`` of ``profile`` now (it holds the seed's
+    ``.running`` lock: :func:`seed_at_work`)."""
+    import fcntl
+
+    path = profile_dir(profile) / f"{SEED_PREFIX}{seed}" / RUNNING_MARK
+    if not path.exists():
+        return False
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
 def reference_seed(profile: str) -> int:
     """The seed the profile itself names (``seed`` of its merged layers): the run whose figures go to ``figures/``."""
     return int(config.load_profile(profile)["seed"])

@@ -325,10 +325,17 @@ def text(found: Sequence[Finding]) -> str:
 
 
 def seeds_with_results(profile: str) -> list[int]:
-    """The training seeds of ``profile`` whose run store holds at least one notebook's results."""
+    """The training seeds of ``profile`` whose run store holds at least one notebook's results and that no runner is
+    running now (:func:`seeds_in_progress`): a seed half run would count the notebooks it has finished."""
     return [s for s in runs.seeds(profile)
             if any(p.parent.name != runs.FINDINGS for p in (runs.profile_dir(profile) / f"{runs.SEED_PREFIX}{s}")
-                   .glob("0*/metrics.json"))]
+                   .glob("0*/metrics.json")) and not runs.in_progress(profile, s)]
+
+
+def seeds_in_progress(profile: str) -> list[int]:
+    """The training seeds of ``profile`` a runner is running now (``runner seed``/``seeds``/``all`` holds their
+    ``.running`` lock): left out of the verdicts until they finish."""
+    return [s for s in runs.seeds(profile) if runs.in_progress(profile, s)]
 
 
 def of_seeds(params: Params, seeds: Sequence[int] | None = None) -> dict[int, list[Finding]]:
