@@ -72,7 +72,7 @@ paper-dry: setup ## the paper profile's code path on CPU: stand-in models, every
 	$(PY) -m unlearnkit.runner all --profile paper-dry
 	for nb in 01 02 05; do $(PY) -m unlearnkit.runner $$nb --profile paper-dry-lora || exit 1; done
 
-report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 08 is the front page)
+report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 09, the findings, is the front page)
 	$(PY) -m unlearnkit.report build --profile $(PROFILE) $(if $(SEED),--seed $(SEED))
 
 figures: setup ## redraw every figure of PROFILE (and SEED) from its stored results, without training or sampling
