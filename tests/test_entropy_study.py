@@ -324,6 +324,26 @@ def test_regime_eo_verdict_says_which_placement_reproduces_the_collapse():
     assert entropy.regime_eo_verdict(broken).label == "not"
 
 
+def test_no_run_in_the_regime_leaves_eo_in_regime_untested_on_that_seed_instead_of_stopping_the_notebook():
+    """Seed 3 of the study: notebook 05 put only ga_mild in the regime, none of eo_regime_runs, and notebook 06 stopped
+    with pandas' "None of ['model'] are in the columns". The table is empty with its columns, and the finding is not
+    tested on that seed (the verdict over seeds then counts the seeds that tested it), never failed."""
+    table = entropy.regime_eo_table([], {}, {}, 0.01, 2.0)
+    assert table.empty and table.index.name == "model" and {"ED sd", "lambda_f", "positions"} <= set(table.columns)
+    found = entropy.regime_eo_verdict(table, ["npo_mild", "gd_mild"])
+    assert found.parts == () and "npo_mild, gd_mild" in found.text and "not tested" in found.text
+    assert all(q.value is None for q in found.quantities)
+    other = entropy.Verdict("reproduced", "Holds: x. The paper y.", (claims.Quantity("in-regime models", 1.0),),
+                            (("ga_mild@29", True),))
+    eo_in_regime = next(f for f in entropy.findings(other, found, other) if f.short == "EO in regime")
+    assert eo_in_regime.outcome == claims.NO_TEST
+    # a seed with in-regime points is judged as before
+    alone = ("npo_mild@18", 0.0, "none", 0.10, 0.60, 0.30)
+    judged = entropy.regime_eo_verdict(_regime_table([alone, ("l@18", 3.0, "all", 0.02, 0.59, 0.31)]))
+    assert judged.parts and next(f for f in entropy.findings(other, judged, other)
+                                 if f.short == "EO in regime").outcome != claims.NO_TEST
+
+
 def test_table1_takes_only_the_runs_notebook_05_put_in_the_regime(monkeypatch):
     """A run whose greedy leak rate never came down to the retain model's is reported by notebook 05 with its lowest
     step (``reached`` false): it is not in the paper's regime, so Table 1 must not count it (it did: gd_mild@35)."""

@@ -54,7 +54,14 @@ def regime_eo_table(points: Sequence[RegimePoint], results: Mapping[str, Sampled
     model's own greedy answer, greedy ROUGE-L and utility."""
     records = [{"model": p.label, "base": p.base, "lambda_f": p.lambda_f, "lambda_r": p.lambda_r,
                 "positions": p.positions, **model_row(results[p.label], alpha, rho), "model utility": utilities.get(p.label)} for p in points]
+    if not records:  # no run of eo_regime_runs in notebook 05's regime on this seed: the table's columns, no rows
+        return pd.DataFrame(columns=["model", *EMPTY_COLUMNS]).set_index("model")
     return pd.DataFrame(records).set_index("model")
+
+
+#: The columns :func:`regime_eo_verdict` reads, which an empty :func:`regime_eo_table` still has.
+EMPTY_COLUMNS = ("base", "lambda_f", "lambda_r", "positions", "ED sd", "ED score", "greedy ROUGE-L", "leak rate",
+                 "certainty", "model utility")
 
 
 #: Where the entropy is taken, as the verdict names each placement.
@@ -65,12 +72,19 @@ POSITION_NAMES = {"answer": "the answer tokens (the workbook's default)",
 PAPER_POSITIONS = ("all",)
 
 
-def regime_eo_verdict(table: pd.DataFrame) -> Verdict:
+def regime_eo_verdict(table: pd.DataFrame, regime_runs: Sequence[str] = ()) -> Verdict:
     """Which placement of the entropy, if any, reproduces "sd -> 0 with utility kept" on in-regime runs: a point
     counts as for :func:`eo_verdict` (sd at most SD_NEAR_ZERO or cut by SD_CUT against the run alone, utility at
     least UTILITY_KEPT of it, greedy ROUGE-L within ROUGE_SLACK of it). "reproduced": some point with the entropy
     where the paper takes it (all tokens, :data:`PAPER_POSITIONS`) counts; "partly": only a placement of ours
-    (answer tokens, the model's own samples); "not": none."""
+    (answer tokens, the model's own samples); "not": none. With no point at all (none of ``regime_runs``, the
+    profile's ``eo_regime_runs``, reached the regime on this seed) there is nothing to add EO to: no parts, so the
+    finding is not tested on this seed rather than failed."""
+    if table.empty:
+        named = f" ({', '.join(regime_runs)})" if regime_runs else ""
+        text = (f"No run of eo_regime_runs{named} is in the paper's regime on this seed (notebook 05), so there is "
+                "no in-regime run to add EO to: not tested on this seed.")
+        return Verdict("not", text, _regime_eo_quantities(None, None, None), ())
     lines, hits = [], []
     for _base, alone, points in _against_alone(table, "base"):
         lines.append(f"  {alone.name} (alone): sd {alone['ED sd']:.3f}, ED {alone['ED score']:.2f}, greedy "
@@ -110,13 +124,17 @@ def regime_eo_verdict(table: pd.DataFrame) -> Verdict:
     if summary:
         head += " " + "; ".join(summary) + "."
     with_eo = table[table["lambda_f"] > 0]
-    quantities = (Quantity("points with the entropy where the paper takes it (all tokens) where sd -> 0 with utility "
-                           "kept", sum(1 for h in hits if h[0] in PAPER_POSITIONS), 1, ">=", "one point", ".0f"),
-                  Quantity("points of any placement where sd -> 0 with utility kept", len(hits), fmt=".0f"),
-                  Quantity("lowest sampled sd with EO", float(with_eo["ED sd"].min()) if len(with_eo) else None,
-                           SD_NEAR_ZERO, "<=", "sd near 0"))
+    quantities = _regime_eo_quantities(sum(1 for h in hits if h[0] in PAPER_POSITIONS), len(hits),
+                                       float(with_eo["ED sd"].min()) if len(with_eo) else None)
     return Verdict(label, head + "\n" + "\n".join(lines), quantities,
                    tuple((str(m), any(h[2] == str(m) for h in hits)) for m in with_eo.index))
+
+
+def _regime_eo_quantities(paper_hits: int | None, hits: int | None, lowest_sd: float | None) -> tuple[Quantity, ...]:
+    return (Quantity("points with the entropy where the paper takes it (all tokens) where sd -> 0 with utility kept",
+                     paper_hits, 1, ">=", "one point", ".0f"),
+            Quantity("points of any placement where sd -> 0 with utility kept", hits, fmt=".0f"),
+            Quantity("lowest sampled sd with EO", lowest_sd, SD_NEAR_ZERO, "<=", "sd near 0"))
 
 
 def folder_utility(params: Mapping[str, Any], named_folders: Mapping[str, Any], source) -> dict[str, float]:
