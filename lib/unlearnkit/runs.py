@@ -93,14 +93,15 @@ def _run_it_first(notebook: str, params: Params) -> str:
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, shared: bool = False) -> Iterator[None]:
     """Hold an advisory lock on ``path`` (created if need be) for the block: one process at a time inside, the others
-    wait. The lock dies with its process, so a killed holder never blocks the next one."""
+    wait (``shared``: any number of shared holders at once, which only an exclusive taker waits for). The lock dies
+    with its process, so a killed holder never blocks the next one."""
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -159,21 +160,11 @@ def seeds(profile: str) -> list[int]:
 RUNNING_MARK = ".running"
 
 
-@contextmanager
-def seed_at_work(params: Params) -> Iterator[None]:
-    """Mark this seed's store as being run for the block: a shared advisory lock on its ``.running`` file, which
+def seed_at_work(params: Params):
+    """Mark this seed's store as being run for the block: a shared :func:`file_lock` on its ``.running`` file, which
     several runners of the same seed may hold at once and which dies with its process (a killed run is never left
     marked). :func:`in_progress` reads it."""
-    import fcntl
-
-    path = store(params) / RUNNING_MARK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock(store(params) / RUNNING_MARK, shared=True)
 
 
 def in_progress(profile: str, seed: int) -> bool:

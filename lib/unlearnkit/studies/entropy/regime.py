@@ -48,6 +48,11 @@ def regime_eo_points(params: Mapping[str, Any], regime: Mapping[str, tuple[str, 
     return params, points
 
 
+#: The columns :func:`regime_eo_verdict` reads, which an empty :func:`regime_eo_table` still has.
+EMPTY_COLUMNS = ("base", "lambda_f", "lambda_r", "positions", "ED sd", "ED score", "greedy ROUGE-L", "leak rate",
+                 "certainty", "model utility")
+
+
 def regime_eo_table(points: Sequence[RegimePoint], results: Mapping[str, SampledScores],
                     utilities: Mapping[str, float], alpha: float, rho: float) -> pd.DataFrame:
     """One row per point: its setting, the sampled sd, the ED score, the leak rate, the certainty c(x) on the
@@ -57,11 +62,6 @@ def regime_eo_table(points: Sequence[RegimePoint], results: Mapping[str, Sampled
     if not records:  # no run of eo_regime_runs in notebook 05's regime on this seed: the table's columns, no rows
         return pd.DataFrame(columns=["model", *EMPTY_COLUMNS]).set_index("model")
     return pd.DataFrame(records).set_index("model")
-
-
-#: The columns :func:`regime_eo_verdict` reads, which an empty :func:`regime_eo_table` still has.
-EMPTY_COLUMNS = ("base", "lambda_f", "lambda_r", "positions", "ED sd", "ED score", "greedy ROUGE-L", "leak rate",
-                 "certainty", "model utility")
 
 
 #: Where the entropy is taken, as the verdict names each placement.
