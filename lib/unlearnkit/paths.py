@@ -25,6 +25,11 @@ FIGURES = ROOT / "figures"
 README = ROOT / "README.md"
 SUMMARY = ROOT / "docs" / "findings.json"
 SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
+#: The quote registry: every claim the workbook tests, quoted from its paper (docs/metrics.md §8.3).
+CLAIMS = ROOT / "docs" / "claims.yaml"
+#: The full texts of the papers the workbook reproduces, beside the checkout where a machine has them
+#: (UNLEARNKIT_PAPERS names another folder); only the registry's quote check reads them.
+PAPERS = Path(os.environ.get("UNLEARNKIT_PAPERS", ROOT.parent / "shared" / "papers")).resolve()
 #: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
 WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()

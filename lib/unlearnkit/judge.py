@@ -1,0 +1,271 @@
+"""A registered claim judged from its effect quantity: one seed's outcome among four, and the rule over seeds.
+
+A claim of the quote registry (:mod:`unlearnkit.registry`, ``docs/claims.yaml``) names one **effect quantity** on
+the paper's own scale, the **side** on which the paper puts it (``above`` or ``below`` its **null**, the value of no
+effect) and a **minimal effect**: the smallest distance from the null that counts, with its reason. On one seed
+(docs/metrics.md §8.3):
+
+- **consistent**: the effect lies at least the minimal effect from the null on the paper's side;
+- **inconsistent**: at least the minimal effect from the null on the other side;
+- **inconclusive**: within the minimal effect of the null;
+- **not testable**: a precondition is unmet (no model in the regime, a run that never unlearned or collapsed); the
+  reason is kept, and the seed is left out of n: it is never counted as a failure.
+
+A claim about several units (methods, formats, models, questions) also reports each unit's effect and outcome and
+the **pooled support**, units on the paper's side over units tested, never a silent "every".
+
+Over seeds (:func:`verdict_of`): n counts the consistent, inconsistent and inconclusive seeds. The verdict is
+**reproduced** when the one-sided 95 % Clopper-Pearson lower bound of the share of consistent seeds exceeds 1/2,
+**contradicted** when that of the inconsistent seeds does, **inconclusive** otherwise, and **not testable here**
+when n is 0. Five seeds that all agree are the fewest that clear the bound (0.05 ** (1/5) = 0.55 > 1/2 >
+0.05 ** (1/4) = 0.47): a claim testable on four seeds or fewer cannot be reproduced by this rule, a limit of power,
+not a failure. Beside the verdict, never overriding it: the effect's mean with a t-interval over the testable seeds
+and the exact two-sided sign test of the effect against its null.
+
+Pure arithmetic on plain values (scipy.stats for the t quantile and the binomial test): no model, no run store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .claims import RULE_ALPHA, RULE_SHARE, SEEDS_FOR_A_VERDICT, clopper_pearson_lower
+
+# --------------------------------------------------------------------------- one seed
+
+CONSISTENT, INCONSISTENT, INCONCLUSIVE, NOT_TESTABLE = "consistent", "inconsistent", "inconclusive", "not testable"
+OUTCOMES = (CONSISTENT, INCONSISTENT, INCONCLUSIVE, NOT_TESTABLE)
+#: The outcomes that count in n.
+COUNTED = (CONSISTENT, INCONSISTENT, INCONCLUSIVE)
+SIDES = ("above", "below")
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def signed_effect(effect: float, side: str, null: float) -> float:
+    """The effect's distance from its null, positive on the paper's side."""
+    if side not in SIDES:
+        raise ValueError(f"side {side!r}: one of {', '.join(SIDES)}")
+    gap = float(effect) - float(null)
+    return gap if side == "above" else -gap
+
+
+def outcome_of(effect: float | None, side: str, null: float, minimal: float) -> str:
+    """One seed's (or one unit's) outcome: consistent, inconsistent or inconclusive by the minimal effect; an effect
+    that is missing or not finite is not testable."""
+    if minimal < 0 or not math.isfinite(minimal):
+        raise ValueError(f"minimal effect {minimal!r}: a finite number >= 0")
+    if not _finite(effect):
+        return NOT_TESTABLE
+    gap = signed_effect(float(effect), side, null)
+    if gap >= minimal and (minimal > 0 or gap > 0):
+        return CONSISTENT
+    if gap <= -minimal and (minimal > 0 or gap < 0):
+        return INCONSISTENT
+    return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of a multi-unit claim on one seed (a method, a format, a model): its effect and outcome, or the
+    reason it could not be tested, and the numbers the effect was computed from (``values``)."""
+
+    name: str
+    effect: float | None
+    outcome: str
+    reason: str = ""
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """A claim on one seed: the effect quantity, the outcome, why it was not testable (else ""), its units (empty for
+    a claim about one unit), and the numbers beside it (``values``: what the effect was computed from)."""
+
+    seed: int
+    effect: float | None
+    outcome: str
+    reason: str = ""
+    units: tuple[Unit, ...] = ()
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def support(self) -> tuple[int, int]:
+        """Pooled support on this seed: units on the paper's side (consistent) of units tested."""
+        tested = [u for u in self.units if u.outcome in COUNTED]
+        return sum(u.outcome == CONSISTENT for u in tested), len(tested)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["units"] = [asdict(u) for u in self.units]
+        out["support"] = list(self.support)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SeedResult:
+        values = {k: v for k, v in data.items() if k != "support"}
+        values["units"] = tuple(Unit(**u) for u in values.get("units", ()))
+        return cls(**values)
+
+
+def seed_result(seed: int, effect: float | None, side: str, null: float, minimal: float,
+                units: Sequence[Unit] = (), reason: str = "", values: Mapping[str, Any] | None = None) -> SeedResult:
+    """A seed's result from its effect; ``reason`` (a precondition unmet) makes it not testable whatever the
+    effect."""
+    if reason:
+        return SeedResult(seed, effect if _finite(effect) else None, NOT_TESTABLE, reason, tuple(units), values or {})
+    outcome = outcome_of(effect, side, null, minimal)
+    why = "" if outcome != NOT_TESTABLE else "the effect could not be computed"
+    return SeedResult(seed, float(effect) if _finite(effect) else None, outcome, why, tuple(units), values or {})
+
+
+def unit(name: str, effect: float | None, side: str, null: float, minimal: float, reason: str = "",
+         values: Mapping[str, Any] | None = None) -> Unit:
+    """One unit judged like a seed (:func:`outcome_of`), not testable with ``reason``."""
+    if reason:
+        return Unit(name, effect if _finite(effect) else None, NOT_TESTABLE, reason, values or {})
+    return Unit(name, float(effect) if _finite(effect) else None, outcome_of(effect, side, null, minimal), "",
+                values or {})
+
+
+# --------------------------------------------------------------------------- over seeds
+
+REPRODUCED, CONTRADICTED, INCONCLUSIVE_VERDICT, NOT_TESTABLE_HERE = (
+    "reproduced", "contradicted", "inconclusive", "not testable here")
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE_VERDICT, NOT_TESTABLE_HERE)
+#: The t-interval's confidence.
+T_CONFIDENCE = 0.95
+
+
+def verdict_of(outcomes: Sequence[str]) -> str:
+    """The rule over seeds, on the seeds' outcomes (not-testable ones are left out of n)."""
+    counted = [o for o in outcomes if o in COUNTED]
+    n = len(counted)
+    if n == 0:
+        return NOT_TESTABLE_HERE
+    if clopper_pearson_lower(counted.count(CONSISTENT), n, RULE_ALPHA) > RULE_SHARE:
+        return REPRODUCED
+    if clopper_pearson_lower(counted.count(INCONSISTENT), n, RULE_ALPHA) > RULE_SHARE:
+        return CONTRADICTED
+    return INCONCLUSIVE_VERDICT
+
+
+def t_interval(values: Sequence[float], confidence: float = T_CONFIDENCE) -> tuple[float, float, float]:
+    """The mean of ``values`` (one per seed) with its Student-t interval, mean ± t(1 - (1 - confidence)/2, n - 1)
+    · sd / sqrt(n): (nan, nan, nan) for none, (v, nan, nan) for one value (no spread to estimate)."""
+    from scipy.stats import t
+
+    x = np.asarray([v for v in values if _finite(v)], dtype=float)
+    if len(x) == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(x.mean())
+    if len(x) == 1:
+        return (mean, math.nan, math.nan)
+    half = float(t.ppf(1 - (1 - confidence) / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return (mean, mean - half, mean + half)
+
+
+def sign_test(effects: Sequence[float], side: str, null: float) -> tuple[int, int, float]:
+    """The exact two-sided sign test of the effects against their null (ties dropped): (seeds on the paper's side,
+    seeds off the null, p). With no seed off the null, p is 1."""
+    from scipy.stats import binomtest
+
+    gaps = [signed_effect(e, side, null) for e in effects if _finite(e)]
+    k, n = sum(g > 0 for g in gaps), sum(g != 0 for g in gaps)
+    return (k, n, float(binomtest(k, n, 0.5).pvalue) if n else 1.0)
+
+
+def seeds_words(results: Sequence[SeedResult]) -> str:
+    """What the seeds say: "consistent on 5 of 6 testable seeds (inconclusive on 1); not testable on seed 3 (...)",
+    with the power limit where fewer than five seeds are testable."""
+    counted = [r for r in results if r.outcome in COUNTED]
+    untested = [r for r in results if r.outcome == NOT_TESTABLE]
+    n = len(counted)
+    if n == 0:
+        text = "testable on no seed"
+    else:
+        k = sum(r.outcome == CONSISTENT for r in counted)
+        rest = [f"{o} on {sum(r.outcome == o for r in counted)}" for o in (INCONSISTENT, INCONCLUSIVE)
+                if any(r.outcome == o for r in counted)]
+        text = f"consistent on {k} of {n} testable seed{'s' if n != 1 else ''}" + (f" ({', '.join(rest)})" if rest else "")
+    if untested:
+        reasons = sorted({r.reason for r in untested})
+        text += (f"; not testable on seed{'s' if len(untested) > 1 else ''} "
+                 f"{', '.join(str(r.seed) for r in untested)} ({'; '.join(reasons)})")
+    if 0 < n < SEEDS_FOR_A_VERDICT:
+        text += (f"; with {n} testable seed{'s' if n != 1 else ''} this rule cannot reproduce it "
+                 f"(at least {SEEDS_FOR_A_VERDICT} are needed: a limit of power, not a failure)")
+    return text
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """A registered claim judged over seeds: its id, each seed's result, the counts, the verdict by the rule, and
+    beside it the effect's mean with its t-interval, the sign test and the pooled support over every seed's units."""
+
+    claim: str
+    verdict: str
+    text: str
+    per_seed: tuple[SeedResult, ...]
+    n: int
+    consistent: int
+    inconsistent: int
+    inconclusive: int
+    not_testable: tuple[int, ...]
+    consistent_lower: float
+    inconsistent_lower: float
+    mean: float | None
+    low: float | None
+    high: float | None
+    sign_k: int
+    sign_n: int
+    sign_p: float
+    support: tuple[int, int] = (0, 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["per_seed"] = [r.as_dict() for r in self.per_seed]
+        out["not_testable"] = list(self.not_testable)
+        out["support"] = list(self.support)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClaimVerdict:
+        values = dict(data)
+        values["per_seed"] = tuple(SeedResult.from_dict(r) for r in values.get("per_seed", ()))
+        values["not_testable"] = tuple(values.get("not_testable", ()))
+        values["support"] = tuple(values.get("support", (0, 0)))
+        return cls(**values)
+
+
+def _or_none(x: float) -> float | None:
+    return float(x) if _finite(x) else None
+
+
+def judge(claim: str, results: Sequence[SeedResult], side: str, null: float) -> ClaimVerdict:
+    """One claim over the seeds of ``results`` (one per seed) by the rule, with the effect's t-interval and sign test
+    over the testable seeds and the pooled support of their units."""
+    results = tuple(sorted(results, key=lambda r: r.seed))
+    if len({r.seed for r in results}) != len(results):
+        raise ValueError(f"claim {claim!r}: two results of one seed")
+    counted = [r for r in results if r.outcome in COUNTED]
+    effects = [r.effect for r in counted if _finite(r.effect)]
+    mean, low, high = t_interval(effects)
+    k, n_sign, p = sign_test(effects, side, null)
+    n = len(counted)
+    tally = {o: sum(r.outcome == o for r in counted) for o in COUNTED}
+    pooled = [r.support for r in counted]
+    return ClaimVerdict(
+        claim, verdict_of([r.outcome for r in results]), seeds_words(results), results, n, tally[CONSISTENT],
+        tally[INCONSISTENT], tally[INCONCLUSIVE], tuple(r.seed for r in results if r.outcome == NOT_TESTABLE),
+        clopper_pearson_lower(tally[CONSISTENT], n) if n else 0.0,
+        clopper_pearson_lower(tally[INCONSISTENT], n) if n else 0.0,
+        _or_none(mean), _or_none(low), _or_none(high), k, n_sign, p,
+        (sum(s[0] for s in pooled), sum(s[1] for s in pooled)))

@@ -1,0 +1,79 @@
+"""The four outcomes of one seed and the rule over seeds (unlearnkit.judge), on plain numbers."""
+
+import math
+
+import pytest
+from scipy import stats
+from unlearnkit import judge
+from unlearnkit.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
+
+
+@pytest.mark.parametrize("effect, side, expected", [
+    (0.30, "above", CONSISTENT), (0.10, "above", CONSISTENT), (0.05, "above", INCONCLUSIVE),
+    (-0.05, "above", INCONCLUSIVE), (-0.10, "above", INCONSISTENT), (-0.30, "below", CONSISTENT),
+    (0.30, "below", INCONSISTENT), (math.nan, "above", NOT_TESTABLE), (None, "below", NOT_TESTABLE)])
+def test_one_seeds_outcome_is_read_against_the_minimal_effect_on_the_papers_side(effect, side, expected):
+    assert judge.outcome_of(effect, side, 0.0, 0.1) == expected
+
+
+def test_the_null_moves_the_line_and_a_zero_minimal_effect_leaves_only_the_null_inconclusive():
+    assert judge.outcome_of(0.06, "above", 0.05, 0.0) == CONSISTENT
+    assert judge.outcome_of(0.05, "above", 0.05, 0.0) == INCONCLUSIVE
+    assert judge.outcome_of(0.04, "above", 0.05, 0.0) == INCONSISTENT
+    with pytest.raises(ValueError, match="side"):
+        judge.outcome_of(1.0, "up", 0.0, 0.1)
+    with pytest.raises(ValueError, match="minimal"):
+        judge.outcome_of(1.0, "above", 0.0, -0.1)
+
+
+def test_a_precondition_unmet_makes_a_seed_not_testable_whatever_its_effect():
+    r = judge.seed_result(3, 0.9, "above", 0.0, 0.1, reason="no model in the regime")
+    assert r.outcome == NOT_TESTABLE and r.reason == "no model in the regime" and r.effect == 0.9
+
+
+@pytest.mark.parametrize("outcomes, verdict", [
+    ([CONSISTENT] * 5, judge.REPRODUCED),
+    ([CONSISTENT] * 6, judge.REPRODUCED),
+    ([CONSISTENT] * 5 + [INCONCLUSIVE], judge.INCONCLUSIVE_VERDICT),  # 5 of 6 does not clear the bound
+    ([CONSISTENT] * 4, judge.INCONCLUSIVE_VERDICT),  # the power limit: four seeds cannot reproduce
+    ([INCONSISTENT] * 6, judge.CONTRADICTED),
+    ([CONSISTENT] * 5 + [NOT_TESTABLE], judge.REPRODUCED),  # not testable is left out of n, never a failure
+    ([NOT_TESTABLE] * 3, judge.NOT_TESTABLE_HERE),
+    ([], judge.NOT_TESTABLE_HERE)])
+def test_the_rule_over_seeds(outcomes, verdict):
+    assert judge.verdict_of(outcomes) == verdict
+
+
+def test_the_t_interval_is_scipys_and_wider_than_a_percentile_bootstrap_over_six_values():
+    values = [0.1, 0.3, 0.2, 0.5, 0.4, 0.25]
+    mean, low, high = judge.t_interval(values)
+    expected = stats.t.interval(0.95, len(values) - 1, loc=sum(values) / 6, scale=stats.sem(values))
+    assert (low, high) == pytest.approx(expected) and mean == pytest.approx(sum(values) / 6)
+    from unlearnkit.claims import bootstrap_interval
+
+    b_low, b_high = bootstrap_interval(values)
+    assert high - low > b_high - b_low
+    assert judge.t_interval([0.4])[0] == 0.4 and math.isnan(judge.t_interval([0.4])[1])
+    assert all(math.isnan(x) for x in judge.t_interval([]))
+
+
+def test_the_sign_test_counts_the_papers_side_and_drops_ties():
+    assert judge.sign_test([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "above", 0.0) == (6, 6, pytest.approx(2 / 64))
+    assert judge.sign_test([0.1, 0.2, 0.0], "below", 0.0)[:2] == (0, 2)
+    assert judge.sign_test([], "above", 0.0) == (0, 0, 1.0)
+
+
+def test_judge_counts_outcomes_pools_units_and_says_what_the_seeds_say():
+    units = lambda k: tuple(judge.unit(f"m{i}", 0.5 if i < k else -0.5, "above", 0.0, 0.1) for i in range(4))  # noqa: E731
+    results = [judge.seed_result(s, 0.2 + 0.01 * s, "above", 0.0, 0.1, units(3)) for s in range(4)]
+    results.append(judge.seed_result(4, None, "above", 0.0, 0.1, reason="the run collapsed"))
+    v = judge.judge("x.claim", results, "above", 0.0)
+    assert (v.n, v.consistent, v.inconsistent, v.inconclusive, v.not_testable) == (4, 4, 0, 0, (4,))
+    assert v.verdict == judge.INCONCLUSIVE_VERDICT  # four testable seeds: the rule cannot reproduce
+    assert v.support == (12, 16) and v.sign_k == 4
+    assert "consistent on 4 of 4 testable seeds" in v.text and "seed 4 (the run collapsed)" in v.text
+    assert "cannot reproduce" in v.text
+    again = judge.ClaimVerdict.from_dict(v.as_dict())
+    assert again == v
+    with pytest.raises(ValueError, match="two results of one seed"):
+        judge.judge("x", [results[0], results[0]], "above", 0.0)

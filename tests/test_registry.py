@@ -1,0 +1,91 @@
+"""The quote registry (docs/claims.yaml): well formed, every former finding points to a claim, and the quotes of the
+papers in ../shared/papers are verbatim there (skipped with its reason where that folder is absent)."""
+
+import copy
+import json
+import shutil
+
+import pytest
+import yaml
+from unlearnkit import paths, registry, runs
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return yaml.safe_load(paths.CLAIMS.read_text(encoding="utf-8"))
+
+
+def test_the_committed_registry_is_well_formed_and_names_known_notebooks():
+    reg = registry.read()
+    assert reg.schema_version == registry.SCHEMA_VERSION and len(reg.claims) >= 30
+    notebooks = {runs.DATA_TOUR, runs.FINETUNE, runs.UNLEARNING, runs.CONTROLS, runs.FORMATS, runs.LEAKAGE,
+                 runs.ENTROPY, runs.ALIGNMENT, runs.ROBUSTNESS}
+    for c in reg.claims:
+        assert c.notebook in notebooks, c.id
+        assert c.minimal_reason.strip() and c.quantity.strip(), c.id
+        # a finding carries its quote or says why it cannot; the seed papers' quotes name the file they come from
+        assert c.quote or c.status or c.kind == registry.SETUP_CHECK, c.id
+        if c.quote and c.paper.file:
+            assert c.paper.sha256 and len(c.paper.sha256) == 64
+        if c.quote and not c.paper.file:
+            assert c.quote_seen_at, f"{c.id}: a quote from a paper not in ../shared/papers says where it was read"
+    assert sum(c.counted for c in reg.claims) >= 25
+
+
+def test_every_former_finding_points_to_a_registry_entry():
+    """Each finding of the committed summary (a fact excepted) is replaced by one registered claim."""
+    summary = json.loads(paths.SUMMARY.read_text(encoding="utf-8"))
+    reg = registry.load()
+    keys = [row["key"] for row in summary["findings"] if row["verdict"] != "fact"]
+    missing = [k for k in keys if reg.replacing(k) is None]
+    assert not missing, f"former findings without a registered claim: {missing}"
+
+
+@pytest.mark.skipif(not paths.PAPERS.is_dir(), reason=f"the papers' full texts are not at {paths.PAPERS} "
+                    "(../shared/papers beside the checkout, or UNLEARNKIT_PAPERS): the verbatim check needs them")
+def test_the_seed_papers_quotes_are_verbatim_in_their_files():
+    assert registry.quote_problems(registry.load()) == []
+
+
+@pytest.mark.skipif(not paths.PAPERS.is_dir(), reason=f"the papers' full texts are not at {paths.PAPERS}")
+def test_the_quote_check_catches_an_edited_quote_and_a_changed_file(tmp_path, raw):
+    reg = registry.load()
+    for paper in reg.papers.values():
+        if paper.file:
+            shutil.copy(paths.PAPERS / paper.file, tmp_path / paper.file)
+    assert registry.quote_problems(reg, tmp_path) == []
+    edited = copy.deepcopy(raw)
+    first = next(c for c in edited["claims"] if c["paper"] == "wang" and c.get("quote"))
+    first["quote"] = first["quote"].replace("GA", "G A", 1)
+    assert [p for p in registry.quote_problems(registry.parse(edited), tmp_path) if first["id"] in p]
+    wang = tmp_path / reg.papers["wang"].file
+    wang.write_text(wang.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert any("sha256" in p for p in registry.quote_problems(reg, tmp_path))
+    wang.unlink()
+    assert any("is not in" in p for p in registry.quote_problems(reg, tmp_path))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["claims"].append(copy.deepcopy(d["claims"][1])), "registered twice"),
+    (lambda d: d["claims"][1].update(paper="nobody"), "not one of the registry's papers"),
+    (lambda d: d["claims"][1]["effect"].update(side="up"), "effect side 'up'"),
+    (lambda d: d["claims"][1].update(quote=None), "no quote, no finding"),
+    (lambda d: d["claims"][1]["minimal_effect"].update(reason=""), "needs a value and its reason"),
+    (lambda d: d["claims"][1]["minimal_effect"].update(value=-1), "negative"),
+    (lambda d: d.update(schema_version=0), "schema_version"),
+])
+def test_a_malformed_registry_is_refused_in_one_line(raw, edit, message):
+    data = copy.deepcopy(raw)
+    data["claims"][1].pop("status", None)
+    edit(data)
+    with pytest.raises(registry.RegistryError, match=message) as e:
+        registry.parse(data)
+    assert "\n" not in str(e.value)
+
+
+def test_a_registry_that_is_not_yaml_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text("claims: [unclosed\n", encoding="utf-8")
+    with pytest.raises(registry.RegistryError, match="not valid YAML") as e:
+        registry.read(bad)
+    assert "\n" not in str(e.value)
