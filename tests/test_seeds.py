@@ -40,14 +40,24 @@ def test_each_seed_has_its_own_run_store_and_only_the_profiles_own_seed_draws_th
     assert runs.seeds("default") == [3]
 
 
-def test_the_training_seed_does_not_draw_another_corpus():
-    """``seed`` is the training seed; the synthetic corpus and the stand-ins follow ``data_seed`` (fixed by default),
-    under the key the corpus had when one seed did both (its folder and every model trained on it keep their keys)."""
+def test_on_the_synthetic_profiles_each_training_seed_redraws_the_corpus():
+    """``data_seed`` null (default, smoke) means the training seed: each seed draws its own corpus, hashed as the
+    resolved draw, so seed 0's corpus keeps the key it had as data_seed 0 (its folder and every model trained on it
+    keep their keys). The real-TOFU profiles (tofu-local, paper, paper-dry) name one draw for every seed."""
     params = config.Params.load("default")
-    assert params.data_seed == 0
-    assert pipeline.corpus_params(params) == pipeline.corpus_params(params.replace(seed=5))
-    assert pipeline.corpus_params(params) != pipeline.corpus_params(params.replace(data_seed=1))
+    assert params.data_seed is None and params.corpus_draw == 0
+    assert pipeline.corpus_params(params) == pipeline.corpus_params(params.replace(data_seed=0))
     assert pipeline.corpus_params(params)["seed"] == 0  # the key it always had
+    five = params.replace(seed=5)
+    assert five.corpus_draw == 5 and pipeline.corpus_params(five) != pipeline.corpus_params(params)
+    assert runs.store(five).name == "seed-5" and runs.store(five.replace(data_seed=5)).name == "seed-5"
+    assert runs.store(five.replace(data_seed=0)).name == "seed-5-data-0"
+    for profile in ("tofu-local", "paper", "paper-dry"):
+        fixed = config.Params.load(profile)
+        assert fixed.data_seed == 0 and fixed.replace(seed=3).corpus_draw == 0
+    assert config.Params.load("smoke").data_seed is None
+    with pytest.raises(ValueError, match="data_seed"):
+        config.Params.load("default", data_seed=-1)
     # a training seed other than 0 names itself in the base and fine-tuning keys; seed 0's keys stay as they were
     assert pipeline.seed_key(params) == {} and pipeline.seed_key(params.replace(seed=2)) == {"training_seed": 2}
 

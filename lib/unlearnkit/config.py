@@ -105,7 +105,7 @@ class Params(Mapping):
     profile: str = param('', 'the profile (notebooks/params/<profile>.yaml) that every parameter not set otherwise comes from')
     seed: int = param('', "the training seed: initialisation, data order and sampling of every model (base, target, retain, unlearned, aligned); each seed's runs live in runs/<profile>/seed-<seed>/ (docs/metrics.md, sources of randomness)")
     jobs: int | None = param('', 'worker processes for independent runs and evaluations, each with its share of the cores (null means one per core; 1 runs them one after the other); results do not depend on it', or_null(_COUNT))
-    data_seed: int = param('data', "the draw of the synthetic corpus (its authors, facts and questions) and of the paper-dry stand-ins' weights, apart from the training seed")
+    data_seed: int | None = param('data', "the draw of the synthetic corpus (its authors, facts and questions) and of the paper-dry stand-ins' weights; null means the training seed, so each seed redraws the corpus (docs/metrics.md §8.1)", or_null(_NON_NEGATIVE))
     data_source: str = param('data', 'synthetic | a folder of TOFU JSON Lines | locuslab/TOFU | env:VAR|fallback')
     synthetic_authors: int = param('data', '', _COUNT)
     synthetic_questions_per_author: int = param('data', '', _COUNT)
@@ -286,6 +286,12 @@ class Params(Mapping):
 
     def __len__(self) -> int:
         return len(PARAMETER_NAMES)
+
+    @property
+    def corpus_draw(self) -> int:
+        """The corpus draw this run uses: ``data_seed``, or the training seed where it is null (the synthetic
+        profiles: each training seed redraws the corpus, so a verdict holds for the method, not for one draw)."""
+        return self.seed if self.data_seed is None else self.data_seed
 
     def replace(self, **changes: Any) -> Params:
         """A copy with some parameters changed (checked like any other)."""

@@ -179,7 +179,7 @@ def _label(params: config.Params) -> str:
     (``[default seed 0 data seed 1]`` on another corpus draw)."""
     from . import runs
 
-    data = "" if params.data_seed == runs.reference_data_seed(params.profile) else f" data seed {params.data_seed}"
+    data = "" if params.corpus_draw == runs.reference_draw(params.profile, params.seed) else f" data seed {params.corpus_draw}"
     return f"[{params.profile}{'' if runs.is_reference_seed(params) else f' seed {params.seed}'}{data}]"
 
 

@@ -25,8 +25,9 @@ def corpus_params(params: Mapping[str, Any]) -> dict[str, Any]:
     keys: tuple[str, ...] = ("data_source", "synthetic_authors", "synthetic_questions_per_author")
     if params.max_authors:  # the subset depends on the forget split too
         keys += ("max_authors", "forget_split")
-    # "seed" in the key, as before the training seed had a key of its own: the corpus of data_seed 0 keeps its key
-    return {**{k: params[k] for k in keys}, "seed": params.data_seed}
+    # "seed" in the key, as before the training seed had a key of its own: the corpus of draw 0 keeps its key, and the
+    # resolved draw is hashed, so data_seed null on seed 0 is the same corpus as data_seed 0
+    return {**{k: params[k] for k in keys}, "seed": params.corpus_draw}
 
 
 def corpus(params: Mapping[str, Any]) -> TofuSource:
@@ -47,7 +48,7 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     source_spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
     if source_spec == "synthetic":
         args = {"n_authors": params.synthetic_authors, "questions_per_author": params.synthetic_questions_per_author,
-                "seed": params.data_seed}
+                "seed": params.corpus_draw}
         folder = paths.DATA / f"synthetic-{config.params_hash(args)}"
         with training.processes().main_process_first():
             if generated_version(folder) != GENERATOR_VERSION:

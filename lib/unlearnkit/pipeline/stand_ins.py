@@ -93,7 +93,7 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
     # A stand-in stands for downloaded pretrained weights, data to the workbook: drawn from data_seed, the same for
     # every training seed (and "seed" in the recipe, as before data_seed existed, so a built stand-in stays valid).
     recipe = {"corpus": corpus_params(params), "sizes": tiny_model_config(params), "vocab": params.tokenizer_vocab_size,
-              "seed": params.data_seed, "version": STAND_IN_VERSION}
+              "seed": params.corpus_draw, "version": STAND_IN_VERSION}
     folders = {name: paths.resolve(f"{STAND_INS}/{name}") for name in names}
     hashes = {name: config.params_hash({**recipe, "name": name}) for name in names}
     state = training.processes()
@@ -110,7 +110,7 @@ def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
             tokenizer = copy.deepcopy(trained[spec.phi_tokenizer])  # a chat template must not reach the others
             if spec.chat_template:
                 tokenizer.chat_template = spec.chat_template
-            model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.data_seed)
+            model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.corpus_draw)
             models.save_plain_model(model, tokenizer, folders[name])
             (folders[name] / "stand-in.json").write_text(json.dumps(
                 {"stands_for": spec.stands_for, "params_hash": hashes[name]}))
