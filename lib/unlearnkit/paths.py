@@ -25,13 +25,15 @@ FIGURES = ROOT / "figures"
 README = ROOT / "README.md"
 SUMMARY = ROOT / "docs" / "findings.json"
 SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
+#: Each committed seed's quantities, the judge's input (results/<profile>/seed-<s>/): lib/unlearnkit/results.py.
+RESULTS = Path(os.environ.get("UNLEARNKIT_RESULTS", ROOT / "results")).resolve()
 #: The quote registry: every claim the workbook tests, quoted from its paper (docs/metrics.md §8.3).
 CLAIMS = ROOT / "docs" / "claims.yaml"
 #: The full texts of the papers the workbook reproduces, beside the checkout where a machine has them
 #: (UNLEARNKIT_PAPERS names another folder); only the registry's quote check reads them.
 PAPERS = Path(os.environ.get("UNLEARNKIT_PAPERS", ROOT.parent / "shared" / "papers")).resolve()
 #: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
-WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README)
+WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 

@@ -141,8 +141,8 @@ def store(params: Params) -> Path:
     another corpus draw than the profile's (``data_seed``) lives apart, in ``seed-<seed>-data-<data_seed>/``: it is
     not one of the profile's training seeds, and it never overwrites one."""
     name = f"{SEED_PREFIX}{params.seed}"
-    if params.data_seed != reference_data_seed(params.profile):
-        name += f"{DATA_SEED_INFIX}{params.data_seed}"
+    if params.corpus_draw != reference_draw(params.profile, params.seed):
+        name += f"{DATA_SEED_INFIX}{params.corpus_draw}"
     return profile_dir(params.profile) / name
 
 
@@ -189,14 +189,23 @@ def reference_seed(profile: str) -> int:
     return int(config.load_profile(profile)["seed"])
 
 
-def reference_data_seed(profile: str) -> int:
-    """The corpus draw the profile itself names (``data_seed``)."""
-    return int(config.load_profile(profile).get("data_seed", 0))
+def reference_data_seed(profile: str) -> int | None:
+    """The corpus draw the profile itself names (``data_seed``; None: the training seed's own)."""
+    value = config.load_profile(profile).get("data_seed", 0)
+    return None if value is None else int(value)
+
+
+def reference_draw(profile: str, seed: int) -> int:
+    """The corpus draw of training seed ``seed`` on ``profile`` as the profile names it: its ``data_seed``, or the
+    training seed where that is null."""
+    value = reference_data_seed(profile)
+    return seed if value is None else value
 
 
 def is_reference_seed(params: Params) -> bool:
     """The profile's own run: its training seed on its corpus draw (whose figures the default profile commits)."""
-    return params.seed == reference_seed(params.profile) and params.data_seed == reference_data_seed(params.profile)
+    return (params.seed == reference_seed(params.profile)
+            and params.corpus_draw == reference_draw(params.profile, params.seed))
 
 
 #: The profile whose reference seed draws the committed figures (``figures/``).
@@ -243,6 +252,10 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
     })
     path = notebook_dir(params, notebook) / "metrics.json"
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    if notebook != FINDINGS:
+        from . import results
+
+        results.mirror(params, notebook, "metrics.json", payload)
 
 
 def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
@@ -265,6 +278,9 @@ def write_per_item(params: Params, notebook: str, per_item: Mapping[str, Any]) -
     """Per-item values (truth ratios, ROUGE, answers) beside metrics.json, for later notebooks."""
     path = notebook_dir(params, notebook) / "per_item.json"
     atomic_write_text(path, json.dumps(config.jsonable(per_item)))
+    from . import results
+
+    results.mirror(params, notebook, "per_item.json", per_item)
 
 
 def read_per_item(params: Params, notebook: str) -> dict[str, Any]:

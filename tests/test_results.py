@@ -1,0 +1,67 @@
+"""Each seed's results as committed data (unlearnkit.results): mirrored as the notebooks write them, byte-stable
+across reruns, and read back by the judge from the run store or, without one, from the committed mirror."""
+
+import json
+
+import pytest
+from unlearnkit import config, paths, results, runs
+
+
+@pytest.fixture()
+def stores(tmp_path, monkeypatch):
+    """A run store and a results mirror in temporary folders (the mirror named by UNLEARNKIT_RESULTS)."""
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(paths, "RESULTS", tmp_path / "results")
+    monkeypatch.setenv("UNLEARNKIT_RESULTS", str(tmp_path / "results"))
+    return tmp_path
+
+
+def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores):
+    params = config.Params.load("default", seed=3)
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}},
+                       {"sampling_seconds": 1.5, "timing": {"x": 1}})
+    mirrored = stores / "results" / "default" / "seed-3" / runs.FINETUNE / "metrics.json"
+    body = json.loads(mirrored.read_text())
+    assert body["target"] == {"forget": {"rouge": 0.9}}
+    assert not {"git_revision", "packages", "sampling_seconds", "timing"} & set(body["meta"])
+    assert body["meta"]["parameters"]["seed"] == 3
+    record = stores / "results" / "default" / "seed-3" / results.PROVENANCE
+    assert "git_revision" in json.loads(record.read_text())
+    # the same results again: no byte changes, the provenance stays the one that wrote them
+    record.write_text('{"git_revision": "the run that wrote them"}\n')
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}}, {"sampling_seconds": 9.0})
+    assert json.loads(record.read_text()) == {"git_revision": "the run that wrote them"}
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.5}}})
+    assert json.loads(record.read_text())["git_revision"] != "the run that wrote them"
+    # per-item values only for the notebooks whose claims are per question
+    runs.write_per_item(params, runs.LEAKAGE, {"target": {"binary_leak_bound": [0.1, 0.2]}})
+    runs.write_per_item(params, runs.FINETUNE, {"target": {"rouge": [0.1]}})
+    assert (stores / "results" / "default" / "seed-3" / runs.LEAKAGE / "per_item.json").exists()
+    assert not (stores / "results" / "default" / "seed-3" / runs.FINETUNE / "per_item.json").exists()
+
+
+def test_only_the_default_profiles_own_draws_in_its_own_store_are_mirrored(stores, monkeypatch):
+    for params in (config.Params.load("smoke"), config.Params.load("default", data_seed=1)):
+        runs.write_metrics(params, runs.FINETUNE, {"target": {}})
+    assert not (stores / "results").exists()
+    monkeypatch.delenv("UNLEARNKIT_RESULTS")  # a store elsewhere than the checkout's runs/ mirrors nowhere
+    runs.write_metrics(config.Params.load("default"), runs.FINETUNE, {"target": {}})
+    assert not (stores / "results").exists()
+
+
+def test_the_judge_reads_a_seed_from_its_store_else_from_the_committed_mirror(stores):
+    params = config.Params.load("default", seed=2)
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"v": 1}})
+    runs.write_metrics(params, f"{runs.UNLEARNING}_npo", {"npo": {"v": 2}})
+    assert results.committed_seeds("default") == [2] and results.seeds("default") == [2]
+    import shutil
+
+    shutil.rmtree(runs.store(params))  # a fresh clone: no runs/, the committed results only
+    seed = results.SeedResults("default", 2)
+    assert seed.metrics(runs.FINETUNE)["target"] == {"v": 1}
+    assert list(seed.unlearning_runs()) == ["npo"] and seed.notebooks() == [runs.FINETUNE, f"{runs.UNLEARNING}_npo"]
+    runs.notebook_dir(params, runs.FINETUNE)
+    (runs.store(params) / runs.FINETUNE / "metrics.json").write_text('{"target": {"v": 7}}')
+    assert results.SeedResults("default", 2).metrics(runs.FINETUNE)["target"] == {"v": 7}  # the store first
+    with pytest.raises(FileNotFoundError, match="seed 2 of profile 'default' has no 05_probabilistic_bounds"):
+        seed.per_item(runs.LEAKAGE)
