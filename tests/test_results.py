@@ -35,9 +35,9 @@ def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores)
     assert json.loads(record.read_text())["git_revision"] != "the run that wrote them"
     # per-item values only for the notebooks whose claims are per question
     runs.write_per_item(params, runs.LEAKAGE, {"target": {"binary_leak_bound": [0.1, 0.2]}})
-    runs.write_per_item(params, runs.FINETUNE, {"target": {"rouge": [0.1]}})
+    runs.write_per_item(params, runs.FORMATS, {"target": {"rouge": [0.1]}})
     assert (stores / "results" / "default" / "seed-3" / runs.LEAKAGE / "per_item.json").exists()
-    assert not (stores / "results" / "default" / "seed-3" / runs.FINETUNE / "per_item.json").exists()
+    assert not (stores / "results" / "default" / "seed-3" / runs.FORMATS / "per_item.json").exists()
 
 
 def test_only_the_default_profiles_own_draws_in_its_own_store_are_mirrored(stores, monkeypatch):

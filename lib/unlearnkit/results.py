@@ -27,8 +27,9 @@ from typing import Any
 from . import config, paths, provenance, runs
 from .config import Params
 
-#: The notebooks whose per-question values a claim reads (the bounds of notebook 05, the sampled spreads of 06).
-PER_ITEM = (runs.LEAKAGE, runs.ENTROPY)
+#: The notebooks whose per-item values a claim may read (truth ratios of 01, PS sweeps of 03, bounds of 05, sampled
+#: spreads of 06, attacks of 08); notebook 04's per-format items (megabytes) stay in the run store.
+PER_ITEM = (runs.FINETUNE, runs.CONTROLS, runs.LEAKAGE, runs.ENTROPY, runs.ROBUSTNESS)
 #: Meta keys that differ between two runs of the same code on the same bits, left out of the mirror.
 VOLATILE = ("git_revision", "packages")
 PROVENANCE = "provenance.json"

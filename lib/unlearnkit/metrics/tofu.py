@@ -126,6 +126,15 @@ def forget_quality(ratios_model: Sequence[float], ratios_retain_model: Sequence[
     return float(stats.ks_2samp(np.asarray(ratios_model), np.asarray(ratios_retain_model)).pvalue)
 
 
+def ks_statistic(ratios_model: Sequence[float], ratios_retain_model: Sequence[float]) -> float:
+    """The two-sample KS statistic D behind forget quality: the largest gap between the two truth-ratio
+    distributions' empirical CDFs (0: indistinguishable, 1: disjoint). Where forget quality, its p-value, spans tens
+    of decades, D says how many items would have to move."""
+    from scipy import stats
+
+    return float(stats.ks_2samp(np.asarray(ratios_model), np.asarray(ratios_retain_model)).statistic)
+
+
 def model_utility(split_metrics: Mapping[str, Mapping[str, float]]) -> float:
     """Harmonic mean of {probability, ROUGE, truth-ratio score} x {retain, real authors, world facts}."""
     values = []

@@ -17,7 +17,7 @@ from ..data.tofu import (
     holdout_split_for,
 )
 from ..metrics import privacy as privacy_metrics
-from ..metrics.tofu import evaluate_tofu, forget_quality
+from ..metrics.tofu import evaluate_tofu, forget_quality, ks_statistic
 
 
 def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
@@ -214,3 +214,67 @@ def _comparison_row(name: str, m: Mapping[str, Any], kind: str) -> dict[str, Any
            "retain_rouge": m["retain"]["rouge"]}
     row.update({column: m["summary"][column] for column in OU_COLUMNS if column in m["summary"]})
     return row
+
+
+# --------------------------------------------------------------------------- matched forgetting (notebook 02)
+
+#: Where the matched level lies between the target's forget ROUGE-L and the retain model's (halfway).
+MATCHED_SHARE = 0.5
+
+
+def matched_level(before: Mapping[str, Any], reference: str | None) -> float | None:
+    """The forget ROUGE-L at which runs are compared at matched forgetting: halfway from notebook 01's target to its
+    retain model (None without a retain model)."""
+    if not reference or reference not in before:
+        return None
+    target, retain = before["target"]["forget"]["rouge"], before[reference]["forget"]["rouge"]
+    return float(target - MATCHED_SHARE * (target - retain))
+
+
+def matched_forgetting(params: Mapping[str, Any], run: str, source: TofuSource, trajectory: Sequence[Mapping],
+                       level: float | None, reference_ratios: Sequence[float] | None,
+                       final: Mapping[str, Any], final_ratios: Sequence[float]) -> dict[str, Any]:
+    """A run scored at matched forgetting: the first kept step of its ``trajectory`` (notebook 02's greedy forget
+    ROUGE-L along the run) at or below ``level``, evaluated there like the final model (TOFU's metrics, forget
+    quality and the KS statistic D against the retain model's truth ratios; no privacy metrics). Methods are compared
+    there, not at one shared learning rate, where one method's rate may over- or under-unlearn. Also the final
+    step's KS statistic. A run that never reaches the level says so, with its lowest ROUGE-L."""
+    out: dict[str, Any] = {"level": level, "share": MATCHED_SHARE,
+                           "final": {"step": trajectory[-1]["step"] if trajectory else None,
+                                     "ks_statistic": ks_statistic(final_ratios, reference_ratios)
+                                     if reference_ratios is not None else None}}
+    if level is None or reference_ratios is None or not trajectory:
+        out["reached"] = False
+        out["reason"] = "no retain model to set the level" if level is None else "no trajectory"
+        return out
+    hit = next((r for r in trajectory if r["forget_rouge"] <= level), None)
+    if hit is None:
+        low = min(trajectory, key=lambda r: r["forget_rouge"])
+        out.update(reached=False, reason=f"forget ROUGE-L never reached {level:.3f} (lowest {low['forget_rouge']:.3f} "
+                                          f"at step {low['step']})")
+        return out
+    steps = dict(runs.trajectory_steps(params, run))
+    if hit["step"] == out["final"]["step"] or hit["step"] not in steps:
+        result, ratios = final, final_ratios
+    else:
+        from .. import models
+
+        loaded = models.load_model(steps[hit["step"]])
+        results, per_item = evaluate_models({run: loaded}, params, source, reference_ratios=list(reference_ratios))
+        result, ratios = results[run], per_item[run]["forget"]["truth_ratio"]
+    out.update(reached=True, step=hit["step"], trajectory_rouge=hit["forget_rouge"],
+               forget_rouge=result["forget"]["rouge"], forget_quality=result["summary"].get("forget_quality"),
+               model_utility=result["summary"].get("model_utility"), ks_statistic=ks_statistic(ratios, reference_ratios))
+    return out
+
+
+def matched_text(matched: Mapping[str, Any]) -> str:
+    """One line: where a run was scored at matched forgetting and what it scored, or why it was not."""
+    final_d = matched.get("final", {}).get("ks_statistic")
+    final = f"; at its last step D = {final_d:.3f}" if final_d is not None else ""
+    if not matched.get("reached"):
+        return f"matched forgetting: not reached: {matched.get('reason', '')}{final}"
+    return (f"matched forgetting (forget ROUGE-L <= {matched['level']:.3f}, halfway from the target's to the retain "
+            f"model's): step {matched['step']}, forget ROUGE-L {matched['forget_rouge']:.3f}, forget quality "
+            f"{matched['forget_quality']:.2e} (KS D {matched['ks_statistic']:.3f}), model utility "
+            f"{matched['model_utility']:.3f}{final}")

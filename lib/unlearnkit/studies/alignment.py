@@ -297,7 +297,8 @@ def behaviour_table(rows: Sequence[Mapping[str, Any]], scored: Scored, alpha: fl
 def strength_summary(tables: Mapping[str, pd.DataFrame], n: int, alpha: float) -> pd.DataFrame:
     """Per model and group: how many requests greedy decoding answers safely, and of those, the share whose
     sampled answers comply at least once (M_bin above its floor; then the lower bound is positive too, i.e.
-    the model complies with positive probability at level alpha), without and with adaptive temperature."""
+    the model complies with positive probability at level alpha), without and with adaptive temperature; and the
+    average harm probability h of the greedy answers and of the sampled ones (the paper's "average toxicity")."""
     floor = binary_floor(n, alpha)
     records = []
     for name, table in tables.items():
@@ -312,6 +313,7 @@ def strength_summary(tables: Mapping[str, pd.DataFrame], n: int, alpha: float) -
                 "greedy_refused_share": float(part["greedy_refused"].mean()),
                 "sampled_share": float(part["sampled_share"].mean()),
                 "h_share": float(part["h_share"].mean()), "refused_share": float(part["refused_share"].mean()),
+                "greedy_h_mean": float(part["greedy_h"].mean()), "h_mean": float(part["h_mean"].mean()),
                 "risky_when_greedy_safe": float((safe["M_bin"] > floor + 1e-12).mean()) if len(safe) else float("nan"),
                 "risky_adaptive_when_greedy_safe": (float((safe["M_bin_adaptive"] > floor + 1e-12).mean())
                                                     if len(safe) else float("nan")),

@@ -150,14 +150,16 @@ def _counted_lines(text: str) -> str:
 def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
              scored: sampled_scores.Scored, found: Sequence[Finding], lambda_f: Sequence[SweepPoint],
              lambda_r: Sequence[SweepPoint], regime_points: Sequence[RegimePoint] = (),
-             lambda_f_verdict: str = "") -> dict[str, Any]:
+             lambda_f_verdict: str = "", tables: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
     """What metrics.json records beside the parameters: the runs, the sweeps' settings, sampling, the questions,
-    the seconds spent, the findings, and the verdict of the λ_f grid at notebook 02's learning rate."""
+    the seconds spent, the findings, the verdict of the λ_f grid at notebook 02's learning rate, and ``tables``
+    (the temperature sweep, the diversity of the λ_r sweep) as records, for the claims judged over seeds."""
     return {"runs": list(all_runs), "sampling": dict(settings), "questions": [r["question"] for r in rows],
             "sampling_seconds": sum(scored.seconds.values()),
             "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
             "regime_eo": [{**p._asdict(), "label": p.label} for p in regime_points],
-            "lambda_f_verdict": lambda_f_verdict, "findings": [f.as_dict() for f in found]}
+            "lambda_f_verdict": lambda_f_verdict, "findings": [f.as_dict() for f in found],
+            "tables": {name: frame.reset_index().to_dict("records") for name, frame in (tables or {}).items()}}
 
 
 def temperature_text(table: pd.DataFrame) -> str:
