@@ -116,11 +116,18 @@ class SeedResult:
 
 
 def seed_result(seed: int, effect: float | None, side: str, null: float, minimal: float,
-                units: Sequence[Unit] = (), reason: str = "", values: Mapping[str, Any] | None = None) -> SeedResult:
+                units: Sequence[Unit] = (), reason: str = "", values: Mapping[str, Any] | None = None,
+                outcome: str | None = None) -> SeedResult:
     """A seed's result from its effect; ``reason`` (a precondition unmet) makes it not testable whatever the
-    effect."""
+    effect. ``outcome`` overrides the reading of the effect where the claim's own rule decides without one (every
+    unit on the paper's side for want of a single number: a run that never keeps utility is no effective
+    unlearning, whatever its forget quality)."""
     if reason:
         return SeedResult(seed, effect if _finite(effect) else None, NOT_TESTABLE, reason, tuple(units), values or {})
+    if outcome is not None:
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
+        return SeedResult(seed, float(effect) if _finite(effect) else None, outcome, "", tuple(units), values or {})
     outcome = outcome_of(effect, side, null, minimal)
     why = "" if outcome != NOT_TESTABLE else "the effect could not be computed"
     return SeedResult(seed, float(effect) if _finite(effect) else None, outcome, why, tuple(units), values or {})

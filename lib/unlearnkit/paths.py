@@ -25,6 +25,9 @@ FIGURES = ROOT / "figures"
 README = ROOT / "README.md"
 SUMMARY = ROOT / "docs" / "findings.json"
 SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
+#: The former findings (schema 0: judged over six seeds of one corpus draw) and the table of what replaced them.
+FORMER_SUMMARY = ROOT / "docs" / "findings-former.json"
+OLD_TO_NEW = ROOT / "docs" / "verdicts-old-to-new.md"
 #: Each committed seed's quantities, the judge's input (results/<profile>/seed-<s>/): lib/unlearnkit/results.py.
 RESULTS = Path(os.environ.get("UNLEARNKIT_RESULTS", ROOT / "results")).resolve()
 #: The quote registry: every claim the workbook tests, quoted from its paper (docs/metrics.md §8.3).
@@ -33,7 +36,7 @@ CLAIMS = ROOT / "docs" / "claims.yaml"
 #: (UNLEARNKIT_PAPERS names another folder); only the registry's quote check reads them.
 PAPERS = Path(os.environ.get("UNLEARNKIT_PAPERS", ROOT.parent / "shared" / "papers")).resolve()
 #: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
-WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS)
+WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS, OLD_TO_NEW)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 

@@ -35,13 +35,19 @@ VOLATILE = ("git_revision", "packages")
 PROVENANCE = "provenance.json"
 
 
+def _own_store() -> bool:
+    """Whether the run store is the checkout's own ``runs/`` (or ``UNLEARNKIT_RESULTS`` names a mirror): only then are
+    results mirrored into, and read back from, the committed folder. A store elsewhere (the tests' temporary folders)
+    never mixes with the committed seeds."""
+    return paths.RUNS == (paths.ROOT / "runs").resolve() or "UNLEARNKIT_RESULTS" in os.environ
+
+
 def publishes(params: Params) -> bool:
     """Whether this run's results are mirrored into the checkout: a seed of the default profile on the corpus draw
     its profile names for it (``seed-<s>``, never ``seed-<s>-data-<d>``), run in the checkout's own ``runs/``. A
     store elsewhere (``UNLEARNKIT_RUNS``: the tests' temporary folders) mirrors nowhere unless ``UNLEARNKIT_RESULTS``
     names where."""
-    own_store = paths.RUNS == (paths.ROOT / "runs").resolve() or "UNLEARNKIT_RESULTS" in os.environ
-    return (own_store and params.profile == runs.FIGURE_PROFILE
+    return (_own_store() and params.profile == runs.FIGURE_PROFILE
             and params.corpus_draw == runs.reference_draw(params.profile, params.seed))
 
 
@@ -81,6 +87,8 @@ def mirror(params: Params, notebook: str, file: str, payload: Mapping[str, Any])
 def committed_seeds(profile: str) -> list[int]:
     """The seeds of ``profile`` whose results are committed (a folder ``results/<profile>/seed-<s>``)."""
     found = []
+    if not _own_store():
+        return found
     for folder in (paths.RESULTS / profile).glob(f"{runs.SEED_PREFIX}*"):
         suffix = folder.name[len(runs.SEED_PREFIX):]
         if folder.is_dir() and suffix.isdigit():
@@ -93,10 +101,12 @@ class SeedResults:
     from the committed mirror. Only the judge reads through it; a notebook that computes never falls back on
     committed results (its inputs are its own seed's run)."""
 
-    def __init__(self, profile: str, seed: int):
+    def __init__(self, profile: str, seed: int, params: Params | None = None):
         self.profile, self.seed = profile, int(seed)
-        self.params = Params.load(profile, seed=self.seed)
-        self._dirs = (runs.store(self.params), seed_dir(profile, self.seed))
+        self.params = params if params is not None else Params.load(profile, seed=self.seed)
+        mirrored = (seed_dir(profile, self.seed),) if publishes(self.params) else ()
+        self._dirs = (runs.store(self.params), *mirrored)
+        self._read: dict[Path, dict[str, Any]] = {}
 
     def _path(self, notebook: str, file: str) -> Path | None:
         for folder in self._dirs:
@@ -111,9 +121,11 @@ class SeedResults:
     def read(self, notebook: str, file: str = "metrics.json") -> dict[str, Any]:
         path = self._path(notebook, file)
         if path is None:
-            raise FileNotFoundError(f"seed {self.seed} of profile {self.profile!r} has no {notebook}/{file} in "
-                                    f"{paths.shown(self._dirs[0])} nor in {paths.shown(self._dirs[1])}")
-        return json.loads(path.read_text(encoding="utf-8"))
+            where = " nor in ".join(paths.shown(d) for d in self._dirs)
+            raise FileNotFoundError(f"seed {self.seed} of profile {self.profile!r} has no {notebook}/{file} in {where}")
+        if path not in self._read:
+            self._read[path] = json.loads(path.read_text(encoding="utf-8"))
+        return self._read[path]
 
     def metrics(self, notebook: str) -> dict[str, Any]:
         return self.read(notebook, "metrics.json")
@@ -133,6 +145,11 @@ class SeedResults:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.notebooks())
+
+
+def of(params: Params) -> SeedResults:
+    """The results of the run ``params`` names (its own store; the committed mirror where it publishes there)."""
+    return SeedResults(params.profile, params.seed, params)
 
 
 def seeds(profile: str) -> list[int]:

@@ -410,6 +410,7 @@ def external_resources(page: str) -> list[str]:
 # --------------------------------------------------------------------------- the README's results section
 
 README, SUMMARY, SEED_SPREAD = paths.README, paths.SUMMARY, paths.SEED_SPREAD
+FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
 #: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
@@ -464,13 +465,25 @@ def readme_section(summary: Mapping[str, Any]) -> str:
              f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}. "
              f"{summary.get('rule', '')} In all: {counts}.", "",
              "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
+    if summary.get("claims"):
+        from . import claims as claim_text
+
+        lines[4] = (f"Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), "
+                    f"written here by `make readme`; a test fails if this section and the summary differ. The "
+                    f"verdicts judge the papers' claims at this profile's scale: a tiny model trained from scratch on "
+                    f"a synthetic corpus, on 2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} "
+                    f"{', '.join(map(str, seeds))}, each drawing its own corpus.")
+        lines[5:5] = [*claim_text.readme_lines(summary), "", "### The former findings, at their former bars", "",
+                      "The findings these claims replace (docs/verdicts-old-to-new.md), judged over the same seeds "
+                      f"by the former rule: {summary.get('rule', '')} In all: {counts}.", ""]
     for row in rows:
         figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(seeds_cell(row))} | "
                      f"**{row['verdict']}** | {figure} |")
     named = {row.get("figure") for row in rows}
     shown = [name for name in README_FIGURES if name in named]
-    lines[6:6] = [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", ""]
+    at = lines.index("| paper | finding | over the seeds | verdict | figure |")
+    lines[at:at] = [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", ""]
     if len(seeds) > 1:
         lines += ["", "Each finding's deciding quantity on each seed, as its margin from the threshold the claim sets "
                   "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
@@ -556,6 +569,10 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
     if check:
         return current == wanted
     readme.write_text(head + wanted + tail)
+    if summary.get("claims") and FORMER_SUMMARY.exists() and summary_path == SUMMARY:
+        from . import claims as claim_text
+
+        runs.atomic_write_text(OLD_TO_NEW, claim_text.old_to_new(json.loads(FORMER_SUMMARY.read_text()), summary))
     from .. import plots
 
     folder = paths.FIGURES if figures is None else figures
@@ -593,7 +610,7 @@ def committed_summary(profile: str, path: Path = SUMMARY) -> dict[str, Any] | No
 
 
 def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY,
-                  seed_study: Mapping[str, Any] | None = None) -> str:
+                  seed_study: Mapping[str, Any] | None = None, claims: Sequence[Any] | None = None) -> str:
     """Notebook 09 on the default profile writes the committed summary beside the committed figures, but only from a
     set of seeds that includes the committed file's seeds (a one-seed run never replaces a six-seed table); other
     profiles keep theirs under runs/. Returns what it did, in a sentence."""
@@ -607,6 +624,6 @@ def write_summary(profile: str, judged: Sequence[Verdict], path: Path = SUMMARY,
                 f"over seeds {kept}, these findings over {', '.join(map(str, seeds)) or 'none'} (run the missing seeds "
                 f"to replace it)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    runs.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged, seed_study)), indent=1,
-                                              ensure_ascii=False) + "\n")
+    runs.atomic_write_text(path, json.dumps(config.jsonable(verdicts.summary(profile, judged, seed_study, claims)),
+                                              indent=1, ensure_ascii=False) + "\n")
     return f"summary for the README: {paths.shown(path)} (seeds {', '.join(map(str, seeds))})"

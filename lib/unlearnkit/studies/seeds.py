@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import runs
+from .. import results
 from ..claims import bootstrap_interval
 from ..config import Params
 
@@ -107,7 +107,7 @@ def method_values(params: Params, seeds: Sequence[int]) -> pd.DataFrame:
     that are not methods of ``params.methods``, e.g. extra settings, are left out)."""
     rows = []
     for seed in seeds:
-        for run, metrics in runs.unlearning_runs(params.replace(seed=int(seed))).items():
+        for run, metrics in results.of(params.replace(seed=int(seed))).unlearning_runs().items():
             if run not in params.methods or run not in metrics:
                 continue
             rows.append({"seed": int(seed), "method": run,

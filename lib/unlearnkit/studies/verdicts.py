@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import config, runs
+from .. import config, results, runs
 from ..claims import (
     ATTACKS,
     FACT,
@@ -189,7 +189,7 @@ def severity(utility: float, target_utility: float) -> str:
 
 
 def _unlearning(metrics: Mapping[str, Any], params: Params) -> list[Finding]:
-    before = runs.read_metrics(params, runs.FINETUNE)
+    before = results.of(params).metrics(runs.FINETUNE)
     retain = runs.retain_model(params, before["meta"]["parameters"]["forget_split"])
     return [unlearning_run_finding(run, result, before, retain) for run, result in metrics.items() if run != "meta"]
 
@@ -214,14 +214,14 @@ def of_notebook(params: Params, notebook: str, metrics: Mapping[str, Any] | None
     base = runs.UNLEARNING if notebook.startswith(runs.UNLEARNING) else notebook
     if base not in _BY_NOTEBOOK:
         raise KeyError(f"no findings are defined for notebook {notebook!r}")
-    metrics = runs.read_metrics(params, notebook) if metrics is None else metrics
+    metrics = results.of(params).metrics(notebook) if metrics is None else metrics
     return [f.with_seed(params.seed) for f in _BY_NOTEBOOK[base](metrics, params)]
 
 
 def notebooks_with_results(params: Params) -> list[str]:
-    """The notebooks of the run that have written metrics (in order; 02 once per unlearning run)."""
-    return sorted(p.parent.name for p in runs.store(params).glob("0*/metrics.json")
-                  if p.parent.name != runs.FINDINGS)
+    """The notebooks of the run that have written metrics (in order; 02 once per unlearning run): in its run store,
+    else in the committed results (:mod:`unlearnkit.results`)."""
+    return results.of(params).notebooks()
 
 
 def of_seed(params: Params) -> list[Finding]:
@@ -234,9 +234,10 @@ def of_seed(params: Params) -> list[Finding]:
 def across_unlearning_runs(params: Params) -> list[Finding]:
     """Findings that compare every unlearning run of notebook 02 (after notebook 01): open-unlearning's point that
     membership inference tells apart runs that greedy ROUGE calls unlearned."""
-    unlearned = runs.unlearning_runs(params)
+    data = results.of(params)
+    unlearned = data.unlearning_runs()
     try:
-        before = runs.read_metrics(params, runs.FINETUNE)
+        before = data.metrics(runs.FINETUNE)
     except FileNotFoundError:
         return []
     if not unlearned:
@@ -325,11 +326,10 @@ def text(found: Sequence[Finding]) -> str:
 
 
 def seeds_with_results(profile: str) -> list[int]:
-    """The training seeds of ``profile`` whose run store holds at least one notebook's results and that no runner is
-    running now (:func:`seeds_in_progress`): a seed half run would count the notebooks it has finished."""
-    return [s for s in runs.seeds(profile)
-            if any(p.parent.name != runs.FINDINGS for p in (runs.profile_dir(profile) / f"{runs.SEED_PREFIX}{s}")
-                   .glob("0*/metrics.json")) and not runs.in_progress(profile, s)]
+    """The training seeds of ``profile`` whose run store or committed results hold at least one notebook's results
+    and that no runner is running now (:func:`seeds_in_progress`): a seed half run would count the notebooks it has
+    finished."""
+    return [s for s in results.seeds(profile) if results.SeedResults(profile, s).notebooks()]
 
 
 def seeds_in_progress(profile: str) -> list[int]:
@@ -475,15 +475,24 @@ RULE = ("Per finding, k of the n seeds on which it was tested hold and f fail; r
         "percentile bootstrap interval.")
 
 
-def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, Any] | None = None
-            ) -> dict[str, Any]:
+def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, Any] | None = None,
+            claims: Sequence[Any] | None = None) -> dict[str, Any]:
     """What notebook 09 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
-    seeds, the rule, the counts, and every finding with its per-seed outcomes and values, k, n and intervals, so that
-    each verdict can be recomputed from the file alone; with ``seed_study`` (:func:`unlearnkit.studies.seeds.study`),
-    how the methods rank across the seeds."""
-    seeds = sorted({s for v in verdicts for s in v.seeds})
-    out = {"profile": profile, "seeds": seeds, "rule": RULE, "counts": counts(verdicts),
-           "findings": [v.as_dict() for v in verdicts]}
+    schema version, the seeds, the registered claims judged over them (``claims``: their ClaimVerdicts, read with the
+    registry by :mod:`unlearnkit.report.claims`), the claims not testable here, and the former findings with the
+    former rule, counts, per-seed outcomes and values, k, n and intervals, so that each verdict can be recomputed
+    from the file alone; with ``seed_study`` (:func:`unlearnkit.studies.seeds.study`), how the methods rank across
+    the seeds."""
+    from .. import registry
+    from ..report import claims as claim_records
+
+    seeds = sorted({s for v in verdicts for s in v.seeds} | {r.seed for c in claims or () for r in c.per_seed})
+    reg = registry.load()
+    rows = claim_records.records(reg, claims or (), verdicts)
+    out = {"schema_version": claim_records.SCHEMA_VERSION, "profile": profile, "seeds": seeds,
+           "claims_rule": claim_records.RULE, "claims_counts": claim_records.counts(rows), "claims": rows,
+           "untested": claim_records.untested_records(reg),
+           "rule": RULE, "counts": counts(verdicts), "findings": [v.as_dict() for v in verdicts]}
     if seed_study is not None:
         out["seed_study"] = dict(seed_study)
     return out
@@ -506,7 +515,12 @@ def summary_seeds(data: Mapping[str, Any] | None) -> list[int]:
 
 def may_replace(committed: Mapping[str, Any] | None, seeds: Sequence[int]) -> bool:
     """A summary judged over ``seeds`` may replace the committed one only when its seeds include the committed
-    file's (a one-seed run never replaces a six-seed table)."""
+    file's (a one-seed run never replaces a six-seed table), or when the committed one is of an older schema (the
+    former findings of schema 0, judged on one corpus draw, are kept in docs/findings-former.json)."""
+    from ..report.claims import SCHEMA_VERSION
+
+    if committed is not None and int(committed.get("schema_version", 0)) < SCHEMA_VERSION:
+        return True
     return set(summary_seeds(committed)) <= set(seeds)
 
 
@@ -515,10 +529,10 @@ def profile_summary_path(profile: str) -> Path:
 
 
 def write_profile_summary(profile: str, verdicts: Sequence[Verdict],
-                          seed_study: Mapping[str, Any] | None = None) -> Path:
+                          seed_study: Mapping[str, Any] | None = None, claims: Sequence[Any] | None = None) -> Path:
     path = profile_summary_path(profile)
     path.parent.mkdir(parents=True, exist_ok=True)
-    runs.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts, seed_study)), indent=1,
+    runs.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts, seed_study, claims)), indent=1,
                                               ensure_ascii=False) + "\n")
     return path
 

@@ -1,0 +1,199 @@
+"""The registered claims judged over seeds, as data (the summary's ``claims``) and as text (the README's table, the
+old -> new verdict table under docs/).
+
+:func:`records` joins each claim of the quote registry with its :class:`~unlearnkit.judge.ClaimVerdict` and, as a
+robustness line, with the former finding it replaces judged over the same seeds at the former bar. Everything the
+README shows of a claim is read back from these records, so the README cannot say more than the summary holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..claims import Verdict
+from ..judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE, ClaimVerdict
+from ..registry import Registry
+
+#: The summary's schema: 0, the former findings alone; 1, the registered claims beside them.
+SCHEMA_VERSION = 1
+#: One letter per seed's outcome, in the README's per-seed strings.
+LETTERS = {CONSISTENT: "c", INCONSISTENT: "i", INCONCLUSIVE: "~", NOT_TESTABLE: "-"}
+RULE = ("Per registered claim (docs/claims.yaml), each seed's effect on the paper's scale is consistent (beyond the "
+        "minimal effect on the paper's side), inconsistent (beyond it on the other side), inconclusive (within it) "
+        "or not testable (a precondition unmet; left out of n). Reproduced when the one-sided 95 % Clopper-Pearson "
+        "lower bound of consistent/n exceeds 1/2 (at least five testable seeds, all consistent), contradicted when "
+        "that of inconsistent/n does, inconclusive otherwise; beside it the effect's mean with a 95 % t-interval "
+        "over the testable seeds and the exact sign test. docs/metrics.md §8.3.")
+
+
+def _former(claim_replaces: Sequence[str], former: Mapping[str, Verdict]) -> str:
+    """The former findings a claim replaces, judged over the same seeds at their former bars: "at the former bar:
+    holds on k of n"."""
+    parts = []
+    for key in claim_replaces:
+        v = former.get(key)
+        if v is None or not v.n:
+            continue
+        partly = sum(s.get("outcome") == "partly" for s in v.per_seed)
+        parts.append(f"{key.split('/', 1)[-1]}: holds on {v.k} of {v.n}"
+                     + (f" (partly {partly}, fails {v.fails})" if partly or v.fails else ""))
+    return "; ".join(parts)
+
+
+def records(reg: Registry, judged: Sequence[ClaimVerdict], former: Sequence[Verdict] = ()) -> list[dict[str, Any]]:
+    """One record per judged claim, in the registry's order: the registry's fields, the verdict over seeds with its
+    per-seed results, and the former bar's reading over the same seeds."""
+    by_key = {v.key: v for v in former}
+    by_id = {v.claim: v for v in judged}
+    out = []
+    for c in reg.claims:
+        if c.id not in by_id:
+            continue
+        v = by_id[c.id]
+        out.append({
+            "id": c.id, "kind": c.kind, "paper": c.paper.cite, "title": c.paper.title, "arxiv": c.paper.arxiv,
+            "section": c.section, "quote": c.quote, "claim": c.claim, "notebook": c.notebook,
+            "effect": {"quantity": c.quantity, "scale": c.scale, "side": c.side, "no_effect": c.null},
+            "minimal_effect": {"value": c.minimal_effect, "reason": c.minimal_reason}, "unit": c.unit,
+            "preconditions": list(c.preconditions), "replaces": list(c.replaces),
+            "former_bar": _former(c.replaces, by_key), **v.as_dict()})
+    return out
+
+
+def untested_records(reg: Registry) -> list[dict[str, Any]]:
+    """The registered claims that cannot be tested here, with why and what testing them would cost."""
+    return [{"id": c.id, "paper": c.paper.cite, "claim": c.claim, "status": c.status, "quote": c.quote}
+            for c in reg.claims if not c.testable]
+
+
+def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Verdicts of the findings (setup checks and the workbook's own questions apart)."""
+    findings = [r for r in rows if r["kind"] == "finding"]
+    out: dict[str, int] = {}
+    for r in findings:
+        out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+    return out
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None else f"{x:+.3g}"
+
+
+def effect_text(row: Mapping[str, Any]) -> str:
+    """The effect over seeds: mean [95 % t-interval] (n seeds), the sign test, the pooled support."""
+    if row.get("mean") is None:
+        return "no testable seed"
+    text = f"{_num(row['mean'])}"
+    if row.get("low") is not None:
+        text += f" [{_num(row['low'])}, {_num(row['high'])}]"
+    text += f" over {row['n']} seed{'s' if row['n'] != 1 else ''}; needs {row['effect']['side']} " \
+            f"{row['effect']['no_effect']:g} by {row['minimal_effect']['value']:g}"
+    if row.get("sign_n"):
+        text += f"; sign test {row['sign_k']} of {row['sign_n']}, p = {row['sign_p']:.2g}"
+    support = row.get("support") or (0, 0)
+    if support[1]:
+        text += f"; units on the paper's side {support[0]} of {support[1]}"
+    return text
+
+
+def seeds_text(row: Mapping[str, Any]) -> str:
+    """Each seed's outcome and effect: "0 c +0.31; 1 ~ +0.02; 3 - (no model in the regime)"."""
+    parts = []
+    for r in row["per_seed"]:
+        effect = "" if r.get("effect") is None else f" {r['effect']:+.3g}"
+        why = f" ({r['reason']})" if r["outcome"] == NOT_TESTABLE and r.get("reason") else ""
+        parts.append(f"{r['seed']} {LETTERS.get(r['outcome'], '?')}{effect}{why}")
+    return "; ".join(parts)
+
+
+def readme_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The README's table of the registered claims, and the list of those not testable here."""
+    rows = summary.get("claims") or []
+    if not rows:
+        return []
+    counted = ", ".join(f"{n} {verdict}" for verdict, n in (summary.get("claims_counts") or {}).items())
+    lines = ["", "### The papers' claims, judged over seeds", "",
+             f"Each row is a sentence of a paper, quoted (docs/claims.yaml), tested on the paper's own quantity in "
+             f"the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
+             "~ inconclusive, - not testable.", "",
+             "| paper | claim, and the sentence it tests | effect over the seeds | per seed | verdict | at the former "
+             "bar |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
+        quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
+        lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | {_cell(row['claim'] + kind + quote)} | "
+                     f"{_cell(effect_text(row))} | {_cell(seeds_text(row))} | **{row['verdict']}** | "
+                     f"{_cell(row.get('former_bar') or '')} |")
+    untested = summary.get("untested") or []
+    if untested:
+        lines += ["", "Registered, not tested here:", ""]
+        lines += [f"- {r['paper']}: {r['claim']} ({r['status']})" for r in untested]
+    return lines
+
+
+def old_to_new(former: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+    """docs/verdicts-old-to-new.md: each former finding's verdict (its own study) beside the registered claim that
+    replaces it, with the claim's verdict, effect and quote."""
+    rows = {r["id"]: r for r in summary.get("claims") or []}
+    untested = {r["id"]: r for r in summary.get("untested") or []}
+    from ..registry import load
+
+    reg = load()
+    seeds_old = ", ".join(map(str, former.get("seeds", [])))
+    seeds_new = ", ".join(map(str, summary.get("seeds", [])))
+    lines = ["# Former findings -> registered claims", "",
+             "Written by `make readme` from docs/findings-former.json (the former findings, schema 0, judged over "
+             f"training seeds {seeds_old} on one corpus draw) and docs/findings.json (the registered claims of "
+             f"docs/claims.yaml, judged over training seeds {seeds_new}, each drawing its own corpus). "
+             "docs/metrics.md §8.3 says why the findings were rewritten.", "",
+             "| former finding | former verdict | registered claim | its verdict | effect over the seeds |",
+             "|---|---|---|---|---|"]
+    for old in former.get("findings", []):
+        claim = reg.replacing(old["key"])
+        if claim is None:
+            lines.append(f"| {_cell(old['key'])} | {old['verdict']} | (a fact, not a claim) | | |")
+            continue
+        row = rows.get(claim.id)
+        if row is not None:
+            new, effect = f"**{row['verdict']}**", effect_text(row)
+        elif claim.id in untested:
+            new, effect = "not tested", untested[claim.id]["status"]
+        else:
+            new, effect = "not judged", ""
+        lines.append(f"| {_cell(old['key'])} | {old['verdict']} | {claim.id}: {_cell(claim.claim)} | {new} | "
+                     f"{_cell(effect)} |")
+    added = [c for c in reg.claims if not c.replaces]
+    if added:
+        lines += ["", "Claims added (central claims the former findings never tested):", ""]
+        for c in added:
+            row = rows.get(c.id)
+            verdict = row["verdict"] if row else ("not tested: " + (c.status or "")) if c.id in untested else "not judged"
+            lines.append(f"- {c.id} ({c.paper.cite}): {c.claim} — {verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def frame(rows: Sequence[Mapping[str, Any]]):
+    """The claims as a table for notebook 09 and its report page (the README's columns)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"paper": f"{r['paper']} (arXiv {r['arxiv']})",
+                          "claim": r["claim"] + ("" if r["kind"] == "finding" else f" ({r['kind']})"),
+                          "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
+                          "effect over the seeds": effect_text(r), "per seed": seeds_text(r),
+                          "verdict": r["verdict"], "at the former bar": r.get("former_bar") or ""} for r in rows])
+
+
+def styled(table):
+    """The claims table with its verdicts coloured, text left-aligned and wrapped."""
+    colours = {"reproduced": "background-color: #d9f0d3", "contradicted": "background-color: #f8d0cc",
+               "inconclusive": "background-color: #fee8b0", "not testable here": "color: #777"}
+    return (table.style.hide(axis="index").map(lambda v: colours.get(v, ""), subset=["verdict"])
+            .set_properties(**{"text-align": "left", "white-space": "normal", "vertical-align": "top"}))

@@ -1,0 +1,241 @@
+"""The claims notebooks 01 and 02 answer: TOFU's setup and baselines, each newer method's own claim at matched
+forgetting, and open-unlearning's membership inference against greedy ROUGE."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ...judge import CONSISTENT, INCONSISTENT, Unit
+from ...pipeline.evaluate import matched_level
+from ...registry import Claim
+from ...results import SeedResults
+from . import FORGET_QUALITY_LEVEL, NotTestable, before, extractor, finite, pooled, result, target_gate, unit
+
+#: A scored step keeps model utility at this share of the target's (TOFU's "keeps utility", the former bar).
+UTILITY_KEPT = 0.9
+#: A run under this share of the target's utility has collapsed.
+COLLAPSED = 0.5
+#: TOFU's baselines: gradient ascent, gradient difference, KL minimisation and preference optimisation (IDK).
+BASELINES = ("ga", "gd", "kl", "idk")
+#: A membership-inference attack tells a run's forget set from the holdout when its AUC differs from the retain
+#: model's by more than this (the retain model never saw either set: its AUC is the null).
+MIA_MARGIN = 0.1
+#: p-values are read in decades; one of exactly 0 (underflow) is read at this floor.
+P_FLOOR = 1e-300
+
+
+def _gate(seed: SeedResults) -> None:
+    why = target_gate(seed)
+    if why:
+        raise NotTestable(why)
+
+
+def _target_utility(seed: SeedResults) -> float:
+    return float(before(seed)[0]["target"]["summary"]["model_utility"])
+
+
+def _run(seed: SeedResults, run: str) -> dict[str, Any]:
+    found = seed.unlearning_runs()
+    if run not in found:
+        raise NotTestable(f"{run} did not run")
+    return found[run]
+
+
+def _matched(seed: SeedResults, run: str) -> dict[str, Any]:
+    matched = _run(seed, run)["meta"].get("matched")
+    if matched is None:
+        raise NotTestable(f"{run} has no scores at matched forgetting (notebook 02 ran before it stored them)")
+    if not matched.get("reached"):
+        raise NotTestable(f"{run}: {matched.get('reason') or 'never reached the matched level'}")
+    return matched
+
+
+@extractor("setup.target_in_regime")
+def target_in_regime(claim: Claim, seed: SeedResults):
+    metrics, reference = before(seed)
+    if not reference or reference not in metrics:
+        raise NotTestable("no retain model")
+    target = metrics["target"]
+    values = {"target forget ROUGE-L": target["forget"]["rouge"],
+              "target forget quality": target["summary"].get("forget_quality"),
+              "retain model forget ROUGE-L": metrics[reference]["forget"]["rouge"],
+              "target model utility": target["summary"].get("model_utility")}
+    why = target_gate(seed)
+    if why:
+        values["why not"] = why
+    return result(claim, seed, target["forget"]["rouge"], values=values, outcome=INCONSISTENT if why else CONSISTENT)
+
+
+@extractor("ou.privleak_retain_near_zero")
+def privleak(claim: Claim, seed: SeedResults):
+    metrics, reference = before(seed)
+    target = metrics["target"]["summary"]
+    retain = metrics.get(reference, {}).get("summary", {}) if reference else {}
+    if "privleak" not in target or "privleak" not in retain:
+        raise NotTestable(metrics["target"].get("privacy_skipped") or "no privacy metrics")
+    values = {"target privleak": target["privleak"], "retain model privleak": retain["privleak"]}
+    return result(claim, seed, target["privleak"] - abs(retain["privleak"]), values=values)
+
+
+def _scored_steps(metrics: Mapping[str, Any], run: str) -> list[dict[str, Any]]:
+    """The steps of a run notebook 02 scored fully: the final one, and the one at matched forgetting."""
+    summary = metrics[run]["summary"]
+    steps = [{"step": "final", "forget quality": summary.get("forget_quality"),
+              "model utility": summary.get("model_utility")}]
+    matched = metrics["meta"].get("matched") or {}
+    if matched.get("reached"):
+        steps.append({"step": f"matched (step {matched['step']})", "forget quality": matched.get("forget_quality"),
+                      "model utility": matched.get("model_utility")})
+    return steps
+
+
+def _effective_unlearning(claim: Claim, seed: SeedResults, run: str, target_utility: float) -> Unit:
+    """One run read by TOFU's measure of effective unlearning: log10 of its best forget quality over 0.05 among the
+    scored steps that keep 90 % of the target's utility; a run that keeps it at no scored step is no effective
+    unlearning (on TOFU's side, with no number)."""
+    found = seed.unlearning_runs()
+    if run not in found:
+        return Unit(run, None, "not testable", f"{run} did not run")
+    steps = _scored_steps(found[run], run)
+    values = {f"{k} ({s['step']})": s[k] for s in steps for k in ("forget quality", "model utility")}
+    kept = [s for s in steps if finite(s["model utility"]) and s["model utility"] >= UTILITY_KEPT * target_utility]
+    if not kept:
+        values["note"] = f"keeps {UTILITY_KEPT:.0%} of the target's utility at no scored step"
+        return Unit(run, None, CONSISTENT, "", values)
+    best = max(kept, key=lambda s: s["forget quality"] if finite(s["forget quality"]) else -1.0)
+    quality = best["forget quality"]
+    if not finite(quality):
+        return Unit(run, None, "not testable", "no forget quality", values)
+    return unit(claim, run, math.log10(max(quality, P_FLOOR) / FORGET_QUALITY_LEVEL), values=values)
+
+
+@extractor("tofu.baselines_fail")
+def baselines_fail(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    target_utility = _target_utility(seed)
+    return pooled(claim, seed, [_effective_unlearning(claim, seed, run, target_utility) for run in BASELINES])
+
+
+@extractor("dpo.idk_tofu")
+def dpo_like_tofu(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    one = _effective_unlearning(claim, seed, "dpo", _target_utility(seed))
+    if one.outcome == "not testable":
+        raise NotTestable(one.reason)
+    return result(claim, seed, one.effect, (one,), values=one.values,
+                  outcome=one.outcome if one.effect is None else None)
+
+
+def _utility_at_matched(claim: Claim, seed: SeedResults, first: str, second: str):
+    _gate(seed)
+    a, b = _matched(seed, first), _matched(seed, second)
+    values = {f"{first} model utility at matched": a["model_utility"], f"{second} model utility at matched":
+              b["model_utility"], f"{first} step": a["step"], f"{second} step": b["step"], "matched level": a["level"]}
+    return result(claim, seed, a["model_utility"] - b["model_utility"], values=values)
+
+
+@extractor("npo.better_tradeoff_than_ga")
+def npo_over_ga(claim: Claim, seed: SeedResults):
+    return _utility_at_matched(claim, seed, "npo", "ga")
+
+
+@extractor("undial.claim")
+def undial_over_ga(claim: Claim, seed: SeedResults):
+    return _utility_at_matched(claim, seed, "undial", "ga")
+
+
+@extractor("altpo.claim")
+def altpo_over_npo(claim: Claim, seed: SeedResults):
+    return _utility_at_matched(claim, seed, "altpo", "npo")
+
+
+@extractor("simnpo.beats_npo")
+def simnpo_over_npo(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    target_utility = _target_utility(seed)
+    a, b = _matched(seed, "simnpo"), _matched(seed, "npo")
+    for run, m in (("simnpo", a), ("npo", b)):
+        if not m["model_utility"] >= COLLAPSED * target_utility:
+            raise NotTestable(f"{run} has collapsed at matched forgetting (utility {m['model_utility']:.2f})")
+    values = {"npo KS D at matched": b["ks_statistic"], "simnpo KS D at matched": a["ks_statistic"],
+              "log10 forget quality simnpo - npo": math.log10(max(a["forget_quality"], P_FLOOR))
+              - math.log10(max(b["forget_quality"], P_FLOOR))}
+    return result(claim, seed, b["ks_statistic"] - a["ks_statistic"], values=values)
+
+
+@extractor("ceu.claim")
+def ceu_best(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    ceu = _matched(seed, "ceu")
+    others = []
+    for run, metrics in seed.unlearning_runs().items():
+        matched = metrics["meta"].get("matched") or {}
+        if run != "ceu" and matched.get("reached") and finite(matched.get("ks_statistic")):
+            others.append(unit(claim, run, matched["ks_statistic"] - ceu["ks_statistic"],
+                               values={"KS D at matched": matched["ks_statistic"]}))
+    if not others:
+        raise NotTestable("no other run reached the matched level")
+    best = min(others, key=lambda u: u.values["KS D at matched"])
+    return result(claim, seed, best.effect, others, values={"ceu KS D at matched": ceu["ks_statistic"],
+                                                            "best other": best.name})
+
+
+@extractor("rmu.keeps_utility")
+def rmu(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    metrics, reference = before(seed)
+    run = _run(seed, "rmu")["rmu"]
+    target_rouge, retain_rouge = metrics["target"]["forget"]["rouge"], metrics[reference]["forget"]["rouge"]
+    drop = (target_rouge - run["forget"]["rouge"]) / (target_rouge - retain_rouge)
+    kept = run["summary"]["model_utility"] / _target_utility(seed)
+    values = {"forget ROUGE-L drop, share of the target-to-retain gap": drop,
+              "model utility, share of the target's": kept}
+    return result(claim, seed, min(drop - 0.5, kept - UTILITY_KEPT), values=values)
+
+
+@extractor("npo_eo.keeps_utility")
+def npo_eo(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    eo, alone = _run(seed, "npo_eo")["npo_eo"], _run(seed, "npo")["npo"]
+    values = {"npo_eo model utility": eo["summary"]["model_utility"], "npo model utility":
+              alone["summary"]["model_utility"]}
+    return result(claim, seed, eo["summary"]["model_utility"] - alone["summary"]["model_utility"], values=values)
+
+
+def mia_gap(run_summary: Mapping[str, Any], retain_summary: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The membership-inference attack whose AUC on a run lies farthest from the retain model's, and that distance
+    (signed: positive, the forget items look more like members than under the retain model)."""
+    gaps = {k.removeprefix("mia_").removesuffix("_auc"): v - retain_summary[k] for k, v in run_summary.items()
+            if k.startswith("mia_") and k.endswith("_auc") and k in retain_summary and finite(v)
+            and finite(retain_summary[k]) and k != "mia_reference_auc"}
+    if not gaps:
+        return None
+    attack = max(gaps, key=lambda k: abs(gaps[k]))
+    return attack, gaps[attack]
+
+
+@extractor("ou.mia_beyond_rouge")
+def mia_beyond_rouge(claim: Claim, seed: SeedResults):
+    _gate(seed)
+    metrics, reference = before(seed)
+    retain = metrics[reference].get("summary", {})
+    if not any(k.startswith("mia_") for k in retain):
+        raise NotTestable(metrics["target"].get("privacy_skipped") or "no privacy metrics for the retain model")
+    level = matched_level(metrics, reference)
+    units = []
+    for run, found in seed.unlearning_runs().items():
+        result_ = found[run]
+        if result_["forget"]["rouge"] > level:
+            continue
+        gap = mia_gap(result_.get("summary", {}), retain)
+        if gap is None:
+            units.append(Unit(run, None, "not testable", "no privacy metrics"))
+            continue
+        attack, signed = gap
+        units.append(Unit(run, abs(signed), CONSISTENT if abs(signed) > MIA_MARGIN else INCONSISTENT, "",
+                          {"forget ROUGE-L": result_["forget"]["rouge"], "attack": attack, "AUC - retain AUC": signed}))
+    if sum(u.outcome != "not testable" for u in units) < 3:
+        raise NotTestable(f"{len(units)} runs look unlearned by ROUGE (forget ROUGE-L <= {level:.3f}); 3 are needed")
+    return pooled(claim, seed, units, values={"ROUGE level": level})

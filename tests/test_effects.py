@@ -1,0 +1,132 @@
+"""Registered claims read from one seed's stored results (unlearnkit.studies.effects), on made-up results whose
+effects are known: the setup gate, pooled units, matched forgetting, membership inference, relearning speed and
+adaptive temperature."""
+
+import math
+
+import pytest
+from unlearnkit import registry, runs
+from unlearnkit.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
+from unlearnkit.studies import effects
+
+
+class FakeSeed:
+    """What an extractor reads of a seed: notebooks' metrics and per-item values, in memory."""
+
+    def __init__(self, metrics, per_item=None, seed=0):
+        self.seed, self._metrics, self._per_item = seed, metrics, per_item or {}
+
+    def metrics(self, notebook):
+        if notebook not in self._metrics:
+            raise FileNotFoundError(f"seed 0 of profile 'x' has no {notebook}/metrics.json in runs/x")
+        return self._metrics[notebook]
+
+    def per_item(self, notebook):
+        if notebook not in self._per_item:
+            raise FileNotFoundError(f"seed 0 of profile 'x' has no {notebook}/per_item.json in runs/x")
+        return self._per_item[notebook]
+
+    def unlearning_runs(self):
+        prefix = f"{runs.UNLEARNING}_"
+        return {k.removeprefix(prefix): v for k, v in self._metrics.items() if k.startswith(prefix)}
+
+
+def _model(rouge, quality=None, utility=0.8, **summary):
+    return {"forget": {"rouge": rouge}, "summary": {"forget_quality": quality, "model_utility": utility, **summary}}
+
+
+def _finetune(target_quality=1e-40):
+    return {"base": _model(0.05), "target": _model(0.98, target_quality, 0.8, mia_mink_auc=0.9, privleak=-99.0),
+            "retain90": _model(0.3, 1.0, 0.8, mia_mink_auc=0.5, privleak=1.0),
+            "meta": {"forget_quality_reference": "retain90", "parameters": {"method_settings": {}}}}
+
+
+def _run(name, rouge, quality, utility, matched=None, **summary):
+    return {f"{runs.UNLEARNING}_{name}": {name: _model(rouge, quality, utility, **summary), "meta": {"matched": matched}}}
+
+
+def _matched(utility, d=0.3, quality=1e-5, step=5):
+    return {"reached": True, "step": step, "level": 0.64, "model_utility": utility, "ks_statistic": d,
+            "forget_quality": quality}
+
+
+def claim(claim_id):
+    return registry.load()[claim_id]
+
+
+def test_a_target_out_of_toFUs_regime_makes_every_unlearning_claim_not_testable_and_says_why():
+    seed = FakeSeed({runs.FINETUNE: _finetune(target_quality=0.3)})
+    setup = effects.effect_on_seed(claim("setup.target_in_regime"), seed)
+    assert setup.outcome == INCONSISTENT and "forget quality 0.3" in setup.values["why not"]
+    found = effects.effect_on_seed(claim("tofu.baselines_fail"), seed)
+    assert found.outcome == NOT_TESTABLE and found.reason.startswith("setup: the target's forget quality")
+    assert effects.effect_on_seed(claim("setup.target_in_regime"), FakeSeed({runs.FINETUNE: _finetune()})).outcome == CONSISTENT
+
+
+def test_tofus_baselines_pool_their_units_and_a_run_that_never_keeps_utility_is_no_effective_unlearning():
+    metrics = {runs.FINETUNE: _finetune(),
+               **_run("ga", 0.0, 0.6, 0.1),  # collapsed: forget quality high, utility gone
+               **_run("gd", 0.4, 1e-20, 0.78),  # utility kept, forget quality far below 0.05
+               **_run("kl", 0.3, 0.5, 0.79)}  # utility kept and forget quality a decade above 0.05
+    found = effects.effect_on_seed(claim("tofu.baselines_fail"), FakeSeed(metrics))
+    units = {u.name: u for u in found.units}
+    assert units["ga"].outcome == CONSISTENT and units["ga"].effect is None
+    assert units["gd"].effect == pytest.approx(math.log10(1e-20 / 0.05)) and units["gd"].outcome == CONSISTENT
+    assert units["kl"].effect == pytest.approx(1.0) and units["kl"].outcome == INCONSISTENT
+    assert units["idk"].outcome == NOT_TESTABLE and units["idk"].reason == "idk did not run"
+    assert found.effect == pytest.approx((math.log10(1e-20 / 0.05) + 1.0) / 2) and found.outcome == CONSISTENT
+    assert found.support == (2, 3)
+
+
+def test_methods_are_compared_at_matched_forgetting_and_a_run_that_never_got_there_is_not_testable():
+    metrics = {runs.FINETUNE: _finetune(), **_run("npo", 0.3, 1e-5, 0.7, _matched(0.78)),
+               **_run("ga", 0.2, 1e-3, 0.2, _matched(0.58))}
+    found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
+    assert found.effect == pytest.approx(0.2) and found.outcome == CONSISTENT
+    metrics.update(_run("ga", 0.9, 1e-40, 0.8, {"reached": False, "reason": "forget ROUGE-L never reached 0.640"}))
+    found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
+    assert found.outcome == NOT_TESTABLE and found.reason == "ga: forget ROUGE-L never reached 0.640"
+    metrics.update(_run("simnpo", 0.3, 1e-2, 0.75, _matched(0.75, d=0.27)))
+    found = effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics))  # D 0.30 (npo) - 0.27: within 0.05
+    assert found.effect == pytest.approx(0.03) and found.outcome == INCONCLUSIVE
+
+
+def test_membership_inference_counts_the_share_of_rouge_unlearned_runs_it_tells_apart():
+    metrics = {runs.FINETUNE: _finetune()}
+    for name, auc in (("a", 0.8), ("b", 0.55), ("c", 0.7), ("d", 0.1), ("e", 0.95)):
+        metrics.update(_run(name, 0.9 if name == "e" else 0.2, 1e-3, 0.8, mia_mink_auc=auc))
+    found = effects.effect_on_seed(claim("ou.mia_beyond_rouge"), FakeSeed(metrics))
+    assert {u.name for u in found.units} == {"a", "b", "c", "d"}  # e does not look unlearned by ROUGE
+    assert found.effect == pytest.approx(0.75) and found.outcome == CONSISTENT  # a, c, d told apart; b not
+
+
+def test_relearning_speed_is_read_against_the_retain_model_at_the_halfway_mark():
+    per_item = {"target": {"before": {"rouge": 0.9}}, "retain90": {"before": {"rouge": 0.3}, "relearn": {
+        "curve": [[0, 0.3], [4, 0.5], [8, 0.61]]}},
+        "fast": {"before": {"rouge": 0.2}, "relearn": {"curve": [[0, 0.2], [2, 0.7], [4, 0.8]]}},
+        "never": {"before": {"rouge": 0.1}, "relearn": {"curve": [[0, 0.1], [8, 0.2]]}},
+        "kept": {"before": {"rouge": 0.85}, "relearn": {"curve": [[0, 0.85]]}}}
+    found = effects.effect_on_seed(claim("hu.relearning_jogs_memory"),
+                                   FakeSeed({runs.FINETUNE: _finetune()}, {runs.ROBUSTNESS: per_item}))
+    units = {u.name: u for u in found.units}
+    assert units["fast"].effect == pytest.approx(2.0) and units["fast"].outcome == CONSISTENT  # 8 steps vs 2
+    assert units["never"].outcome == INCONSISTENT and units["kept"].outcome == NOT_TESTABLE
+    assert found.support == (1, 2)
+
+
+def test_adaptive_temperature_answers_confident_questions_greedily_in_the_ed_score():
+    q = {"rouge_mean": [0.4, 0.2], "rouge_sd": [0.1, 0.05], "greedy_rouge": [0.3, 0.2], "certainty": [0.95, 0.5]}
+    plain = ((0.4 + 0.2) + (0.2 + 0.1)) / 2
+    adaptive = (0.3 + (0.2 + 0.1)) / 2
+    metrics = {runs.FINETUNE: {**_finetune(), "meta": {"forget_quality_reference": "retain90", "parameters": {
+        "adaptive_threshold": 0.9, "ed_rho": 2.0, "method_settings": {}}}}}
+    found = effects.effect_on_seed(claim("scholten.adaptive_temperature"),
+                                   FakeSeed(metrics, {runs.ENTROPY: {"npo_eo": q}}))
+    assert found.effect == pytest.approx(plain - adaptive) and found.outcome == CONSISTENT
+
+
+def test_a_notebook_that_has_not_run_makes_its_claims_not_testable_and_every_testable_claim_has_an_extractor():
+    found = effects.effect_on_seed(claim("joshi.other_formats"), FakeSeed({runs.FINETUNE: _finetune()}))
+    assert found.outcome == NOT_TESTABLE and found.reason.startswith("not run: 04_format_eval")
+    reg = registry.load()
+    assert [c.id for c in reg.claims if c.testable and c.id not in effects.EXTRACTORS] == []
