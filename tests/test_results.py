@@ -65,3 +65,15 @@ def test_the_judge_reads_a_seed_from_its_store_else_from_the_committed_mirror(st
     assert results.SeedResults("default", 2).metrics(runs.FINETUNE)["target"] == {"v": 7}  # the store first
     with pytest.raises(FileNotFoundError, match="seed 2 of profile 'default' has no 05_probabilistic_bounds"):
         seed.per_item(runs.LEAKAGE)
+
+
+def test_the_checkouts_own_paths_are_mirrored_relative_and_a_store_can_be_mirrored_again(stores):
+    params = config.Params.load("default", seed=4)
+    runs.write_metrics(params, runs.FORMATS, {"meta_models": {"base": str(paths.RUNS / "default" / "seed-4" / "models" / "base")}},
+                       {"source": str(paths.ROOT / "data" / "synthetic-abc"), "elsewhere": "/opt/tofu"})
+    mirrored = stores / "results" / "default" / "seed-4" / runs.FORMATS / "metrics.json"
+    body = json.loads(mirrored.read_text())
+    assert body["meta_models"]["base"] == "runs/default/seed-4/models/base"
+    assert body["meta"]["source"] == "data/synthetic-abc" and body["meta"]["elsewhere"] == "/opt/tofu"
+    mirrored.unlink()
+    assert results.mirror_store(params) == [mirrored] and json.loads(mirrored.read_text()) == body

@@ -6,6 +6,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from unlearnkit import config, paths, runs
@@ -230,3 +231,21 @@ def test_a_finding_with_the_same_margin_on_every_seed_draws_its_interval_around_
     assert row["mean"] == pytest.approx(share - 1.0)
     seed_plots.margins_per_seed([row])  # draws
     plt.close("all")
+
+
+def test_privleak_is_ranked_by_its_distance_from_0_and_kendalls_w_agrees_with_the_mean_tau():
+    """τ is taken on the scale where higher is better (privleak by |privleak|, as registered), Kendall's W over all
+    seeds from Friedman's test, and τ again without the collapsed methods."""
+    rows = []
+    for seed in range(4):
+        for i, method in enumerate(("a", "b", "c", "d")):
+            # |privleak| orders a < b < c < d on every seed, while the signed values alternate in sign
+            leak = (i + 1) * 10.0 * (-1 if (i + seed) % 2 else 1)
+            rows.append({"seed": seed, "method": method, "forget quality": 0.1 * (i + 1), "model utility": 0.9 - 0.1 * i,
+                         "privleak": leak, "forget ROUGE-L": 0.1 * i + 0.01 * seed})
+    values = pd.DataFrame(rows)
+    table = seed_study.kendall(values, collapsed=["d"]).set_index("metric")
+    assert table.loc["privleak", "mean tau"] == pytest.approx(1.0)
+    assert table.loc["privleak", "kendall W"] == pytest.approx(1.0) and table.loc["privleak", "W p (Friedman)"] < 0.05
+    assert table.loc["model utility", "methods not collapsed"] == 3
+    assert table.loc["model utility", "mean tau not collapsed"] == pytest.approx(1.0)

@@ -19,81 +19,17 @@ re-judges the committed seeds on a fresh clone without training.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import config, paths, provenance, runs
+from . import paths, runs
 from .config import Params
 
-#: The notebooks whose per-item values a claim may read (truth ratios of 01, PS sweeps of 03, bounds of 05, sampled
-#: spreads of 06, attacks of 08); notebook 04's per-format items (megabytes) stay in the run store.
-PER_ITEM = (runs.FINETUNE, runs.CONTROLS, runs.LEAKAGE, runs.ENTROPY, runs.ROBUSTNESS)
-#: Meta keys that differ between two runs of the same code on the same bits, left out of the mirror.
-VOLATILE = ("git_revision", "packages")
-PROVENANCE = "provenance.json"
-
-
-def _own_store() -> bool:
-    """Whether the run store is the checkout's own ``runs/`` (or ``UNLEARNKIT_RESULTS`` names a mirror): only then are
-    results mirrored into, and read back from, the committed folder. A store elsewhere (the tests' temporary folders)
-    never mixes with the committed seeds."""
-    return paths.RUNS == (paths.ROOT / "runs").resolve() or "UNLEARNKIT_RESULTS" in os.environ
-
-
-def publishes(params: Params) -> bool:
-    """Whether this run's results are mirrored into the checkout: a seed of the default profile on the corpus draw
-    its profile names for it (``seed-<s>``, never ``seed-<s>-data-<d>``), run in the checkout's own ``runs/``. A
-    store elsewhere (``UNLEARNKIT_RUNS``: the tests' temporary folders) mirrors nowhere unless ``UNLEARNKIT_RESULTS``
-    names where."""
-    return (_own_store() and params.profile == runs.FIGURE_PROFILE
-            and params.corpus_draw == runs.reference_draw(params.profile, params.seed))
-
-
-def seed_dir(profile: str, seed: int) -> Path:
-    return paths.RESULTS / profile / f"{runs.SEED_PREFIX}{seed}"
-
-
-def _reproducible(value: Any) -> Any:
-    """``value`` without the keys that time or place a run: the volatile meta keys and any key naming seconds."""
-    if isinstance(value, Mapping):
-        return {k: _reproducible(v) for k, v in value.items()
-                if k not in VOLATILE and not str(k).endswith("seconds") and k != "timing"}
-    if isinstance(value, list):
-        return [_reproducible(v) for v in value]
-    return value
-
-
-def mirror(params: Params, notebook: str, file: str, payload: Mapping[str, Any]) -> Path | None:
-    """Mirror one result file of a run into ``results/`` where :func:`publishes` says so (else nothing): written only
-    when its bytes change, and then the seed's provenance with it."""
-    if not publishes(params) or (file == "per_item.json" and notebook not in PER_ITEM):
-        return None
-    meta = dict(payload.get("meta", {})) if isinstance(payload, Mapping) else {}
-    body = dict(_reproducible(config.jsonable(payload)))
-    text = json.dumps(body, indent=1, sort_keys=False) + "\n"
-    folder = seed_dir(params.profile, params.seed)
-    path = folder / notebook / file
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return path
-    runs.atomic_write_text(path, text)
-    record = {"git_revision": meta.get("git_revision") or provenance.git_revision(),
-              "packages": meta.get("packages") or provenance.package_versions()}
-    runs.atomic_write_text(folder / PROVENANCE, json.dumps(config.jsonable(record), indent=1) + "\n")
-    return path
-
-
-def committed_seeds(profile: str) -> list[int]:
-    """The seeds of ``profile`` whose results are committed (a folder ``results/<profile>/seed-<s>``)."""
-    found = []
-    if not _own_store():
-        return found
-    for folder in (paths.RESULTS / profile).glob(f"{runs.SEED_PREFIX}*"):
-        suffix = folder.name[len(runs.SEED_PREFIX):]
-        if folder.is_dir() and suffix.isdigit():
-            found.append(int(suffix))
-    return sorted(found)
+#: The mirror is the run store's (it writes it as the notebooks write their results); these names are its.
+PER_ITEM, VOLATILE, PROVENANCE = runs.PER_ITEM, runs.VOLATILE, runs.PROVENANCE
+publishes, mirror, mirror_store, committed_seeds = runs.publishes, runs.mirror, runs.mirror_store, runs.committed_seeds
+seed_dir = runs.results_dir
 
 
 class SeedResults:
@@ -104,7 +40,7 @@ class SeedResults:
     def __init__(self, profile: str, seed: int, params: Params | None = None):
         self.profile, self.seed = profile, int(seed)
         self.params = params if params is not None else Params.load(profile, seed=self.seed)
-        mirrored = (seed_dir(profile, self.seed),) if publishes(self.params) else ()
+        mirrored = (runs.results_dir(profile, self.seed),) if publishes(self.params) else ()
         self._dirs = (runs.store(self.params), *mirrored)
         self._read: dict[Path, dict[str, Any]] = {}
 

@@ -515,7 +515,9 @@ def _cmd_seed(args: argparse.Namespace) -> int:
 
 
 def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TIMEOUT_S) -> int:
-    """The findings notebook, which judges every finding over the training seeds present under runs/<profile>/."""
+    """The findings notebook, which judges every claim over the training seeds present under runs/<profile>/ or
+    committed under results/<profile>/ (a fresh clone re-judges the committed seeds without training); on the default
+    profile, then the README's results section from the summary it wrote (``make readme``)."""
     from papermill.exceptions import PapermillExecutionError
 
     from . import runs
@@ -526,6 +528,11 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}", file=sys.stderr)
         return 1
+    if profile == config.BASE_PROFILE and not overrides:
+        from . import report
+
+        report.write_readme()
+        print("README results section written from docs/findings.json")
     return 0
 
 

@@ -253,9 +253,7 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
     path = notebook_dir(params, notebook) / "metrics.json"
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
     if notebook != FINDINGS:
-        from . import results
-
-        results.mirror(params, notebook, "metrics.json", payload)
+        mirror(params, notebook, "metrics.json", payload)
 
 
 def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
@@ -278,9 +276,7 @@ def write_per_item(params: Params, notebook: str, per_item: Mapping[str, Any]) -
     """Per-item values (truth ratios, ROUGE, answers) beside metrics.json, for later notebooks."""
     path = notebook_dir(params, notebook) / "per_item.json"
     atomic_write_text(path, json.dumps(config.jsonable(per_item)))
-    from . import results
-
-    results.mirror(params, notebook, "per_item.json", per_item)
+    mirror(params, notebook, "per_item.json", per_item)
 
 
 def read_per_item(params: Params, notebook: str) -> dict[str, Any]:
@@ -470,3 +466,91 @@ def cached_json(params: Params, notebook: str, name: str, depends_on: Mapping[st
         if stale != path and stale.name.removeprefix(f"{name}-").count("-") == 0:
             stale.unlink()
     return json.loads(text)  # the same plain values a later cache hit returns
+
+
+# --------------------------------------------------------------------------- the committed mirror of each seed's results
+# results/<profile>/seed-<s>/: what the judge reads of a seed without its models (lib/unlearnkit/results.py reads it).
+
+#: The notebooks whose per-item values a claim may read (truth ratios of 01, PS sweeps of 03, bounds of 05, sampled
+#: spreads of 06, attacks of 08); notebook 04's per-format items (megabytes) stay in the run store.
+PER_ITEM = (FINETUNE, CONTROLS, LEAKAGE, ENTROPY, ROBUSTNESS)
+#: Meta keys that differ between two runs of the same code on the same bits, left out of the mirror.
+VOLATILE = ("git_revision", "packages")
+PROVENANCE = "provenance.json"
+
+
+def _own_store() -> bool:
+    """Whether the run store is the checkout's own ``runs/`` (or ``UNLEARNKIT_RESULTS`` names a mirror): only then are
+    results mirrored into, and read back from, the committed folder. A store elsewhere (the tests' temporary folders)
+    never mixes with the committed seeds."""
+    return paths.RUNS == (paths.ROOT / "runs").resolve() or "UNLEARNKIT_RESULTS" in os.environ
+
+
+def publishes(params: Params) -> bool:
+    """Whether this run's results are mirrored into the checkout: a seed of the default profile on the corpus draw
+    its profile names for it (``seed-<s>``, never ``seed-<s>-data-<d>``), run in the checkout's own ``runs/``. A
+    store elsewhere (``UNLEARNKIT_RUNS``: the tests' temporary folders) mirrors nowhere unless ``UNLEARNKIT_RESULTS``
+    names where."""
+    return (_own_store() and params.profile == FIGURE_PROFILE
+            and params.corpus_draw == reference_draw(params.profile, params.seed))
+
+
+def results_dir(profile: str, seed: int) -> Path:
+    return paths.RESULTS / profile / f"{SEED_PREFIX}{seed}"
+
+
+def _reproducible(value: Any) -> Any:
+    """``value`` without what times or places a run: the volatile meta keys, any key naming seconds, and the
+    checkout's own absolute paths (a model folder, the corpus), named as :func:`paths.shown` names them."""
+    if isinstance(value, Mapping):
+        return {k: _reproducible(v) for k, v in value.items()
+                if k not in VOLATILE and not str(k).endswith("seconds") and k != "timing"}
+    if isinstance(value, list):
+        return [_reproducible(v) for v in value]
+    if isinstance(value, str) and value.startswith(os.sep) and len(value) < 4096:
+        return paths.shown(value)
+    return value
+
+
+def mirror(params: Params, notebook: str, file: str, payload: Mapping[str, Any]) -> Path | None:
+    """Mirror one result file of a run into ``results/`` where :func:`publishes` says so (else nothing): written only
+    when its bytes change, and then the seed's provenance with it."""
+    if not publishes(params) or (file == "per_item.json" and notebook not in PER_ITEM):
+        return None
+    meta = dict(payload.get("meta", {})) if isinstance(payload, Mapping) else {}
+    body = dict(_reproducible(config.jsonable(payload)))
+    text = json.dumps(body, indent=1, sort_keys=False) + "\n"
+    folder = results_dir(params.profile, params.seed)
+    path = folder / notebook / file
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return path
+    atomic_write_text(path, text)
+    record = {"git_revision": meta.get("git_revision") or provenance.git_revision(),
+              "packages": meta.get("packages") or provenance.package_versions()}
+    atomic_write_text(folder / PROVENANCE, json.dumps(config.jsonable(record), indent=1) + "\n")
+    return path
+
+
+def mirror_store(params: Params) -> list[Path]:
+    """Mirror every result file of a run's store again (after a change to what the mirror keeps): what
+    :func:`mirror` would have written as each notebook wrote it."""
+    written = []
+    for path in sorted(store(params).glob("0*/metrics.json")) + sorted(store(params).glob("0*/per_item.json")):
+        if path.parent.name == FINDINGS:
+            continue
+        done = mirror(params, path.parent.name, path.name, json.loads(path.read_text(encoding="utf-8")))
+        if done is not None:
+            written.append(done)
+    return written
+
+
+def committed_seeds(profile: str) -> list[int]:
+    """The seeds of ``profile`` whose results are committed (a folder ``results/<profile>/seed-<s>``)."""
+    found = []
+    if not _own_store():
+        return found
+    for folder in (paths.RESULTS / profile).glob(f"{SEED_PREFIX}*"):
+        suffix = folder.name[len(SEED_PREFIX):]
+        if folder.is_dir() and suffix.isdigit():
+            found.append(int(suffix))
+    return sorted(found)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import results
+from .. import results, runs
 from ..claims import bootstrap_interval
 from ..config import Params
 
@@ -130,23 +130,62 @@ def ranks(values: pd.DataFrame, metric: str) -> pd.DataFrame:
     return wide.rank(ascending=False, method="average")
 
 
-def kendall(values: pd.DataFrame) -> pd.DataFrame:
-    """Per metric: Kendall's τ-b between the methods' values on every two seeds (scipy), its mean, least and
-    greatest, and whether the mean reaches :data:`TAU_STABLE`."""
+def _taus(wide: pd.DataFrame) -> list[float]:
     from scipy.stats import kendalltau
 
+    taus = ([float(kendalltau(wide[a], wide[b]).statistic) for a, b in itertools.combinations(wide.columns, 2)]
+            if wide.shape[0] >= 2 else [])  # one method has no ranking to compare
+    return [t for t in taus if math.isfinite(t)]
+
+
+def kendall_w(wide: pd.DataFrame) -> tuple[float, float]:
+    """Kendall's W, the agreement of every seed's ranking of the methods at once (0: none, 1: the same ranking on
+    every seed), from Friedman's test (scipy: χ² = n (k - 1) W over n seeds and k methods), with its p-value."""
+    from scipy.stats import friedmanchisquare
+
+    k, n = wide.shape
+    if k < 3 or n < 2:
+        return math.nan, math.nan
+    test = friedmanchisquare(*[wide.loc[method].to_numpy(dtype=float) for method in wide.index])
+    return float(test.statistic) / (n * (k - 1)), float(test.pvalue)
+
+
+def kendall(values: pd.DataFrame, collapsed: Sequence[str] = ()) -> pd.DataFrame:
+    """Per metric: Kendall's τ-b between the methods' rankings on every two seeds (scipy; on the scale where higher is
+    better, so privleak is ranked by |privleak| as registered), its mean, least and greatest, whether the mean reaches
+    :data:`TAU_STABLE`; Kendall's W over all seeds with Friedman's p; and the mean τ among the methods not in
+    ``collapsed`` (a run under half the target's utility on some seed: collapsed runs rank easily)."""
     rows = []
     for m in METRICS:
-        wide = values.pivot(index="method", columns="seed", values=m.name)
-        taus = ([float(kendalltau(wide[a], wide[b]).statistic) for a, b in itertools.combinations(wide.columns, 2)]
-                if wide.shape[0] >= 2 else [])  # one method has no ranking to compare
-        taus = [t for t in taus if math.isfinite(t)]
+        wide = values.pivot(index="method", columns="seed", values=m.name).map(m.score)
+        taus = _taus(wide)
         mean = float(np.mean(taus)) if taus else math.nan
+        w, w_p = kendall_w(wide)
+        kept = _taus(wide.drop(index=[c for c in collapsed if c in wide.index]))
         rows.append({"metric": m.name, "better": m.better, "seeds": wide.shape[1], "methods": wide.shape[0],
                      "pairs of seeds": len(taus), "mean tau": mean, "least tau": min(taus, default=math.nan),
                      "greatest tau": max(taus, default=math.nan),
-                     "stable": bool(taus) and mean >= TAU_STABLE})
+                     "stable": bool(taus) and mean >= TAU_STABLE, "kendall W": w, "W p (Friedman)": w_p,
+                     "methods not collapsed": wide.shape[0] - len([c for c in collapsed if c in wide.index]),
+                     "mean tau not collapsed": float(np.mean(kept)) if kept else math.nan})
     return pd.DataFrame(rows)
+
+
+#: A run under this share of its seed's target utility has collapsed.
+COLLAPSED_SHARE = 0.5
+
+
+def collapsed_methods(params: Params, values: pd.DataFrame) -> list[str]:
+    """The methods whose model utility falls under :data:`COLLAPSED_SHARE` of the target's on some seed."""
+    out = set()
+    for seed, group in values.groupby("seed"):
+        try:
+            target = results.of(params.replace(seed=int(seed))).metrics(runs.FINETUNE)["target"]["summary"]
+        except (FileNotFoundError, KeyError):
+            continue
+        bar = COLLAPSED_SHARE * float(target["model_utility"])
+        out |= set(group.loc[group["model utility"] < bar, "method"])
+    return sorted(out)
 
 
 def rank_shares(values: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -217,7 +256,8 @@ def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
     if len(out["seeds"]) < 2:
         out["note"] = "fewer than two seeds with notebook 02's runs: nothing to compare"
         return out
-    out["kendall"] = kendall(used).to_dict("records")
+    out["collapsed"] = collapsed_methods(params, used)
+    out["kendall"] = kendall(used, out["collapsed"]).to_dict("records")
     out["pairs"] = pair_tests(used).to_dict("records")
     out["shares"] = shares_by_metric(used)
     out["values"] = used.to_dict("records")
@@ -231,8 +271,13 @@ REGISTERED_SEEDS = 6
 def _tau_words(row: Mapping[str, Any]) -> str:
     if row["mean tau"] is None or not math.isfinite(row["mean tau"]):
         return f"{row['metric']} τ n/a (the methods tie on a seed: no ranking to compare)"
-    return (f"{row['metric']} τ {row['mean tau']:.2f} ({row['least tau']:.2f} to {row['greatest tau']:.2f}, "
-            f"{'stable' if row['stable'] else 'not stable'})")
+    text = (f"{row['metric']} τ {row['mean tau']:.2f} ({row['least tau']:.2f} to {row['greatest tau']:.2f}, "
+            f"{'stable' if row['stable'] else 'not stable'}")
+    if row.get("kendall W") is not None and math.isfinite(row["kendall W"]):
+        text += f"; W {row['kendall W']:.2f}, Friedman p {row['W p (Friedman)']:.2g}"
+    if row.get("mean tau not collapsed") is not None and math.isfinite(row["mean tau not collapsed"]):
+        text += f"; τ {row['mean tau not collapsed']:.2f} among the {row['methods not collapsed']} not collapsed"
+    return text + ")"
 
 
 def sentences(result: Mapping[str, Any]) -> list[str]:

@@ -484,7 +484,7 @@ def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, 
     from the file alone; with ``seed_study`` (:func:`unlearnkit.studies.seeds.study`), how the methods rank across
     the seeds."""
     from .. import registry
-    from ..report import claims as claim_records
+    from .effects import records as claim_records
 
     seeds = sorted({s for v in verdicts for s in v.seeds} | {r.seed for c in claims or () for r in c.per_seed})
     reg = registry.load()
@@ -515,12 +515,8 @@ def summary_seeds(data: Mapping[str, Any] | None) -> list[int]:
 
 def may_replace(committed: Mapping[str, Any] | None, seeds: Sequence[int]) -> bool:
     """A summary judged over ``seeds`` may replace the committed one only when its seeds include the committed
-    file's (a one-seed run never replaces a six-seed table), or when the committed one is of an older schema (the
-    former findings of schema 0, judged on one corpus draw, are kept in docs/findings-former.json)."""
-    from ..report.claims import SCHEMA_VERSION
-
-    if committed is not None and int(committed.get("schema_version", 0)) < SCHEMA_VERSION:
-        return True
+    file's (a one-seed run never replaces a six-seed table). The former findings' summary (schema 0, six seeds on one
+    corpus draw) was moved to docs/findings-former.json once, by hand, when the registered claims replaced it."""
     return set(summary_seeds(committed)) <= set(seeds)
 
 

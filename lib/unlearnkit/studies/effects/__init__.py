@@ -12,137 +12,14 @@ One module per notebook the claims read: :mod:`.unlearning` (01, 02), :mod:`.cal
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
-
-from ... import judge, registry, results, runs
-from ...judge import CONSISTENT, COUNTED, NOT_TESTABLE, ClaimVerdict, SeedResult, Unit
+from ... import judge, registry, results
+from ...judge import NOT_TESTABLE, ClaimVerdict
 from ...registry import Claim, Registry
 from ...results import SeedResults
-
-Extractor = Callable[[Claim, SeedResults], SeedResult]
-EXTRACTORS: dict[str, Extractor] = {}
-
-
-def extractor(*ids: str) -> Callable[[Extractor], Extractor]:
-    """Register a function as the extractor of the claims ``ids``."""
-    def register(fn: Extractor) -> Extractor:
-        for claim_id in ids:
-            if claim_id in EXTRACTORS:
-                raise ValueError(f"two extractors for claim {claim_id!r}")
-            EXTRACTORS[claim_id] = fn
-        return fn
-    return register
-
-
-class NotTestable(Exception):
-    """A precondition of the claim is unmet on this seed; the message says which, in a few words."""
-
-
-# --------------------------------------------------------------------------- building a seed's result
-
-
-def finite(x: Any) -> bool:
-    return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def result(claim: Claim, seed: SeedResults, effect: float | None, units: Sequence[Unit] = (), reason: str = "",
-           values: Mapping[str, Any] | None = None, outcome: str | None = None) -> SeedResult:
-    return judge.seed_result(seed.seed, effect, claim.side, claim.null, claim.minimal_effect, units, reason,
-                             values, outcome)
-
-
-def unit(claim: Claim, name: str, effect: float | None, reason: str = "",
-         values: Mapping[str, Any] | None = None) -> Unit:
-    """One unit judged by the claim's own no-effect value and minimal effect."""
-    return judge.unit(name, effect, claim.side, claim.null, claim.minimal_effect, reason, values)
-
-
-def pooled(claim: Claim, seed: SeedResults, units: Sequence[Unit], values: Mapping[str, Any] | None = None) -> SeedResult:
-    """A multi-unit claim's seed result: the mean of its units' effects (``pool: mean``) or the share of its tested
-    units on the paper's side (``pool: share``); not testable when no unit is."""
-    tested = [u for u in units if u.outcome in COUNTED]
-    if not tested:
-        reasons = sorted({u.reason for u in units if u.reason}) or ["no unit to test"]
-        return result(claim, seed, None, units, "no unit testable: " + "; ".join(reasons), values)
-    if claim.pool == "share":
-        effect = sum(u.outcome == CONSISTENT for u in tested) / len(tested)
-        return result(claim, seed, effect, units, values=values)
-    effects = [u.effect for u in tested if finite(u.effect)]
-    if effects:
-        return result(claim, seed, float(np.mean(effects)), units, values=values)
-    # every tested unit was decided by the claim's own rule without a number (a run that never keeps utility)
-    outcomes = {u.outcome for u in tested}
-    outcome = outcomes.pop() if len(outcomes) == 1 else judge.INCONCLUSIVE
-    return result(claim, seed, None, units, values=values, outcome=outcome)
-
-
-# --------------------------------------------------------------------------- shared readings of a seed
-
-
-def parameters(seed: SeedResults) -> dict[str, Any]:
-    """The parameters the seed's notebook 01 ran with (as stored; the profile may have changed since)."""
-    return seed.metrics(runs.FINETUNE)["meta"]["parameters"]
-
-
-def method_of(run: str, params: Mapping[str, Any]) -> str:
-    """The unlearning method of a run of notebook 02 (or of a label ``run@step``), by the stored method_settings."""
-    name = run.split("@", 1)[0]
-    return str((params.get("method_settings") or {}).get(name, {}).get("method", name))
-
-
-def before(seed: SeedResults) -> tuple[dict[str, Any], str | None]:
-    """Notebook 01's metrics and the name of its retain model (the forget-quality reference)."""
-    metrics = seed.metrics(runs.FINETUNE)
-    return metrics, metrics["meta"].get("forget_quality_reference")
-
-
-#: The setup check every unlearning claim is gated on (its thresholds: TOFU's level and the former bar).
-TARGET_ROUGE_MIN, FORGET_QUALITY_LEVEL = 0.9, 0.05
-
-
-def target_gate(seed: SeedResults) -> str:
-    """Why the seed's target is not in TOFU's starting regime, or "": it reproduces its forget answers (ROUGE-L
-    recall >= 0.9), forget quality tells it from the retain model (< 0.05), and the retain model answers less."""
-    metrics, reference = before(seed)
-    if not reference or reference not in metrics:
-        return "no retain model"
-    target = metrics["target"]
-    rouge, quality = target["forget"]["rouge"], target["summary"].get("forget_quality", math.nan)
-    if rouge < TARGET_ROUGE_MIN:
-        return f"the target's forget ROUGE-L {rouge:.2f} is under {TARGET_ROUGE_MIN}"
-    if not quality < FORGET_QUALITY_LEVEL:
-        return f"the target's forget quality {quality:.2g} is not under {FORGET_QUALITY_LEVEL}"
-    if metrics[reference]["forget"]["rouge"] >= rouge:
-        return "the retain model answers the forget set as well as the target"
-    return ""
-
-
-# --------------------------------------------------------------------------- one seed, every seed
-
-
-#: The claims not about an unlearned model, so not gated on the target's regime (the aligned models of notebook 07
-#: come from their own complying model).
-UNGATED = ("scholten.sampling_toxicity_exceeds_greedy",)
-
-
-def effect_on_seed(claim: Claim, seed: SeedResults) -> SeedResult:
-    """The claim's effect on one seed (not testable, with the reason, where a precondition is unmet or the notebook
-    it reads has not run for the seed). Every claim about unlearning is gated on the setup check: a seed whose target
-    is not in TOFU's starting regime tests none of them."""
-    try:
-        if claim.kind != registry.SETUP_CHECK and claim.id not in UNGATED:
-            why = target_gate(seed)
-            if why:
-                return result(claim, seed, None, reason=f"setup: {why}")
-        return EXTRACTORS[claim.id](claim, seed)
-    except NotTestable as e:
-        return result(claim, seed, None, reason=str(e))
-    except FileNotFoundError as e:
-        return result(claim, seed, None, reason=f"not run: {str(e).split(' has no ', 1)[-1].split(' in ', 1)[0]}")
+from . import calibration, formats, recovery, sampling, unlearning  # noqa: F401  (each registers its claims)
+from .base import EXTRACTORS, NotTestable, effect_on_seed
 
 
 def judged_claims(reg: Registry | None = None) -> list[Claim]:
@@ -168,12 +45,6 @@ def judge_claims(profile: str, seeds: Sequence[int] | None = None, reg: Registry
         out.append(judge.judge(claim.id, per_seed, claim.side, claim.null))
     return out
 
-
-def _register() -> None:
-    from . import calibration, formats, recovery, sampling, unlearning  # noqa: F401  (each registers its claims)
-
-
-_register()
 
 __all__ = ["EXTRACTORS", "NotTestable", "effect_on_seed", "judge_claims", "judged_claims", "untested",
            "NOT_TESTABLE"]

@@ -12,7 +12,7 @@ from ... import runs
 from ...judge import CONSISTENT, INCONSISTENT, Unit
 from ...registry import Claim
 from ...results import SeedResults
-from . import NotTestable, extractor, finite, pooled, result, unit
+from .base import NotTestable, extractor, finite, pooled, result, unit
 
 #: Wang's GA-based methods (the paper's Table 2 and 3).
 GA_BASED = ("ga", "gd", "kl")

@@ -10,7 +10,7 @@ from ... import runs
 from ...judge import Unit
 from ...registry import Claim
 from ...results import SeedResults
-from . import NotTestable, before, extractor, finite, pooled, unit
+from .base import NotTestable, before, extractor, finite, pooled, unit
 
 #: The formats of the paper (MCQA, cloze, analogy, odd-one-out, comprehension in its two forms), by their scores.
 FORMATS = ("mcqa", "cloze", "analogy", "odd_one_out", "comprehension_qa", "comprehension_mcqa")

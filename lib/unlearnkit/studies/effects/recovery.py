@@ -13,7 +13,7 @@ from ... import runs
 from ...judge import INCONSISTENT, Unit
 from ...registry import Claim
 from ...results import SeedResults
-from . import NotTestable, before, extractor, finite, pooled, result, unit
+from .base import NotTestable, before, extractor, finite, pooled, result, unit
 
 #: A run "unlearned" when its forget ROUGE-L lies at most halfway from the target's to the retain model's.
 HALFWAY = 0.5

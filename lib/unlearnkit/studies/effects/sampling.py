@@ -9,7 +9,7 @@ from ... import runs
 from ...judge import Unit
 from ...registry import Claim
 from ...results import SeedResults
-from . import NotTestable, extractor, finite, method_of, parameters, pooled, result, unit
+from .base import NotTestable, extractor, finite, method_of, parameters, pooled, result, unit
 
 #: The paper's Fig. 3a level: the share of questions whose bound on the leak probability exceeds 10 %.
 BOUND_LEVEL = 0.1

@@ -11,7 +11,17 @@ from ...judge import CONSISTENT, INCONSISTENT, Unit
 from ...pipeline.evaluate import matched_level
 from ...registry import Claim
 from ...results import SeedResults
-from . import FORGET_QUALITY_LEVEL, NotTestable, before, extractor, finite, pooled, result, target_gate, unit
+from .base import (
+    FORGET_QUALITY_LEVEL,
+    NotTestable,
+    before,
+    extractor,
+    finite,
+    pooled,
+    result,
+    target_gate,
+    unit,
+)
 
 #: A scored step keeps model utility at this share of the target's (TOFU's "keeps utility", the former bar).
 UTILITY_KEPT = 0.9
