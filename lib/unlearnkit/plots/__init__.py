@@ -550,7 +550,8 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6)
     over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
     what = ("by its verdict" if not {EVERY_SEED_HOLDS, SEEDS_DIFFER, EVERY_SEED_FAILS} & set(tiles)
             else "by what its seeds show (fewer than five seeds: no verdict yet)")
-    ax.set_title(textwrap.fill(f"Each finding of each paper, {what}{over} (tile: the finding, the notebook "
-                               "it comes from)", 80), fontsize=12)
+    ax.set_title(textwrap.fill(f"The former findings (each notebook's own reading, at its former bar), {what}{over} "
+                               "(tile: the finding, the notebook it comes from); the papers' quoted claims are "
+                               "judged in the claims table", 80), fontsize=12)
     fig.tight_layout()
     return fig

@@ -135,3 +135,21 @@ def styled(table):
                "inconclusive": "background-color: #fee8b0", "not testable here": "color: #777"}
     return (table.style.hide(axis="index").map(lambda v: colours.get(v, ""), subset=["verdict"])
             .set_properties(**{"text-align": "left", "white-space": "normal", "vertical-align": "top"}))
+
+
+def unit_frame(rows: Sequence[Mapping[str, Any]]):
+    """Per claim about several units (methods, formats, runs, models): each unit's outcome and effect on each seed,
+    the table behind the pooled support (never a silent "every")."""
+    import pandas as pd
+
+    table = []
+    for r in rows:
+        by_unit: dict[str, dict[str, str]] = {}
+        for s in r["per_seed"]:
+            for u in s.get("units", []):
+                effect = "" if u.get("effect") is None else f" {u['effect']:+.3g}"
+                why = f" ({u['reason']})" if u["outcome"] == NOT_TESTABLE and u.get("reason") else ""
+                by_unit.setdefault(u["name"], {})[f"seed {s['seed']}"] = f"{LETTERS.get(u['outcome'], '?')}{effect}{why}"
+        for name, cells in by_unit.items():
+            table.append({"claim": r["id"], "unit": name, **cells})
+    return pd.DataFrame(table)
