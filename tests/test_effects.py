@@ -151,3 +151,17 @@ def test_the_committed_claims_recompute_from_the_committed_results():
         fresh = json.loads(json.dumps(config.jsonable(v.as_dict())))
         fresh.pop("claim")
         assert {k: by_id[v.claim][k] for k in fresh} == fresh, v.claim
+
+
+def test_a_claims_tile_is_its_verdict_from_five_testable_seeds_and_below_that_what_they_agree_on():
+    from unlearnkit.report import claims as claim_text
+
+    seeds = lambda *outcomes: [{"outcome": o} for o in outcomes]  # noqa: E731
+    assert claim_text.tile({"verdict": "inconclusive", "per_seed": seeds(CONSISTENT, CONSISTENT, NOT_TESTABLE)}) \
+        == "consistent on every testable seed"
+    assert claim_text.tile({"verdict": "inconclusive", "per_seed": seeds(CONSISTENT, INCONCLUSIVE)}) \
+        == "inconclusive or mixed"
+    assert claim_text.tile({"verdict": "not testable here", "per_seed": seeds(NOT_TESTABLE)}) == "not testable here"
+    assert claim_text.tile({"verdict": "reproduced", "per_seed": seeds(*[CONSISTENT] * 5)}) == "reproduced"
+    assert [claim_text.short_name(i) for i in ("undial.claim", "scholten.greedy_understates")] == \
+        ["undial", "greedy understates"]

@@ -500,10 +500,14 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
 VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
                   "fact": "#8c8c8c",
                   # fewer seeds than a verdict needs: what the seeds agree on (studies.verdicts.tile), lighter
-                  EVERY_SEED_HOLDS: "#a6dba0", SEEDS_DIFFER: "#fde0a0", EVERY_SEED_FAILS: "#f4a6a0"}
+                  EVERY_SEED_HOLDS: "#a6dba0", SEEDS_DIFFER: "#fde0a0", EVERY_SEED_FAILS: "#f4a6a0",
+                  # the registered claims (unlearnkit.judge's verdicts, and below five testable seeds what they agree on)
+                  "contradicted": "#d73027", "inconclusive": "#f0a202", "not testable here": "#bdbdbd",
+                  "consistent on every testable seed": "#a6dba0", "inconsistent on every testable seed": "#f4a6a0",
+                  "inconclusive or mixed": "#fde0a0"}
 
 
-def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6):
+def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6, title: str | None = None):
     """Notebook 09 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
     with more takes several lines), coloured by its verdict over the training seeds (``seeds``, named in the title)
     and labelled with the notebook it comes from; a reader sees at a glance which findings came back at this
@@ -550,8 +554,11 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6)
     over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
     what = ("by its verdict" if not {EVERY_SEED_HOLDS, SEEDS_DIFFER, EVERY_SEED_FAILS} & set(tiles)
             else "by what its seeds show (fewer than five seeds: no verdict yet)")
-    ax.set_title(textwrap.fill(f"The former findings (each notebook's own reading, at its former bar), {what}{over} "
-                               "(tile: the finding, the notebook it comes from); the papers' quoted claims are "
-                               "judged in the claims table", 80), fontsize=12)
+    if title is None:
+        title = (f"The former findings (each notebook's own reading, at its former bar), {what}{over} (tile: the "
+                 "finding, the notebook it comes from); the papers' quoted claims are judged in the claims table")
+    else:
+        title = title.format(over=over)
+    ax.set_title(textwrap.fill(title, 80), fontsize=12)
     fig.tight_layout()
     return fig

@@ -579,6 +579,12 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
     folder.mkdir(parents=True, exist_ok=True)
     plots.render_to(folder / f"{OVERVIEW}.png", plots.findings_overview, overview_table(summary),
                     seeds=summary.get("seeds"))
+    if summary.get("claims"):
+        from . import claims as claim_text
+
+        plots.render_to(folder / f"{claim_text.CLAIMS_OVERVIEW}.png", plots.findings_overview,
+                        claim_text.overview_table(summary), seeds=summary.get("seeds"),
+                        title=claim_text.CLAIMS_OVERVIEW_TITLE)
     for name, plot, args in seed_figures(summary):
         plots.render_to(folder / f"{name}.png", plot, *args)
     return True

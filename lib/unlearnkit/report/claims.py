@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import runs
 from ..judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
 from ..studies.effects.records import RULE, SCHEMA_VERSION, counts, records, untested_records  # noqa: F401
 
+#: The registered claims at a glance, above their table (``make readme`` draws it from the summary).
+CLAIMS_OVERVIEW = f"{runs.FINDINGS}_claims"
 #: One letter per seed's outcome, in the README's per-seed strings.
 LETTERS = {CONSISTENT: "c", INCONSISTENT: "i", INCONCLUSIVE: "~", NOT_TESTABLE: "-"}
 
@@ -62,6 +65,7 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
              f"Each row is a sentence of a paper, quoted (docs/claims.yaml), tested on the paper's own quantity in "
              f"the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
              "~ inconclusive, - not testable.", "",
+             f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
              "| paper | claim, and the sentence it tests | effect over the seeds | per seed | verdict | at the former "
              "bar |", "|---|---|---|---|---|---|"]
     for row in rows:
@@ -153,3 +157,44 @@ def unit_frame(rows: Sequence[Mapping[str, Any]]):
         for name, cells in by_unit.items():
             table.append({"claim": r["id"], "unit": name, **cells})
     return pd.DataFrame(table)
+
+
+#: Below five testable seeds no claim can be decided: its tile says what the seeds agree on.
+AGREE = {CONSISTENT: "consistent on every testable seed", INCONSISTENT: "inconsistent on every testable seed"}
+CLAIMS_OVERVIEW_TITLE = ("The papers' quoted claims, by their verdict over the seeds (below five testable seeds, what "
+                         "the seeds agree on){over} (tile: the claim, the notebook that tests it)")
+
+
+def tile(row: Mapping[str, Any]) -> str:
+    """A claim's tile in the overview: its verdict where five testable seeds or more could decide it, else what its
+    testable seeds agree on."""
+    from ..judge import SEEDS_FOR_A_VERDICT
+
+    counted = [r["outcome"] for r in row["per_seed"] if r["outcome"] != NOT_TESTABLE]
+    if not counted:
+        return "not testable here"
+    if len(counted) >= SEEDS_FOR_A_VERDICT:
+        return row["verdict"]
+    return AGREE.get(counted[0], "inconclusive or mixed") if len(set(counted)) == 1 else "inconclusive or mixed"
+
+
+#: A claim id's prefix that names its paper (the row already says it); any other prefix names the method it tests.
+PAPER_PREFIXES = ("setup", "tofu", "ou", "wang", "joshi", "scholten", "hu", "zhang", "deeb", "doshi", "workbook")
+
+
+def short_name(claim_id: str) -> str:
+    """A claim's tile label: its id without the paper (the row names it), the method kept where it is one."""
+    prefix, _, rest = claim_id.partition(".")
+    words = [] if prefix in PAPER_PREFIXES else [prefix]
+    if rest != "claim":
+        words.append(rest)
+    return " ".join(words).replace("_", " ")
+
+
+def overview_table(summary: Mapping[str, Any]):
+    """The claims of a summary as the overview figure reads them (paper, short name, notebook, verdict, tile)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"paper": r["paper"], "short": short_name(r["id"]),
+                          "notebook": r["notebook"], "verdict": r["verdict"], "tile": tile(r)}
+                         for r in summary.get("claims") or []])
