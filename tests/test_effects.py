@@ -5,7 +5,7 @@ adaptive temperature."""
 import math
 
 import pytest
-from unlearnkit import registry, runs
+from unlearnkit import registry, results, runs
 from unlearnkit.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
 from unlearnkit.studies import effects
 
@@ -18,12 +18,12 @@ class FakeSeed:
 
     def metrics(self, notebook):
         if notebook not in self._metrics:
-            raise FileNotFoundError(f"seed 0 of profile 'x' has no {notebook}/metrics.json in runs/x")
+            raise results.MissingResult(f"seed 0 has no {notebook}/metrics.json", notebook, "metrics.json")
         return self._metrics[notebook]
 
     def per_item(self, notebook):
         if notebook not in self._per_item:
-            raise FileNotFoundError(f"seed 0 of profile 'x' has no {notebook}/per_item.json in runs/x")
+            raise results.MissingResult(f"seed 0 has no {notebook}/per_item.json", notebook, "per_item.json")
         return self._per_item[notebook]
 
     def unlearning_runs(self):

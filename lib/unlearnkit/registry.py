@@ -103,9 +103,6 @@ class Registry:
                 return c
         raise KeyError(f"no claim {claim_id!r} in {paths.shown(paths.CLAIMS)}")
 
-    def ids(self) -> list[str]:
-        return [c.id for c in self.claims]
-
     def replacing(self, former_key: str) -> Claim | None:
         """The claim that replaces a former finding (its key in docs/findings.json of schema 0), if any."""
         for c in self.claims:

@@ -32,6 +32,14 @@ publishes, mirror, mirror_store, committed_seeds = runs.publishes, runs.mirror, 
 seed_dir = runs.results_dir
 
 
+class MissingResult(FileNotFoundError):
+    """A seed lacks a notebook's result file: the notebook has not run for it (``notebook``, ``file``)."""
+
+    def __init__(self, message: str, notebook: str, file: str):
+        super().__init__(message)
+        self.notebook, self.file = notebook, file
+
+
 class SeedResults:
     """One seed's results as the judge reads them: from the seed's run store where it holds the notebook's file, else
     from the committed mirror. Only the judge reads through it; a notebook that computes never falls back on
@@ -58,7 +66,8 @@ class SeedResults:
         path = self._path(notebook, file)
         if path is None:
             where = " nor in ".join(paths.shown(d) for d in self._dirs)
-            raise FileNotFoundError(f"seed {self.seed} of profile {self.profile!r} has no {notebook}/{file} in {where}")
+            raise MissingResult(f"seed {self.seed} of profile {self.profile!r} has no {notebook}/{file} in {where}",
+                                notebook, file)
         if path not in self._read:
             self._read[path] = json.loads(path.read_text(encoding="utf-8"))
         return self._read[path]

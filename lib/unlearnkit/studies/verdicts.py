@@ -44,6 +44,8 @@ from ..claims import (
     outcome_of,
 )
 from ..config import Params
+from .effects import base as effect_base
+from .effects.base import mia_gaps
 
 __all__ = ["Finding", "Quantity", "Verdict", "REPRODUCED", "PARTLY", "NOT", "FACT", "NO_TEST", "HOLDS",
            "PARTLY_HOLDS", "FAILS", "VERDICTS"]
@@ -67,7 +69,7 @@ TARGET_ROUGE_MIN, FORGET_QUALITY_LEVEL = 0.9, 0.05
 PRIVLEAK_RETAIN_BAND, PRIVLEAK_TARGET_MAX = 15.0, -50.0
 #: A membership-inference attack tells a run's forget set from the holdout when its AUC differs from the retain
 #: model's AUC for the same attack by more than this (the retain model never saw either set: its AUC is the null).
-MIA_MARGIN = 0.1
+MIA_MARGIN = effect_base.MIA_MARGIN
 #: The key under which a study stores its findings in its metrics.json's meta.
 FINDINGS_KEY = "findings"
 
@@ -247,15 +249,8 @@ def across_unlearning_runs(params: Params) -> list[Finding]:
 
 def mia_told_apart(run_summary: Mapping[str, Any], retain_summary: Mapping[str, Any],
                    margin: float = MIA_MARGIN) -> dict[str, float]:
-    """The attacks whose AUC on a run differs from the retain model's by more than ``margin``, with that difference
-    (positive: the run's forget items look more like training members than under the retain model, i.e. still
-    under-unlearned; negative: less, over-unlearned: their loss is above the unseen holdout's)."""
-    out = {}
-    for key, auc in run_summary.items():
-        if key.startswith("mia_") and key.endswith("_auc") and key in retain_summary:
-            if auc is not None and math.isfinite(auc) and abs(auc - retain_summary[key]) > margin:
-                out[key.removeprefix("mia_").removesuffix("_auc")] = auc - retain_summary[key]
-    return out
+    """The attacks of :func:`mia_gaps` whose AUC differs from the retain model's by more than ``margin``."""
+    return {k: gap for k, gap in mia_gaps(run_summary, retain_summary).items() if abs(gap) > margin}
 
 
 def _rouge_vs_mia(before: Mapping[str, Any], unlearned: Mapping[str, Mapping[str, Any]], params: Params) -> Finding:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import judge, registry, runs
+from ... import judge, registry, results, runs
 from ...judge import CONSISTENT, COUNTED, SeedResult, Unit
 from ...registry import Claim
 from ...results import SeedResults
@@ -133,5 +133,24 @@ def effect_on_seed(claim: Claim, seed: SeedResults) -> SeedResult:
         return EXTRACTORS[claim.id](claim, seed)
     except NotTestable as e:
         return result(claim, seed, None, reason=str(e))
-    except FileNotFoundError as e:
-        return result(claim, seed, None, reason=f"not run: {str(e).split(' has no ', 1)[-1].split(' in ', 1)[0]}")
+    except results.MissingResult as e:
+        return result(claim, seed, None, reason=f"not run: {e.notebook}/{e.file}")
+
+
+# --------------------------------------------------------------------------- membership inference against the retain model
+
+#: A membership-inference attack tells a run's forget set from the holdout when its AUC differs from the retain
+#: model's by more than this (the retain model never saw either set: its AUC is the null).
+MIA_MARGIN = 0.1
+
+
+def mia_gaps(run_summary: Mapping[str, Any], retain_summary: Mapping[str, Any]) -> dict[str, float]:
+    """Every membership-inference attack scored on both a run and the retain model, with the run's AUC minus the
+    retain model's (positive: the run's forget items look more like training members than under the retain model,
+    i.e. still under-unlearned; negative: less, over-unlearned: their loss is above the unseen holdout's)."""
+    out = {}
+    for key, auc in run_summary.items():
+        if key.startswith("mia_") and key.endswith("_auc") and key in retain_summary:
+            if auc is not None and math.isfinite(auc):
+                out[key.removeprefix("mia_").removesuffix("_auc")] = auc - retain_summary[key]
+    return out

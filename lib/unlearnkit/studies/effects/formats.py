@@ -47,20 +47,31 @@ def _r(formats: Mapping[str, Any], run: str, f: str) -> float:
     return kept(formats[run]["forget"][f], formats["base"]["forget"][f], formats["target"]["forget"][f])
 
 
-@extractor("joshi.other_formats")
-def other_formats(claim: Claim, seed: SeedResults):
-    formats, informative, qa, runs_ = _read(seed)
-    if not informative:
-        raise NotTestable("no format is informative (the target beats the base model by 0.1 on none)")
+def _unlearned_in_qa(claim: Claim, runs_, qa: Mapping[str, float], effect) -> list[Unit]:
+    """One unit per run that looks unlearned in Q&A, judged on ``effect(run)`` -> (effect, values); the others are
+    not testable, with their R in Q&A."""
     units = []
     for run in runs_:
         if qa[run] > UNLEARNED_IN_QA:
             units.append(Unit(run, None, "not testable", f"not unlearned in Q&A (R {qa[run]:.2f})"))
             continue
+        value, values = effect(run)
+        units.append(unit(claim, run, value, values={"R in Q&A": qa[run], **values}))
+    return units
+
+
+@extractor("joshi.other_formats")
+def other_formats(claim: Claim, seed: SeedResults):
+    formats, informative, qa, runs_ = _read(seed)
+    if not informative:
+        raise NotTestable("no format is informative (the target beats the base model by 0.1 on none)")
+
+    def most_kept(run: str):
         by_format = {f: _r(formats, run, f) - qa[run] for f in informative}
         best = max(by_format, key=by_format.get)
-        units.append(unit(claim, run, by_format[best], values={"R in Q&A": qa[run], "most kept format": best,
-                                                              **{f"R_{f} - R_QA": v for f, v in by_format.items()}}))
+        return by_format[best], {"most kept format": best, **{f"R_{f} - R_QA": v for f, v in by_format.items()}}
+
+    units = _unlearned_in_qa(claim, runs_, qa, most_kept)
     return pooled(claim, seed, units, values={"informative formats": ", ".join(informative)})
 
 
@@ -82,13 +93,8 @@ def cloze_gap(claim: Claim, seed: SeedResults):
     formats, informative, qa, runs_ = _read(seed)
     if "cloze" not in informative:
         raise NotTestable("cloze is not informative (the target beats the base model by less than 0.1)")
-    units = []
-    for run in runs_:
-        if qa[run] > UNLEARNED_IN_QA:
-            units.append(Unit(run, None, "not testable", f"not unlearned in Q&A (R {qa[run]:.2f})"))
-            continue
-        units.append(unit(claim, run, _r(formats, run, "cloze") - qa[run],
-                          values={"R cloze": _r(formats, run, "cloze"), "R in Q&A": qa[run]}))
+    units = _unlearned_in_qa(claim, runs_, qa, lambda run: (_r(formats, run, "cloze") - qa[run],
+                                                             {"R cloze": _r(formats, run, "cloze")}))
     return pooled(claim, seed, units)
 
 

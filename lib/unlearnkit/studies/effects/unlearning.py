@@ -13,10 +13,12 @@ from ...registry import Claim
 from ...results import SeedResults
 from .base import (
     FORGET_QUALITY_LEVEL,
+    MIA_MARGIN,
     NotTestable,
     before,
     extractor,
     finite,
+    mia_gaps,
     pooled,
     result,
     target_gate,
@@ -29,17 +31,8 @@ UTILITY_KEPT = 0.9
 COLLAPSED = 0.5
 #: TOFU's baselines: gradient ascent, gradient difference, KL minimisation and preference optimisation (IDK).
 BASELINES = ("ga", "gd", "kl", "idk")
-#: A membership-inference attack tells a run's forget set from the holdout when its AUC differs from the retain
-#: model's by more than this (the retain model never saw either set: its AUC is the null).
-MIA_MARGIN = 0.1
 #: p-values are read in decades; one of exactly 0 (underflow) is read at this floor.
 P_FLOOR = 1e-300
-
-
-def _gate(seed: SeedResults) -> None:
-    why = target_gate(seed)
-    if why:
-        raise NotTestable(why)
 
 
 def _target_utility(seed: SeedResults) -> float:
@@ -123,14 +116,12 @@ def _effective_unlearning(claim: Claim, seed: SeedResults, run: str, target_util
 
 @extractor("tofu.baselines_fail")
 def baselines_fail(claim: Claim, seed: SeedResults):
-    _gate(seed)
     target_utility = _target_utility(seed)
     return pooled(claim, seed, [_effective_unlearning(claim, seed, run, target_utility) for run in BASELINES])
 
 
 @extractor("dpo.idk_tofu")
 def dpo_like_tofu(claim: Claim, seed: SeedResults):
-    _gate(seed)
     one = _effective_unlearning(claim, seed, "dpo", _target_utility(seed))
     if one.outcome == "not testable":
         raise NotTestable(one.reason)
@@ -139,7 +130,6 @@ def dpo_like_tofu(claim: Claim, seed: SeedResults):
 
 
 def _utility_at_matched(claim: Claim, seed: SeedResults, first: str, second: str):
-    _gate(seed)
     a, b = _matched(seed, first), _matched(seed, second)
     values = {f"{first} model utility at matched": a["model_utility"], f"{second} model utility at matched":
               b["model_utility"], f"{first} step": a["step"], f"{second} step": b["step"], "matched level": a["level"]}
@@ -163,7 +153,6 @@ def altpo_over_npo(claim: Claim, seed: SeedResults):
 
 @extractor("simnpo.beats_npo")
 def simnpo_over_npo(claim: Claim, seed: SeedResults):
-    _gate(seed)
     target_utility = _target_utility(seed)
     a, b = _matched(seed, "simnpo"), _matched(seed, "npo")
     for run, m in (("simnpo", a), ("npo", b)):
@@ -177,7 +166,6 @@ def simnpo_over_npo(claim: Claim, seed: SeedResults):
 
 @extractor("ceu.claim")
 def ceu_best(claim: Claim, seed: SeedResults):
-    _gate(seed)
     ceu = _matched(seed, "ceu")
     others = []
     for run, metrics in seed.unlearning_runs().items():
@@ -194,7 +182,6 @@ def ceu_best(claim: Claim, seed: SeedResults):
 
 @extractor("rmu.keeps_utility")
 def rmu(claim: Claim, seed: SeedResults):
-    _gate(seed)
     metrics, reference = before(seed)
     run = _run(seed, "rmu")["rmu"]
     target_rouge, retain_rouge = metrics["target"]["forget"]["rouge"], metrics[reference]["forget"]["rouge"]
@@ -207,28 +194,14 @@ def rmu(claim: Claim, seed: SeedResults):
 
 @extractor("npo_eo.keeps_utility")
 def npo_eo(claim: Claim, seed: SeedResults):
-    _gate(seed)
     eo, alone = _run(seed, "npo_eo")["npo_eo"], _run(seed, "npo")["npo"]
     values = {"npo_eo model utility": eo["summary"]["model_utility"], "npo model utility":
               alone["summary"]["model_utility"]}
     return result(claim, seed, eo["summary"]["model_utility"] - alone["summary"]["model_utility"], values=values)
 
 
-def mia_gap(run_summary: Mapping[str, Any], retain_summary: Mapping[str, Any]) -> tuple[str, float] | None:
-    """The membership-inference attack whose AUC on a run lies farthest from the retain model's, and that distance
-    (signed: positive, the forget items look more like members than under the retain model)."""
-    gaps = {k.removeprefix("mia_").removesuffix("_auc"): v - retain_summary[k] for k, v in run_summary.items()
-            if k.startswith("mia_") and k.endswith("_auc") and k in retain_summary and finite(v)
-            and finite(retain_summary[k]) and k != "mia_reference_auc"}
-    if not gaps:
-        return None
-    attack = max(gaps, key=lambda k: abs(gaps[k]))
-    return attack, gaps[attack]
-
-
 @extractor("ou.mia_beyond_rouge")
 def mia_beyond_rouge(claim: Claim, seed: SeedResults):
-    _gate(seed)
     metrics, reference = before(seed)
     retain = metrics[reference].get("summary", {})
     if not any(k.startswith("mia_") for k in retain):
@@ -239,11 +212,12 @@ def mia_beyond_rouge(claim: Claim, seed: SeedResults):
         result_ = found[run]
         if result_["forget"]["rouge"] > level:
             continue
-        gap = mia_gap(result_.get("summary", {}), retain)
-        if gap is None:
+        gaps = mia_gaps(result_.get("summary", {}), retain)
+        if not gaps:
             units.append(Unit(run, None, "not testable", "no privacy metrics"))
             continue
-        attack, signed = gap
+        attack = max(gaps, key=lambda k: abs(gaps[k]))
+        signed = gaps[attack]
         units.append(Unit(run, abs(signed), CONSISTENT if abs(signed) > MIA_MARGIN else INCONSISTENT, "",
                           {"forget ROUGE-L": result_["forget"]["rouge"], "attack": attack, "AUC - retain AUC": signed}))
     if sum(u.outcome != "not testable" for u in units) < 3:
