@@ -100,18 +100,41 @@ def test_membership_inference_counts_the_share_of_rouge_unlearned_runs_it_tells_
     assert found.effect == pytest.approx(0.75) and found.outcome == CONSISTENT  # a, c, d told apart; b not
 
 
-def test_relearning_speed_is_read_against_the_retain_model_at_the_halfway_mark():
+def test_relearning_is_the_share_of_the_gap_closed_against_the_retain_models_over_the_same_budget():
     per_item = {"target": {"before": {"rouge": 0.9}}, "retain90": {"before": {"rouge": 0.3}, "relearn": {
-        "curve": [[0, 0.3], [4, 0.5], [8, 0.61]]}},
-        "fast": {"before": {"rouge": 0.2}, "relearn": {"curve": [[0, 0.2], [2, 0.7], [4, 0.8]]}},
-        "never": {"before": {"rouge": 0.1}, "relearn": {"curve": [[0, 0.1], [8, 0.2]]}},
+        "curve": [[0, 0.3], [4, 0.5], [8, 0.6]]}},  # closes 0.3 of its 0.6 gap: 0.5
+        "fast": {"before": {"rouge": 0.2}, "relearn": {"curve": [[0, 0.2], [2, 0.7], [8, 0.83]]}},  # 0.9
+        "slow": {"before": {"rouge": 0.1}, "relearn": {"curve": [[0, 0.1], [8, 0.2]]}},  # 0.125
+        "level": {"before": {"rouge": 0.3}, "relearn": {"curve": [[0, 0.3], [8, 0.6]]}},  # 0.5, as the control
         "kept": {"before": {"rouge": 0.85}, "relearn": {"curve": [[0, 0.85]]}}}
     found = effects.effect_on_seed(claim("hu.relearning_jogs_memory"),
                                    FakeSeed({runs.FINETUNE: _finetune()}, {runs.ROBUSTNESS: per_item}))
     units = {u.name: u for u in found.units}
-    assert units["fast"].effect == pytest.approx(2.0) and units["fast"].outcome == CONSISTENT  # 8 steps vs 2
-    assert units["never"].outcome == INCONSISTENT and units["kept"].outcome == NOT_TESTABLE
-    assert found.support == (1, 2)
+    assert units["fast"].effect == pytest.approx(0.4) and units["fast"].outcome == CONSISTENT
+    assert units["slow"].effect == pytest.approx(-0.375) and units["slow"].outcome == INCONSISTENT
+    assert units["level"].outcome == INCONCLUSIVE and units["kept"].outcome == NOT_TESTABLE
+    assert found.support == (1, 3) and found.effect == pytest.approx((0.4 - 0.375 + 0) / 3)
+    assert found.values["retain model's gap closed"] == pytest.approx(0.5)
+
+
+def _formats(**runs_):
+    scores = {"base": {"forget": {"mcqa": 0.2, "cloze": 0.1, "analogy": 0.3}},
+              "target": {"forget": {"mcqa": 0.8, "cloze": 0.6, "analogy": 0.32}}}  # analogy is not informative
+    return {**scores, **{r: {"forget": s} for r, s in runs_.items()}}
+
+
+def test_other_formats_is_the_mean_over_informative_formats_not_the_largest():
+    metrics = {runs.FINETUNE: _finetune(), **_run("ga", 0.05 + 0.93 * 0.1, None, 0.8),
+               **_run("dpo", 0.9, None, 0.8),  # keeps most of Q&A: not unlearned there, so not testable
+               runs.FORMATS: _formats(ga={"mcqa": 0.2 + 0.6 * 0.7, "cloze": 0.1 + 0.5 * 0.1, "analogy": 0.3},
+                                      dpo={"mcqa": 0.8, "cloze": 0.6, "analogy": 0.3})}
+    found = effects.effect_on_seed(claim("joshi.other_formats"), FakeSeed(metrics))
+    units = {u.name: u for u in found.units}
+    # R_QA = 0.1; R_mcqa - R_QA = 0.6 and R_cloze - R_QA = 0.0: the mean 0.3, where the largest would read 0.6
+    assert units["ga"].effect == pytest.approx(0.3) and units["ga"].outcome == CONSISTENT
+    assert units["dpo"].outcome == NOT_TESTABLE
+    assert found.values["informative formats"] == "mcqa, cloze"
+    assert found.values["mean R_mcqa - R_QA"] == pytest.approx(0.6)
 
 
 def test_adaptive_temperature_answers_confident_questions_greedily_in_the_ed_score():

@@ -75,6 +75,8 @@ class Claim:
     status: str | None = None
     seed0_known: str = ""
     quote_seen_at: str | None = None
+    #: Each amendment made after some seeds were judged: its date, the quantity before, why, and what was known.
+    amended: tuple[Mapping[str, str], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -147,14 +149,19 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     pool = raw.get("pool")
     if pool is not None and pool not in POOLS:
         raise _fail(where, f"pool {pool!r}: one of {', '.join(POOLS)}")
+    amended = raw.get("amended") or ()
+    if not isinstance(amended, Sequence) or isinstance(amended, str) or not all(
+            isinstance(a, Mapping) and {"date", "before", "why", "known"} <= set(a) for a in amended):
+        raise _fail(where, "amended is a list of {date, before, why, known}: an amendment says what was known")
     known = {*_REQUIRED, "kind", "section", "quote", "quote_seen_at", "replaces", "pool", "preconditions", "status",
-             "seed0_known"}
+             "seed0_known", "amended"}
     return Claim(str(raw["id"]), papers[raw["paper"]], str(raw.get("section") or ""), quote, str(raw["claim"]),
                  str(raw["notebook"]), str(effect["quantity"]), str(effect["scale"]), str(effect["side"]),
                  _number(effect["no_effect"], where, "effect no_effect"), value, str(minimal["reason"]), str(raw["unit"]), kind,
                  pool, tuple(str(p) for p in raw.get("preconditions") or ()),
                  tuple(str(k) for k in raw.get("replaces") or ()), status, str(raw.get("seed0_known", "")),
-                 raw.get("quote_seen_at"), {k: v for k, v in raw.items() if k not in known})
+                 raw.get("quote_seen_at"), tuple({k: str(v) for k, v in a.items()} for a in amended),
+                 {k: v for k, v in raw.items() if k not in known})
 
 
 def parse(data: Any) -> Registry:

@@ -55,6 +55,12 @@ def seeds_text(row: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def amended_text(row: Mapping[str, Any]) -> str:
+    """" (amended <date>: <why>)" for a claim whose quantity changed after some seeds were judged; else ""."""
+    return "".join(f" [amended {a['date']}: {a['why']}; {a['known']}]"
+                   for a in row.get("amended") or ())
+
+
 def readme_lines(summary: Mapping[str, Any]) -> list[str]:
     """The README's table of the registered claims, and the list of those not testable here."""
     rows = summary.get("claims") or []
@@ -71,7 +77,8 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
     for row in rows:
         kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
         quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
-        lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | {_cell(row['claim'] + kind + quote)} | "
+        lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | "
+                     f"{_cell(row['claim'] + kind + quote + amended_text(row))} | "
                      f"{_cell(effect_text(row))} | {_cell(seeds_text(row))} | **{row['verdict']}** | "
                      f"{_cell(row.get('former_bar') or '')} |")
     untested = summary.get("untested") or []
@@ -127,7 +134,8 @@ def frame(rows: Sequence[Mapping[str, Any]]):
     import pandas as pd
 
     return pd.DataFrame([{"paper": f"{r['paper']} (arXiv {r['arxiv']})",
-                          "claim": r["claim"] + ("" if r["kind"] == "finding" else f" ({r['kind']})"),
+                          "claim": r["claim"] + ("" if r["kind"] == "finding" else f" ({r['kind']})")
+                          + amended_text(r),
                           "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
                           "effect over the seeds": effect_text(r), "per seed": seeds_text(r),
                           "verdict": r["verdict"], "at the former bar": r.get("former_bar") or ""} for r in rows])

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ... import runs
 from ...judge import Unit
 from ...registry import Claim
@@ -66,13 +68,15 @@ def other_formats(claim: Claim, seed: SeedResults):
     if not informative:
         raise NotTestable("no format is informative (the target beats the base model by 0.1 on none)")
 
-    def most_kept(run: str):
+    def mean_kept(run: str):
         by_format = {f: _r(formats, run, f) - qa[run] for f in informative}
-        best = max(by_format, key=by_format.get)
-        return by_format[best], {"most kept format": best, **{f"R_{f} - R_QA": v for f, v in by_format.items()}}
+        return float(np.mean(list(by_format.values()))), {f"R_{f} - R_QA": v for f, v in by_format.items()}
 
-    units = _unlearned_in_qa(claim, runs_, qa, most_kept)
-    return pooled(claim, seed, units, values={"informative formats": ", ".join(informative)})
+    units = _unlearned_in_qa(claim, runs_, qa, mean_kept)
+    tested = [u for u in units if u.effect is not None]
+    by_format = {f"mean R_{f} - R_QA": float(np.mean([u.values[f"R_{f} - R_QA"] for u in tested]))
+                 for f in informative} if tested else {}
+    return pooled(claim, seed, units, values={"informative formats": ", ".join(informative), **by_format})
 
 
 @extractor("joshi.format_gap")

@@ -3,14 +3,13 @@ across buckets), held-out-fact relearning (Deeb & Roger) and input probes (Doshi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ... import runs
-from ...judge import INCONSISTENT, Unit
+from ...judge import Unit
 from ...registry import Claim
 from ...results import SeedResults
 from .base import NotTestable, before, extractor, finite, pooled, result, unit
@@ -39,21 +38,20 @@ def _forgetting_runs(per_item: Mapping[str, Any], reference: str) -> list[str]:
     return [name for name in per_item if name not in ("target", reference)]
 
 
-def steps_to(curve: Sequence[Sequence[float]], mark: float) -> int | None:
-    """The first relearning step at which forget ROUGE-L reaches ``mark`` (None: not within the curve)."""
-    for step, rouge in curve:
-        if rouge >= mark:
-            return int(step)
-    return None
+def gap_closed(curve: Sequence[Sequence[float]], target: float) -> float:
+    """The share of its gap to the target's forget ROUGE-L a relearning curve closes by its last reading."""
+    start, last = curve[0][1], curve[-1][1]
+    return (last - start) / (target - start)
 
 
 @extractor("hu.relearning_jogs_memory")
 def relearning(claim: Claim, seed: SeedResults):
     per_item, reference, target, retain = _attacks(seed)
     mark = _mark(target, retain)
-    control = steps_to(per_item[reference]["relearn"]["curve"], mark)
-    if not control:
-        raise NotTestable(f"the retain model does not reach forget ROUGE-L {mark:.2f} within the relearning budget")
+    control_curve = per_item[reference].get("relearn", {}).get("curve")
+    if not control_curve or not control_curve[0][1] < target:
+        raise NotTestable("the retain model has no relearning curve starting below the target")
+    control = gap_closed(control_curve, target)
     units = []
     for run in _forgetting_runs(per_item, reference):
         start = per_item[run]["before"]["rouge"]
@@ -61,14 +59,11 @@ def relearning(claim: Claim, seed: SeedResults):
             units.append(Unit(run, None, "not testable", f"not unlearned (forget ROUGE-L {start:.2f})"))
             continue
         curve = per_item[run]["relearn"]["curve"]
-        steps = steps_to(curve, mark)
-        if steps is None:
-            units.append(Unit(run, None, INCONSISTENT, "", {"note": f"never back to {mark:.2f} within "
-                                                                    f"{int(curve[-1][0])} steps"}))
-            continue
-        units.append(unit(claim, run, math.log2(control / max(steps, 1)),
-                          values={"steps to the mark": steps, "retain model's steps": control}))
-    return pooled(claim, seed, units, values={"mark": mark})
+        closed = gap_closed(curve, target)
+        units.append(unit(claim, run, closed - control,
+                          values={"gap closed": closed, "forget ROUGE-L after relearning": curve[-1][1]}))
+    return pooled(claim, seed, units, values={"retain model's gap closed": control, "relearning steps":
+                                              int(control_curve[-1][0]), "mark": mark})
 
 
 @extractor("zhang.quantisation_restores")
