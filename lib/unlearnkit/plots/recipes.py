@@ -6,14 +6,17 @@ have executed whatever its pickles held. A recipe is now ``<name>.json`` (and ``
 read with ``allow_pickle=False``): plain JSON values, tagged where JSON has no type of its own (tuples, non-string
 keys, NaN, paths, numpy arrays, pandas frames and series), the library's own dataclasses and named tuples by their
 class (a class of ``unlearnkit`` only, rebuilt from its fields), and the plotting function by its module and name (a
-function of ``unlearnkit.plots`` only). Anything else is refused when the figure is drawn, with its type named, so a
+public function defined in one of the modules of ``unlearnkit.plots``, found by one lookup in that registry, never by
+a dotted path). Anything else is refused when the figure is drawn, with its type named, so a
 figure that is drawn can always be redrawn; anything else in a recipe is refused when it is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import inspect
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -86,7 +89,7 @@ class _Encoder:
                                    "dtype": str(x.dtype), "name": self(x.name)}}
         if _is_namedtuple(x) or dataclasses.is_dataclass(x) and not isinstance(x, type):
             cls = type(x)
-            if not cls.__module__.startswith(LIBRARY + "."):
+            if not cls.__module__.startswith(LIBRARY + ".") or _library_class(_qualified(cls)) is not cls:
                 raise RecipeError(f"a {_qualified(cls)} cannot be kept as a figure's data: only the library's own "
                                   "dataclasses and named tuples are")
             names = cls._fields if _is_namedtuple(x) else [f.name for f in dataclasses.fields(x)]
@@ -181,28 +184,59 @@ def _is_namedtuple_class(cls: type) -> bool:
     return issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 
-def _resolve(qualified: str, package: str) -> Any:
+#: The modules whose public, module-level functions a recipe may name: the registry of plotting functions.
+PLOT_MODULES = ("unlearnkit.plots", "unlearnkit.plots.alignment", "unlearnkit.plots.calibration",
+                "unlearnkit.plots.entropy", "unlearnkit.plots.formats", "unlearnkit.plots.leakage",
+                "unlearnkit.plots.recovery", "unlearnkit.plots.seeds")
+
+
+def _split(qualified: Any, package: str) -> tuple[str, str]:
+    """``module:name`` with a module of ``package`` and a plain name: no dotted path after the colon, so a recipe
+    can name a module's own top-level object and nothing reached through it (``plots:runs.os.system``)."""
+    if not isinstance(qualified, str):
+        raise RecipeError(f"{qualified!r} is not a name of {package}: a figure recipe names nothing else")
     module, _, name = qualified.partition(":")
-    if not (module == package or module.startswith(package + ".")) or not name:
-        raise RecipeError(f"{qualified!r} is not of {package}: a figure recipe names nothing else")
-    obj = importlib.import_module(module)
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
+    parts = module.split(".")
+    if (not (module == package or module.startswith(package + ".")) or not name.isidentifier()
+            or not all(p.isidentifier() and not p.startswith("_") for p in parts)):
+        raise RecipeError(f"{qualified!r} is not a name of {package}: a figure recipe names nothing else")
+    return module, name
 
 
-def _library_class(qualified: str) -> type:
-    cls = _resolve(qualified, LIBRARY)
-    if not (isinstance(cls, type) and (dataclasses.is_dataclass(cls) or _is_namedtuple_class(cls))):
+@functools.lru_cache(maxsize=1)
+def plot_registry() -> dict[str, Callable[..., Any]]:
+    """Every plotting function a recipe may name, by ``module:name``: the public functions defined in
+    :data:`PLOT_MODULES` themselves (a name a module merely imports is not its own)."""
+    out = {}
+    for module in PLOT_MODULES:
+        namespace = importlib.import_module(module)
+        for name, fn in vars(namespace).items():
+            if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == module:
+                out[f"{module}:{name}"] = fn
+    return out
+
+
+def _library_class(qualified: Any) -> type:
+    """A dataclass or named tuple the library defines, by ``module:Name``: one lookup in its own module's namespace,
+    the class's own module checked."""
+    module, name = _split(qualified, LIBRARY)
+    try:
+        namespace = importlib.import_module(module)
+    except ImportError:
+        raise RecipeError(f"{qualified!r}: no module {module} in the library") from None
+    cls = vars(namespace).get(name)
+    if not (isinstance(cls, type) and cls.__module__ == module
+            and (dataclasses.is_dataclass(cls) or _is_namedtuple_class(cls))):
         raise RecipeError(f"{qualified!r} is not a dataclass or named tuple of the library")
     return cls
 
 
-def plot_function(qualified: str) -> Callable[..., Any]:
-    """The plotting function a recipe names: a module-level function of ``unlearnkit.plots``, nothing else."""
-    fn = _resolve(qualified, PLOTS_PACKAGE)
-    if not callable(fn) or isinstance(fn, type):
-        raise RecipeError(f"{qualified!r} is not a plotting function")
+def plot_function(qualified: Any) -> Callable[..., Any]:
+    """The plotting function a recipe names: one of :func:`plot_registry`, nothing else."""
+    module, name = _split(qualified, PLOTS_PACKAGE)
+    fn = plot_registry().get(f"{module}:{name}")
+    if fn is None:
+        raise RecipeError(f"{qualified!r} is not a plotting function of {PLOTS_PACKAGE}")
     return fn
 
 
