@@ -54,9 +54,63 @@ def test_warmup_then_linear_decay():
 def test_incomplete_checkpoint_is_never_resumed_from(tmp_path):
     (tmp_path / "checkpoint-4").mkdir()
     (tmp_path / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-4" / "model.safetensors").write_bytes(b"")
     (tmp_path / ".checkpoint-8.tmp").mkdir()  # a run killed while writing step 8
     (tmp_path / "checkpoint-12").mkdir()  # no trainer_state.json: incomplete
+    (tmp_path / "checkpoint-16").mkdir()  # pickled weights only: never unpickled, so never resumed from
+    (tmp_path / "checkpoint-16" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-16" / "pytorch_model.bin").write_bytes(b"")
     assert training.latest_checkpoint(tmp_path).name == "checkpoint-4"
+
+
+def test_a_checkpoint_with_a_custom_pickle_is_passed_over_and_never_unpickled(small_corpus, tiny_tokenizer, tmp_path):
+    sys.path.insert(0, str(HERE))
+    import resume_job
+
+    tok_dir = tmp_path / "tok"
+    tiny_tokenizer.save_pretrained(tok_dir)
+    out = tmp_path / "run"
+    killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), str(small_corpus.folder),
+                             str(out), "6"], capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stderr
+    checkpoint = training.latest_checkpoint(out)
+    marker = tmp_path / "ran"  # as accelerate's load_custom_state would load it, with weights_only=False
+    torch.save(_WritesOnUnpickle(marker), checkpoint / "custom_checkpoint_0.pkl")
+    assert training.latest_checkpoint(out) is None
+    resume_job.run(str(tok_dir), str(small_corpus.folder), str(out))  # trains from the start instead
+    assert not marker.exists()
+    assert [h["step"] for h in json.loads((out / "history.json").read_text())] == list(range(1, 13))
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine", "constant"])
+def test_the_schedule_resumes_from_its_json_state_or_by_stepping_to_the_same_rate(schedule):
+    def fresh():
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+        return opt, training.make_schedule(opt, schedule, 3, 20)
+
+    opt, straight = fresh()
+    for _ in range(7):
+        opt.step()
+        straight.step()
+    state = json.loads(json.dumps(straight.state_dict()))  # what trainer_state.json keeps
+    for kept in (state, None):
+        opt2, resumed = fresh()
+        training.restore_schedule(resumed, kept, 7)
+        assert resumed.get_last_lr() == pytest.approx(straight.get_last_lr())
+        opt.step(), opt2.step(), straight.step(), resumed.step()
+        assert resumed.get_last_lr() == pytest.approx(straight.get_last_lr())
+        opt, straight = fresh()
+        for _ in range(7):
+            opt.step()
+            straight.step()
+
+
+class _WritesOnUnpickle:
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.target), "ran"))
 
 
 @pytest.mark.slow
@@ -73,7 +127,10 @@ def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tok
     killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), corpus_dir,
                              str(tmp_path / "resumed"), "6"], capture_output=True, text=True)
     assert killed.returncode == -9, killed.stderr  # SIGKILL
-    assert training.latest_checkpoint(tmp_path / "resumed").name == "checkpoint-4"
+    checkpoint = training.latest_checkpoint(tmp_path / "resumed")
+    assert checkpoint.name == "checkpoint-4"
+    assert "scheduler" in json.loads((checkpoint / "trainer_state.json").read_text())
+    assert not list(checkpoint.glob("custom_checkpoint_*.pkl"))
     resumed = resume_job.run(str(tok_dir), corpus_dir, str(tmp_path / "resumed"))
 
     history = json.loads((tmp_path / "resumed" / "history.json").read_text())

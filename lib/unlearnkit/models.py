@@ -230,8 +230,11 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if local.is_dir() and not any(local.glob("*.safetensors")) and any(local.glob("*.bin")):
+        raise ValueError(f"model folder {paths.shown(local)} holds pickled weights (*.bin) only, which the workbook never "
+                         "unpickles: save it with safetensors (model.save_pretrained(folder), the default)")
     with _quiet_transformers():
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype))
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype), use_safetensors=True)
     if device == "auto":
         to_available_device(model)
     elif device:

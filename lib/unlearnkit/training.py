@@ -12,7 +12,7 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,8 +148,28 @@ def make_schedule(optimizer, schedule: str, warmup_steps: int, total_steps: int)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def restore_schedule(scheduler, state: Mapping[str, Any] | None, step: int) -> None:
+    """Put ``scheduler`` where a run that took ``step`` optimizer steps left it: from its state in trainer_state.json,
+    or, for a checkpoint written before that was kept there, by stepping a fresh one (a LambdaLR's rate is a function
+    of the step alone)."""
+    if state is not None:
+        scheduler.load_state_dict(dict(state))
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "lr_scheduler.step() before optimizer.step()": by design here
+        for _ in range(step):
+            scheduler.step()
+
+
 def _checkpoints(output_dir: Path) -> list[Path]:
-    found = [p for p in output_dir.glob("checkpoint-*") if (p / "trainer_state.json").exists()]
+    """The complete checkpoints this loop can resume from without unpickling anything (trainer state and safetensors
+    weights, and no accelerate custom-object pickle, which it would load with weights_only=False: checkpoints written
+    before the scheduler's state moved to trainer_state.json, or received with one, are passed over), oldest first."""
+    found = [p for p in output_dir.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit()
+             and (p / "trainer_state.json").exists() and (p / "model.safetensors").exists()
+             and not any(p.glob("custom_checkpoint_*"))]
     return sorted(found, key=lambda p: int(p.name.split("-")[1]))
 
 
@@ -201,7 +221,9 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     total_steps = config.max_steps or max(1, math.ceil(steps_per_epoch * config.epochs))
     warmup_steps = int(config.warmup if config.warmup >= 1 else round(config.warmup * total_steps))
     scheduler = make_schedule(optimizer, config.schedule, warmup_steps, total_steps)
-    accelerator.register_for_checkpointing(scheduler)
+    # The scheduler is not registered with accelerate, whose custom-object checkpoint is a pickle loaded with
+    # weights_only=False: its state lives in trainer_state.json, and a checkpoint folder is never unpickled beyond
+    # accelerate's weights_only loads (optimizer, RNG states) and the model's safetensors.
 
     step, history, resumed_from = 0, [], None
     ckpt = latest_checkpoint(out) if resume else None
@@ -209,6 +231,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         accelerator.load_state(str(ckpt))
         state = json.loads((ckpt / "trainer_state.json").read_text())
         step, history, resumed_from = state["step"], state["history"], state["step"]
+        restore_schedule(scheduler, state.get("scheduler"), step)
 
     def save_checkpoint() -> None:
         if not accelerator.is_main_process:
@@ -218,6 +241,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         shutil.rmtree(tmp, ignore_errors=True)
         accelerator.save_state(str(tmp))
         (tmp / "trainer_state.json").write_text(json.dumps({"step": step, "history": history,
+                                                            "scheduler": scheduler.state_dict(),
                                                             "config": _jsonable_config(config)}))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)  # a checkpoint directory exists only once it is complete
