@@ -142,9 +142,11 @@ def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tok
     assert not torch.allclose(fresh.lm_head.weight, resumed.lm_head.weight)
 
 
-def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_path):
+def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_path, monkeypatch):
+    from unlearnkit import paths
     from unlearnkit.pipeline import claim_run_folder
 
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
     train, trajectory = tmp_path / "run.train", tmp_path / "run.trajectory"
     claim_run_folder(train, "a", also_clear=(trajectory,))
     (train / "checkpoint-00010").mkdir()
@@ -161,3 +163,32 @@ def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_p
     (train / "checkpoint-00020").mkdir()
     claim_run_folder(train, "b")
     assert not (train / "checkpoint-00020").exists()
+
+
+def test_a_run_folder_that_is_a_symlink_out_of_the_store_is_never_cleared(tmp_path, monkeypatch):
+    from unlearnkit import paths
+    from unlearnkit.pipeline import claim_run_folder
+
+    store, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
+    (elsewhere / "precious").mkdir(parents=True)
+    store.mkdir()
+    (store / "run.train").symlink_to(elsewhere)  # as a received models/ folder may hold
+    monkeypatch.setattr(paths, "RUNS", store)
+    with pytest.raises(ValueError, match="outside"):
+        claim_run_folder(store / "run.train", "a")
+    assert (elsewhere / "precious").is_dir()
+
+
+def test_saving_a_model_never_removes_a_folder_that_holds_no_model(tiny_model, tiny_tokenizer, template, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="holds no saved model"):
+        models.save_model(tiny_model, tiny_tokenizer, folder, template)
+    assert (folder / "keep.txt").read_text() == "mine"
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "notes")
+    with pytest.raises(ValueError, match="symlink"):
+        models.save_model(tiny_model, tiny_tokenizer, link, template)
+    saved = models.save_model(tiny_model, tiny_tokenizer, tmp_path / "model", template)
+    assert models.save_model(tiny_model, tiny_tokenizer, saved, template) == saved  # a saved model is replaced

@@ -356,6 +356,9 @@ def _save_atomically(model, tokenizer, folder: str | os.PathLike, files: dict[st
     import shutil
 
     folder = Path(folder)
+    if folder.is_symlink() or (folder.exists() and any(folder.iterdir()) and not (folder / "config.json").exists()):
+        raise ValueError(f"{paths.shown(folder)} is a symlink or a folder that holds no saved model: it is never "
+                         "removed to save a model there")
     # Hidden and per process: never taken for a saved model (step-* globs), never shared by two writers.
     tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
     if tmp.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 
@@ -73,3 +74,26 @@ def shown(path: str | os.PathLike) -> str:
             continue
         return str(Path(name) / rel) if name else str(rel)
     return str(p)
+
+
+#: What a run, method, profile or seed name may be, as it becomes a folder or file name in the store: letters, digits
+#: and ``._@-`` (``paper-dry-lora``, ``npo_f3_r0.25_lr0.0003``, ``seed-3-data-1``, ``ga_mild@26``), not starting with a
+#: dot, with no ``..`` and no ``/``.
+NAME = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,127}")
+
+
+def check_name(kind: str, name: object) -> str:
+    """``name`` if it is a name (:data:`NAME`); else a ValueError in one line saying what a name may be."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"{kind} {name!r} is not a name: letters, digits and ._@- only (at most 128), not starting "
+                         "with a dot, no '..' and no '/'")
+    return name
+
+
+def inside(path: str | os.PathLike, root: str | os.PathLike, what: str = "a path the workbook writes") -> Path:
+    """``path`` with its symlinks resolved, if it lies inside ``root`` (resolved too); else a ValueError in one line.
+    What the store writes or removes is checked with it first: a received folder may hold a symlink to anywhere."""
+    resolved, base = Path(path).resolve(), Path(root).resolve()
+    if resolved != base and base not in resolved.parents:
+        raise ValueError(f"{what} {Path(path)} resolves to {resolved}, outside {base}: refused")
+    return resolved

@@ -143,7 +143,9 @@ def store(params: Params) -> Path:
     name = f"{SEED_PREFIX}{params.seed}"
     if params.corpus_draw != reference_draw(params.profile, params.seed):
         name += f"{DATA_SEED_INFIX}{params.corpus_draw}"
-    return profile_dir(params.profile) / name
+    folder = profile_dir(params.profile) / name
+    paths.inside(folder, paths.RUNS, "the run store")  # runs/<profile> may be a symlink a received folder brought
+    return folder
 
 
 def seeds(profile: str) -> list[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import config
+from .. import config, paths
 from ..config import Params
 from ..data.tofu import (
     FORGET_TO_RETAIN,
@@ -39,6 +39,7 @@ RUN_PARAM_KEYS = UNLEARN_TRAIN_KEYS + RUN_DATA_KEYS
 
 
 def _run_overrides(params: Params, run: str) -> dict[str, Any]:
+    paths.check_name("unlearning run", run)
     overrides = dict(params.method_settings.get(run, {}))
     method = overrides.get("method", run)
     if method not in METHODS:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import config, models, runs, training
+from .. import config, models, paths, runs, training
 from ..config import Params
 
 TINY = "tiny"
@@ -65,6 +65,8 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
     origin, without a marker) are removed, together with folders that run wrote alongside them.
     """
     state = training.processes()
+    for folder in (output_dir, *also_clear):  # a received store may hold a symlink to anywhere: never cleared
+        paths.inside(folder, paths.RUNS, "a run folder")
     if state.is_main_process:
         marker = output_dir / "params_hash"
         if not marker.exists() or marker.read_text() != key:
