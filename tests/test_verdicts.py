@@ -479,7 +479,7 @@ def test_the_front_page_story_says_what_fails_and_where():
     assert text.startswith("Judged over 6 training seeds (0, 1, 2, 3, 4, 5).")
     assert "**TOFU (Maini et al., 2024)**: 1 of 2 findings reproduced (npo), 1 partly, 0 not reproduced." in text
     assert "- [ga](02_unlearning_ga.html), *partly*: utility kept fails on 6 of 6 seeds." in text
-    assert "- [EO](06_entropy.html), *not reproduced*: sd -> 0 fails on 5 of 6 seeds." in text
+    assert "- [EO](06_entropy.html), *not reproduced*: sd -&gt; 0 fails on 5 of 6 seeds." in text
     # fewer than five seeds: no verdict, so the story says what the seeds agree on and lists what did not hold
     two = [verdict("ga", claims.TOFU, claims.PARTLY, [{"utility kept": False, "forget ROUGE down": True}] * 2),
            verdict("npo", claims.TOFU, claims.PARTLY, [{"utility kept": True}] * 2, "02_unlearning_npo",
@@ -490,7 +490,7 @@ def test_the_front_page_story_says_what_fails_and_where():
     assert ("**TOFU (Maini et al., 2024)**: of 2 findings, 1 hold on every seed (npo), 0 fail on every seed, 1 hold in "
             "part or differ between seeds.") in text
     assert "- [ga](02_unlearning_ga.html): utility kept fails on 2 of 2 seeds." in text and "[npo]" not in text
-    assert "- [EO](06_entropy.html): sd -> 0 fails on 2 of 2 seeds." in text
+    assert "- [EO](06_entropy.html): sd -&gt; 0 fails on 2 of 2 seeds." in text
     assert [verdicts.tile(v) for v in two] == [verdicts.SEEDS_DIFFER, verdicts.EVERY_SEED_HOLDS,
                                                verdicts.EVERY_SEED_FAILS]
     assert [verdicts.tile(v) for v in six] == [claims.PARTLY, claims.REPRODUCED, claims.NOT]

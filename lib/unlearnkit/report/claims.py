@@ -145,7 +145,7 @@ def styled(table):
     """The claims table with its verdicts coloured, text left-aligned and wrapped."""
     colours = {"reproduced": "background-color: #d9f0d3", "contradicted": "background-color: #f8d0cc",
                "inconclusive": "background-color: #fee8b0", "not testable here": "color: #777"}
-    return (table.style.hide(axis="index").map(lambda v: colours.get(v, ""), subset=["verdict"])
+    return (table.style.hide(axis="index").format(escape="html").map(lambda v: colours.get(v, ""), subset=["verdict"])
             .set_properties(**{"text-align": "left", "white-space": "normal", "vertical-align": "top"}))
 
 

@@ -11,6 +11,7 @@ findings of every seed present together and judges each by the one rule across s
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -421,13 +422,14 @@ def story(verdicts: Sequence[Verdict]) -> str:
             failed = [v for v in mine if tile(v) == EVERY_SEED_FAILS]
             every = "on its seed" if len(seeds) == 1 else "on every seed"
             head = (f"**{paper}**: of {len(mine)} findings, {len(held)} hold {every}"
-                    + (f" ({names(v.short for v in held)})" if 0 < len(held) <= 8 else "")
+                    + (f" ({html.escape(names(v.short for v in held))})" if 0 < len(held) <= 8 else "")
                     + f", {len(failed)} fail {every}, {len(mine) - len(held) - len(failed)} hold in part"
                     + ("" if len(seeds) == 1 else " or differ between seeds") + ".")
             shown = [v for v in mine if tile(v) != EVERY_SEED_HOLDS]
         else:
             head = (f"**{paper}**: {len(by[REPRODUCED])} of {len(mine)} findings reproduced"
-                    + (f" ({names(v.short for v in by[REPRODUCED])})" if 0 < len(by[REPRODUCED]) <= 6 else "")
+                    + (f" ({html.escape(names(v.short for v in by[REPRODUCED]))})" if 0 < len(by[REPRODUCED]) <= 6
+                       else "")
                     + f", {len(by[PARTLY])} partly, {len(by[NOT])} not reproduced.")
             shown = by[NOT] + by[PARTLY]
         lines.append("\n" + head + "\n")
@@ -443,12 +445,13 @@ def story(verdicts: Sequence[Verdict]) -> str:
                 why = f"holds in part on {on(partly)}"
             else:
                 why = f"holds on {on(v.k)}"
+            why, short = html.escape(why), html.escape(v.short)  # run and part names are text, never markup
             if few:
-                lines.append(f"- [{v.short}]({_page(v)}): {why}.")
+                lines.append(f"- [{short}]({_page(v)}): {why}.")
                 continue
             if v.verdict == PARTLY and v.n < SEEDS_FOR_A_VERDICT:
                 why += f" (tested on too few seeds for a verdict: {SEEDS_FOR_A_VERDICT} needed)"
-            lines.append(f"- [{v.short}]({_page(v)}), *{v.verdict}*: {why}.")
+            lines.append(f"- [{short}]({_page(v)}), *{v.verdict}*: {why}.")
     return "\n".join(lines)
 
 
@@ -542,7 +545,7 @@ def styled(frame):
     frame = frame.drop(columns=["tile"], errors="ignore")  # the overview's colour: the verdict and outcomes say it
     coloured = [c for c in frame.columns if c == "verdict" or c == "committed verdict"
                 or (c.startswith("seed ") and not c.endswith("numbers"))]
-    return (frame.style.hide(axis="index")
+    return (frame.style.hide(axis="index").format(escape="html")
             .map(lambda v: style.get(v, ""), subset=coloured)
             .set_properties(**{"text-align": "left", "white-space": "normal", "vertical-align": "top"}))
 

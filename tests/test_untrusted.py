@@ -1,0 +1,67 @@
+"""What a received run folder, notebook or profile holds is data (#46, docs/threat-model.md): the report shows it as
+text, never as active markup, and keeps the findings table's colours."""
+
+import re
+
+import nbformat
+import pandas as pd
+from unlearnkit import config, paths, report
+from unlearnkit.report import claims
+
+HOSTILE_HTML = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
+HOSTILE_VALUE = "<img src=x onerror=alert('pwned')>"
+
+
+def _executed(cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    return nb
+
+
+def _active(page: str) -> list[str]:
+    """Markup that would run: an event handler, a javascript: URL, a script carrying the planted payload."""
+    found = [t for t in re.findall(r"<[a-zA-Z][^>]*\son\w+\s*=", page)
+             if 'class="code-toggle"' not in t]  # the template's own show-code button
+    found += re.findall(r"javascript:", page, re.I)
+    found += [s for s in re.findall(r"<script[^>]*>(.*?)</script>", page, re.S) if "pwned" in s]
+    found += re.findall(r"<iframe|<object|<embed", page, re.I)
+    return found
+
+
+def test_a_report_from_hostile_notebooks_and_parameters_shows_text_and_keeps_the_colours(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    params = config.Params.load("smoke", probe_prefill_text=HOSTILE_VALUE)
+    store = tmp_path / "runs" / "smoke" / "seed-0"
+    store.mkdir(parents=True)
+    table = claims.styled(pd.DataFrame({"claim": [HOSTILE_VALUE], "verdict": ["reproduced"]}))
+    findings = nbformat.v4.new_code_cell("table", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/html": table.to_html(), "text/plain": "table"})])
+    nbformat.write(_executed([nbformat.v4.new_markdown_cell("# Findings\n\n" + HOSTILE_HTML), findings]),
+                   store / "09_findings.ipynb")
+    hostile = nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/html": HOSTILE_HTML, "application/javascript": "document.title='pwned'",
+                              "text/markdown": HOSTILE_HTML, "text/plain": "x"})])
+    nbformat.write(_executed([nbformat.v4.new_markdown_cell("# Robustness\n\nThe prefill probe opens with "
+                                                            "`probe_prefill_text`."), hostile]),
+                   store / "08_robustness.ipynb")
+
+    index = report.build(params, tmp_path / "report")
+    pages = {p.name: p.read_text() for p in index.parent.glob("*.html")}
+    assert set(pages) >= {"index.html", "08_robustness.html"}
+    for name, page in pages.items():
+        assert _active(page) == [], name
+    # the parameter is shown as the text it is, and the Styler's cell text too
+    assert "&lt;img src=x onerror=alert('pwned')&gt;" in pages["08_robustness.html"].replace("&#x27;", "'")
+    assert "&lt;img src=x onerror" in pages["index.html"]
+    # the findings table keeps its colours
+    assert re.search(r"<style>[^<]*#T_\w+_row0_col1 \{background-color: #d9f0d3", pages["index.html"])
+
+
+def test_a_stylers_style_block_keeps_colour_rules_only():
+    css = ("#T_a_row0_col1 {background-color: #d9f0d3; text-align: left}\n"
+           "#T_a_row1_col1 {background: url(http://example.com/x.png)}\n"
+           "body {color: red}\n"
+           "#T_a_row2_col1 {color: expression(alert(1))}")
+    cleaned = report.clean_html(f"<style>{css}</style><table id='T_a'></table>")
+    assert "#T_a_row0_col1 {background-color: #d9f0d3; text-align: left}" in cleaned
+    assert "url(" not in cleaned and "body" not in cleaned and "expression" not in cleaned
