@@ -5,6 +5,7 @@ import re
 
 import nbformat
 import pandas as pd
+import pytest
 from unlearnkit import config, paths, report
 from unlearnkit.report import claims
 
@@ -65,3 +66,48 @@ def test_a_stylers_style_block_keeps_colour_rules_only():
     cleaned = report.clean_html(f"<style>{css}</style><table id='T_a'></table>")
     assert "#T_a_row0_col1 {background-color: #d9f0d3; text-align: left}" in cleaned
     assert "url(" not in cleaned and "body" not in cleaned and "expression" not in cleaned
+
+
+def _notebook(path, code):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('profile = "smoke"', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_failed_run_keeps_the_last_good_executed_notebook_and_says_where_the_failed_one_is(tmp_path, monkeypatch):
+    from papermill.exceptions import PapermillExecutionError
+    from unlearnkit import runner, runs
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    params = config.Params.load("smoke")
+    good = runner.run_notebook(_notebook(tmp_path / "00_try.ipynb", "print('good')"), params, timeout=120)
+    before = good.read_bytes()
+    assert "good" in before.decode() and runs.executed_notebook(params, "00_try") == good
+    with pytest.raises(PapermillExecutionError) as e:
+        runner.run_notebook(_notebook(tmp_path / "00_try.ipynb", "raise ValueError('boom')"), params, timeout=120)
+    assert good.read_bytes() == before  # the last good copy, untouched
+    failed = runner.failed_copy(good)
+    assert "boom" in failed.read_text() and "failed" in "".join(getattr(e.value, "__notes__", []))
+    assert not list(good.parent.glob(".*.running.ipynb"))
+    runner.run_notebook(_notebook(tmp_path / "00_try.ipynb", "print('again')"), params, timeout=120)
+    assert "again" in good.read_text() and not failed.exists()  # a later success supersedes the failure
+
+
+def test_a_write_that_fails_leaves_the_good_file_and_no_temp_file(tmp_path, monkeypatch):
+    import os
+
+    from unlearnkit import runs
+
+    path = tmp_path / "metrics.json"
+    runs.atomic_write_text(path, '{"good": 1}')
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space"):
+        runs.atomic_write_text(path, '{"new": 2}')
+    assert path.read_text() == '{"good": 1}' and [p.name for p in tmp_path.iterdir()] == ["metrics.json"]

@@ -233,10 +233,21 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
     print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
           flush=True)
     sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
+    # papermill writes the executed copy cell by cell: into a hidden name, moved over the last good copy only once the
+    # run succeeded, so a failed or interrupted run never replaces it (the failed copy goes to failed/, named).
+    running = out.with_name(f".{out.stem}.running.ipynb")
     try:
-        papermill.execute_notebook(_parameterised(notebook, parameters), str(out), parameters=parameters,
+        papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
                                    cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
                                    progress_bar=False, log_output=False, config=_kernel_config(sockets))
+    except BaseException as exc:
+        failed = failed_copy(out)
+        if running.exists():
+            failed.parent.mkdir(exist_ok=True)
+            os.replace(running, failed)
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"the failed run's copy: {_shown(failed)}; the last good one, if any, is kept at {_shown(out)}")
+        raise
     finally:
         os.environ.pop(stations.STATION_LOG_VARIABLE, None)
         shutil.rmtree(sockets, ignore_errors=True)
@@ -244,11 +255,19 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
     timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
               "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
     log.unlink(missing_ok=True)
-    _record_timing(out, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
-                                 "packages": provenance.package_versions(), "parameters": extra}, recipe)
+    _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
+                                     "packages": provenance.package_versions(), "parameters": extra}, recipe)
+    os.replace(running, out)
+    failed_copy(out).unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
     print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
           flush=True)
     return out
+
+
+def failed_copy(out: Path) -> Path:
+    """Where a failed run of the executed notebook ``out`` is kept: ``failed/<name>`` beside it, never taken for a
+    page of the report or a result."""
+    return out.parent / "failed" / out.name
 
 
 def _cores() -> int:
@@ -364,7 +383,8 @@ def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = 
                 run(notebook, checked.params, checked.own, timeout, checked.changed, skip_done=True)
         except PapermillExecutionError as exc:
             print(f"{_label(checked.params)} notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}; see "
-                  f"the executed copy under {_shown(runs.store(checked.params))}/", flush=True)
+                  f"its executed copy under {_shown(runs.store(checked.params) / 'failed')}/ (the last good one is "
+                  "kept)", flush=True)
             return 1
     return 0
 

@@ -112,8 +112,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # on a full disk the write or the sync fails here, before the good file is touched
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no half-written temp file left beside the good one
+        raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
