@@ -111,3 +111,32 @@ def test_a_write_that_fails_leaves_the_good_file_and_no_temp_file(tmp_path, monk
     with pytest.raises(OSError, match="No space"):
         runs.atomic_write_text(path, '{"new": 2}')
     assert path.read_text() == '{"good": 1}' and [p.name for p in tmp_path.iterdir()] == ["metrics.json"]
+
+
+def test_a_truncated_or_altered_weight_file_is_not_a_saved_model_and_an_old_folder_gets_a_digest(
+        tiny_model, tiny_tokenizer, template, tmp_path):
+    import json
+    import os
+
+    from unlearnkit import models
+
+    folder = models.save_model(tiny_model, tiny_tokenizer, tmp_path / "m", template)
+    weights = folder / "model.safetensors"
+    assert models.is_saved_model(folder) and json.loads((folder / models.DIGEST).read_text())["model.safetensors"]
+
+    data = weights.read_bytes()
+    os.utime(weights, ns=(1, 1))  # touched, not changed: hashed once, the record refreshed
+    assert models.weights_intact(folder)
+    assert json.loads((folder / models.DIGEST).read_text())["model.safetensors"]["mtime_ns"] == 1
+
+    weights.write_bytes(data[:-100])  # truncated
+    assert not models.is_saved_model(folder)
+    weights.write_bytes(data[:-4] + b"\0\0\0\1")  # same size, altered
+    assert not models.weights_intact(folder)
+
+    weights.write_bytes(data)
+    (folder / models.DIGEST).unlink()  # saved before digests existed: a digest is computed, no retrain
+    assert models.weights_intact(folder) and (folder / models.DIGEST).exists()
+    (folder / models.DIGEST).unlink()
+    weights.write_bytes(data[:-100])  # ...unless the file is shorter than its own header says
+    assert not models.weights_intact(folder) and not models.safetensors_complete(weights)
