@@ -407,11 +407,9 @@ def _record(path: Path, sha256: str | None = None) -> dict[str, Any]:
 
 def write_digest(folder: str | os.PathLike) -> dict[str, Any]:
     """Record the digest of ``folder``'s weight files (``digest.json``) and return it."""
-    from . import runs
-
     folder = Path(folder)
     digest = {p.name: _record(p) for p in _weight_files(folder)}
-    runs.atomic_write_text(folder / DIGEST, json.dumps(digest, indent=1, sort_keys=True))
+    paths.atomic_write_text(folder / DIGEST, json.dumps(digest, indent=1, sort_keys=True))
     return digest
 
 
@@ -462,9 +460,7 @@ def weights_intact(folder: str | os.PathLike) -> bool:
             return False
         refreshed[p.name], changed = _record(p, record["sha256"]), True
     if changed:
-        from . import runs
-
-        runs.atomic_write_text(folder / DIGEST, json.dumps(refreshed, indent=1, sort_keys=True))
+        paths.atomic_write_text(folder / DIGEST, json.dumps(refreshed, indent=1, sort_keys=True))
     return True
 
 

@@ -97,3 +97,36 @@ def inside(path: str | os.PathLike, root: str | os.PathLike, what: str = "a path
     if resolved != base and base not in resolved.parents:
         raise ValueError(f"{what} {Path(path)} resolves to {resolved}, outside {base}: refused")
     return resolved
+
+
+def confined(path: str | os.PathLike, root: str | os.PathLike, what: str = "a folder the workbook clears") -> Path:
+    """``path`` where the workbook may write or remove it: inside ``root`` (the run store) it must stay inside once
+    its symlinks are resolved (:func:`inside`); a folder given elsewhere (a test's, a caller's own) must not itself be
+    a symlink. A ValueError in one line otherwise."""
+    p = Path(path).absolute()
+    base = Path(root).absolute()
+    if p == base or base in p.parents:
+        return inside(p, root, what)
+    if p.is_symlink():
+        raise ValueError(f"{what} {p} is a symlink to {p.resolve()}: refused")
+    return p
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one; a write that
+    fails (a full disk) removes its temporary file and leaves the old file as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # on a full disk the write or the sync fails here, before the good file is touched
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))

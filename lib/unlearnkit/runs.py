@@ -108,23 +108,8 @@ def file_lock(path: Path, shared: bool = False) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())  # on a full disk the write or the sync fails here, before the good file is touched
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # no half-written temp file left beside the good one
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+#: Whole-file writes (paths.atomic_write_bytes / atomic_write_text), here where the notebooks' code looks for them.
+atomic_write_bytes, atomic_write_text = paths.atomic_write_bytes, paths.atomic_write_text
 
 
 # --------------------------------------------------------------------------- where a seed's runs live

@@ -66,7 +66,7 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
     """
     state = training.processes()
     for folder in (output_dir, *also_clear):  # a received store may hold a symlink to anywhere: never cleared
-        paths.inside(folder, paths.RUNS, "a run folder")
+        paths.confined(folder, paths.RUNS, "a run folder")
     if state.is_main_process:
         marker = output_dir / "params_hash"
         if not marker.exists() or marker.read_text() != key:
