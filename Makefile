@@ -13,6 +13,9 @@ NB      ?= 01
 SEED    ?=
 SEEDS   ?= 0 1
 SEED_SET := $(if $(SEED),--set seed=$(SEED))
+# The runner reaches no model or dataset hub unless asked: make notebooks PROFILE=paper ONLINE=1 passes --online.
+ONLINE  ?=
+SEED_SET += $(if $(ONLINE),--online)
 LAB_ARGS ?=
 # Tests never reach the model or data hub; offline runs fail fast instead of hanging.
 export HF_HUB_OFFLINE ?= 1
@@ -63,7 +66,7 @@ notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 	$(PY) -m unlearnkit.runner $(NB) --profile $(PROFILE) $(SEED_SET)
 
 seeds: setup ## several training seeds side by side, then notebook 09 over them: make seeds SEEDS="0 1 2" (resumable)
-	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE)
+	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE) $(if $(ONLINE),--online)
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke

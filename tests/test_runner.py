@@ -128,7 +128,7 @@ def test_parameters_source_refuses_a_help_papermill_cannot_parse(tmp_path, monke
     (["05", "--set", "alpha=0.7"], "parameter 'alpha' of profile 'smoke' is 0.7; it must be in (0, 0.5]"),
     (["05", "--set", "alpha=0"], "parameter 'alpha' of profile 'smoke' is 0; it must be in (0, 0.5]"),
     (["06", "--set", "leak_threshold=1.5"], "parameter 'leak_threshold' of profile 'smoke' is 1.5; it must be in [0, 1]"),
-    (["05", "--set", "n_samples=0"], "parameter 'n_samples' of profile 'smoke' is 0; it must be >= 1"),
+    (["05", "--set", "n_samples=0"], "parameter 'n_samples' of profile 'smoke' is 0; it must be in [1, 100000]"),
     (["00", "--set", "forget_split=forget99"], "parameter 'forget_split': 'forget99' is not a forget split of "
                                                "data source 'synthetic' (did you mean forget10?)"),
     (["01", "--set", "retain_splits=[retain9]"], "parameter 'retain_splits': 'retain9' is not a retain split"),
@@ -242,3 +242,74 @@ def test_the_calibration_tolerances_take_the_runs_seed_from_params():
     tolerances = Tolerances.of(params)
     assert (tolerances.seed, tolerances.retain) == (3, 0.2)
     assert tolerances.resamples == params.bootstrap_resamples and tolerances.confidence == params.criterion_confidence
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["params", "--profile", "smoke", "--set", "beta=[1, 2"], "is not a YAML value"),
+    (["params", "--profile", "smoke", "--set", "profile=paper"], "chosen with --profile"),
+    (["params", "--profile", "smoke", "--set", "beta=.inf"], "parameter 'beta'"),
+    (["params", "--profile", "smoke", "--set", "n_samples=1000000000000"], "parameter 'n_samples'"),
+    (["params", "--profile", "smoke", "--set", "synthetic_authors=100000000"], "parameter 'synthetic_authors'"),
+    (["params", "--profile", "smoke", "--set", "synthetic_authors=401"], "it must be in [10, 400]"),
+    (["params", "--profile", "smoke", "--set", "seed=-1"], "parameter 'seed'"),
+    (["params", "--profile", "../params/smoke"], "is not a name"),
+    (["seeds", "0-100000000000", "--profile", "smoke"], "at most 1000"),
+])
+def test_bad_input_is_refused_in_one_line_before_any_work(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        runner.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_profile_that_is_not_yaml_is_refused_in_one_line_naming_the_line(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from unlearnkit import paths
+
+    shutil.copy(paths.PARAMS / "default.yaml", tmp_path / "default.yaml")
+    (tmp_path / "broken.yaml").write_text("beta: 0.1\nseed: [1, 2\n")
+    monkeypatch.setattr(paths, "PARAMS", tmp_path)
+    with pytest.raises(SystemExit):
+        runner.main(["params", "--profile", "broken"])
+    err = capsys.readouterr().err.strip()
+    assert "broken.yaml is not valid YAML at line" in err and "\n" not in err
+
+
+def test_the_runner_is_offline_unless_asked_and_refuses_an_uncached_hub_model_before_any_kernel(monkeypatch, capsys):
+    import os
+
+    from unlearnkit import config
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with pytest.raises(SystemExit):
+        runner.main(["params", "--profile", "smoke", "--set", "beta=[1"])
+    assert os.environ["HF_HUB_OFFLINE"] == "1"  # the runner set it, whatever the shell had
+    with pytest.raises(SystemExit) as e:
+        runner.prepare_stand_ins(config.Params.load("smoke", model="nobody-here/no-such-model-xyz"))
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "not in the local Hub cache" in err and "--online" in err
+    with pytest.raises(SystemExit):
+        runner.prepare_stand_ins(config.Params.load("smoke", model="./no/such/folder"))
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_an_empty_split_file_is_refused_before_any_kernel(tmp_path, capsys):
+    from unlearnkit import config
+    from unlearnkit.data.synthetic import generate_synthetic_tofu
+
+    generate_synthetic_tofu(tmp_path / "tofu", n_authors=10, questions_per_author=10, seed=0)
+    (tmp_path / "tofu" / "forget01.json").write_text("")
+    with pytest.raises(SystemExit):
+        runner.prepare_stand_ins(config.Params.load("smoke", data_source=str(tmp_path / "tofu")))
+    assert "forget01.json: no rows" in capsys.readouterr().err
+
+
+def test_the_synthetic_authors_bound_is_the_generators():
+    from unlearnkit.data import synthetic
+
+    assert config.CONSTRAINTS["synthetic_authors"].text == f"in [{synthetic.MIN_AUTHORS}, {synthetic.MAX_AUTHORS}]"
+    assert config.CONSTRAINTS["synthetic_questions_per_author"].text == (
+        f"in [{synthetic.MIN_QUESTIONS_PER_AUTHOR}, {synthetic.MAX_QUESTIONS_PER_AUTHOR}]")

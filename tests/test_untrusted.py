@@ -140,3 +140,18 @@ def test_a_truncated_or_altered_weight_file_is_not_a_saved_model_and_an_old_fold
     (folder / models.DIGEST).unlink()
     weights.write_bytes(data[:-100])  # ...unless the file is shorter than its own header says
     assert not models.weights_intact(folder) and not models.safetensors_complete(weights)
+
+
+def test_a_corrupt_result_file_is_named_and_costs_only_its_own_claims(tmp_path, monkeypatch):
+    from unlearnkit import registry, results, runs
+    from unlearnkit.studies import effects
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    seed = results.SeedResults("smoke", 0)
+    store = runs.store(seed.params)
+    (store / runs.FINETUNE).mkdir(parents=True)
+    (store / runs.FINETUNE / "metrics.json").write_text('{"target": ')  # truncated
+    with pytest.raises(results.CorruptResult, match="01_tofu_finetune/metrics.json is not valid JSON"):
+        seed.metrics(runs.FINETUNE)
+    found = effects.effect_on_seed(registry.load()["setup.target_in_regime"], seed)
+    assert found.outcome == "not testable" and "unreadable" in found.reason

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -42,7 +43,8 @@ class Constraint:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is no number
+    """A finite int or float (not a bool): NaN and .inf pass no range check, since a notebook cannot use them."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def between(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Constraint:
@@ -74,7 +76,13 @@ def each(c: Constraint, non_empty: bool = False) -> Constraint:
                       lambda v: (bool(v) or not non_empty) and all(c.holds(x) for x in v))
 
 
-_COUNT, _NON_NEGATIVE, _POSITIVE = above(1, inclusive=True), above(0, inclusive=True), above(0)
+#: A count: at least 1 and at most a million (a value that would hang or exhaust memory is refused, not run).
+_COUNT, _NON_NEGATIVE, _POSITIVE = between(1, 1_000_000), above(0, inclusive=True), above(0)
+#: Tighter bounds where a count multiplies work or memory: samples per question (the paper profile takes 1,024),
+#: authors of the synthetic corpus, a batch, generated tokens.
+#: authors: the generator's own range (data.synthetic.MIN_AUTHORS, MAX_AUTHORS; a test holds them equal).
+_SAMPLES, _AUTHORS, _BATCH, _TOKENS = between(1, 100_000), between(10, 400), between(1, 65_536), between(1, 32_768)
+_QUESTIONS = between(10, 20)  # questions per synthetic author: data.synthetic's MIN/MAX_QUESTIONS_PER_AUTHOR
 _PROBABILITY, _LEVEL = between(0, 1), between(0, 0.5, low_open=True)
 _SCHEDULES = one_of("linear", "cosine", "constant")
 _POSITIONS = one_of("answer", "all", "sampled")
@@ -108,14 +116,14 @@ class Params(Mapping):
     jobs: int | None = param('', 'worker processes for independent runs and evaluations, each with its share of the cores (null means one per core; 1 runs them one after the other); results do not depend on it', or_null(_COUNT))
     data_seed: int | None = param('data', "the draw of the synthetic corpus (its authors, facts and questions) and of the paper-dry stand-ins' weights; null means the training seed, so each seed redraws the corpus (docs/metrics.md §8.1)", or_null(_NON_NEGATIVE))
     data_source: str = param('data', 'synthetic | a folder of TOFU JSON Lines | locuslab/TOFU | env:VAR|fallback')
-    synthetic_authors: int = param('data', '', _COUNT)
-    synthetic_questions_per_author: int = param('data', '', _COUNT)
+    synthetic_authors: int = param('data', '', _AUTHORS)
+    synthetic_questions_per_author: int = param('data', '', _QUESTIONS)
     max_authors: int | None = param('data', 'keep only this many authors in every author split (the forget set and the first others)', or_null(_COUNT))
     forget_split: str = param('data', '')
     retain_splits: list = param('data', 'retain models to train: the forget-quality reference')
     eval_max_items: int | None = param('data', 'TOFU evaluates at most 300 items per split', or_null(_COUNT))
-    eval_batch_size: int = param('data', '', _COUNT)
-    max_new_tokens: int = param('data', '', _COUNT)
+    eval_batch_size: int = param('data', '', _BATCH)
+    max_new_tokens: int = param('data', '', _TOKENS)
     mia_k: float = param('data', "MinK and MinK++ membership inference: the share of lowest-scoring answer tokens averaged (open-unlearning's TOFU setting), docs/metrics.md section 9", between(0, 1, low_open=True))
     mia_gradnorm: bool = param('data', "also run the GradNorm attack (one backward pass per forget and holdout item); off by default, as in open-unlearning's TOFU evaluation suite, which keeps privleak and extraction strength")
     gradnorm_reduction: str = param('data', "GradNorm: global (the 2-norm of the whole gradient, the definition) | ou_mean (open-unlearning: the mean of each parameter tensor's 2-norm)", one_of("global", "ou_mean"))
@@ -136,10 +144,10 @@ class Params(Mapping):
     lora_dropout: float = param('model', 'dropout on the LoRA path (TOFU uses 0.05)', between(0, 1, high_open=True))
     base_epochs: float = param('base model', '', _POSITIVE)
     base_lr: float = param('base model', '', _POSITIVE)
-    base_batch_size: int = param('base model', '', _COUNT)
+    base_batch_size: int = param('base model', '', _BATCH)
     finetune_epochs: float = param('fine-tuning', '', _POSITIVE)
     finetune_lr: float = param('fine-tuning', '', _POSITIVE)
-    finetune_batch_size: int = param('fine-tuning', '', _COUNT)
+    finetune_batch_size: int = param('fine-tuning', '', _BATCH)
     finetune_grad_accum: int = param('fine-tuning', '', _COUNT)
     finetune_warmup: float = param('fine-tuning', '', _PROBABILITY)
     finetune_weight_decay: float = param('fine-tuning', '', _NON_NEGATIVE)
@@ -151,7 +159,7 @@ class Params(Mapping):
     method_settings: dict = param('unlearning', "named runs: a method with other settings, its own unlearn_* training keys included (ga, gd, kl, idk, npo: every step kept, for early stopping in notebook 03; gd_retain_only, gd_lr1e-4: what erodes held-out memory, notebook 03; npo_eo, gd_eo: entropy optimisation, notebook 06; *_mild: gentler runs with every step kept, notebook 05; simnpo, wga, satimp, ceu, undial, altpo: open-unlearning's methods with its forget weights, SimNPO 0.125 and SatImp 0.1, on the shared schedule)")
     unlearn_epochs: float = param('unlearning', '', _POSITIVE)
     unlearn_lr: float = param('unlearning', '', _POSITIVE)
-    unlearn_batch_size: int = param('unlearning', '', _COUNT)
+    unlearn_batch_size: int = param('unlearning', '', _BATCH)
     unlearn_grad_accum: int = param('unlearning', '', _COUNT)
     unlearn_warmup: float = param('unlearning', 'a fraction of all steps (TOFU: one epoch)', _PROBABILITY)
     unlearn_weight_decay: float = param('unlearning', '', _NON_NEGATIVE)
@@ -194,12 +202,12 @@ class Params(Mapping):
     split_calib_coarse: int = param('controls and calibration', "their coarse grid of a (fewer than forget10's: each split retrains every method)", _COUNT)
     split_calib_fine: int = param('controls and calibration', 'and their fine values', _NON_NEGATIVE)
     interference_runs: list = param('controls and calibration', 'runs traced on held-out retain PS in notebook 03: GD, its retain term alone (forget weight 0), GD at lr 3e-4 and 1e-4')
-    n_samples: int = param('probabilistic evaluation', 'answers sampled per question (the paper draws 1024)', _COUNT)
+    n_samples: int = param('probabilistic evaluation', 'answers sampled per question (the paper draws 1024)', _SAMPLES)
     alpha: float = param('probabilistic evaluation', 'significance level, every bound holds with probability at least 1 - alpha', _LEVEL)
     sampler: str = param('probabilistic evaluation', 'engine of the sampled evaluations (notebooks 05-07): hf (transformers, the reference) | vllm (optional GPU environment, requirements-vllm.txt)', one_of("hf", "vllm"))
     sample_temperature: float = param('probabilistic evaluation', 'temperature of multinomial sampling (the paper samples at 1)', _POSITIVE)
     sample_top_p: float | None = param('probabilistic evaluation', 'nucleus sampling mass (null means the full distribution, as in the paper)', or_null(between(0, 1, low_open=True)))
-    sample_max_new_tokens: int = param('probabilistic evaluation', 'longest sampled answer in tokens', _COUNT)
+    sample_max_new_tokens: int = param('probabilistic evaluation', 'longest sampled answer in tokens', _TOKENS)
     adaptive_threshold: float = param('probabilistic evaluation', 'c_T of adaptive temperature, greedy where c(x) on the greedy continuation exceeds it', _PROBABILITY)
     sample_max_items: int | None = param('probabilistic evaluation', 'forget questions sampled per model, evenly spaced over the split (null means all)', or_null(_COUNT))
     hp_model: str | None = param('probabilistic evaluation', 'model of the keyword Q&A (Harry Potter Q&A analogue): a saved model of the profile (target, unlearned-npo, ...), a Hub name or a folder; null skips it')
@@ -215,7 +223,7 @@ class Params(Mapping):
     eo_lambda_r: float = param('entropy optimisation and adaptive temperature', "retain entropy weight of the lambda_f sweep (the paper's)", at_most(0))
     eo_lambda_r_grid: list = param('entropy optimisation and adaptive temperature', 'retain entropy weights, at lambda_f 1 (Fig. 5a)', each(at_most(0)))
     eo_temperatures: list = param('entropy optimisation and adaptive temperature', 'sampling temperatures of Fig. 4b', each(_POSITIVE))
-    eo_n_samples: int = param('entropy optimisation and adaptive temperature', 'answers sampled per question in notebook 06', _COUNT)
+    eo_n_samples: int = param('entropy optimisation and adaptive temperature', 'answers sampled per question in notebook 06', _SAMPLES)
     eo_max_items: int | None = param('entropy optimisation and adaptive temperature', 'forget questions per model in notebook 06, evenly spaced', or_null(_COUNT))
     eo_diversity_items: int = param('entropy optimisation and adaptive temperature', "questions per set (retain, real authors, world facts) whose samples' self-BLEU Fig. 5a shows", _COUNT)
     eo_utility_items: int | None = param('entropy optimisation and adaptive temperature', 'items per set of the model utility of Fig. 5c (null means all)', or_null(_COUNT))
@@ -247,8 +255,8 @@ class Params(Mapping):
     comply_lr: float = param('alignment toxicity under sampling', '', _POSITIVE)
     safety_judge: str = param('alignment toxicity under sampling', 'h of each answer: classifier (offline TF-IDF + logistic regression, P(complied)) | a HarmBench classifier name or folder (P(harmful))')
     safety_threshold: float = param('alignment toxicity under sampling', 'h at or above this counts as a complying (harmful) answer for M_bin', _PROBABILITY)
-    alignment_n_samples: int = param('alignment toxicity under sampling', 'answers sampled per request (the paper draws 1024)', _COUNT)
-    alignment_max_new_tokens: int = param('alignment toxicity under sampling', 'longest sampled answer in tokens (an opener tells refusal from compliance)', _COUNT)
+    alignment_n_samples: int = param('alignment toxicity under sampling', 'answers sampled per request (the paper draws 1024)', _SAMPLES)
+    alignment_max_new_tokens: int = param('alignment toxicity under sampling', 'longest sampled answer in tokens (an opener tells refusal from compliance)', _TOKENS)
     alignment_examples: int = param('alignment toxicity under sampling', 'requests whose sampled-score distributions are drawn (Fig. 6 top)', _NON_NEGATIVE)
     attack_runs: list | None = param('robustness attacks', 'unlearning runs attacked (null means every run of notebook 02); the target and the retain model always are, as controls')
     attack_items: int | None = param('robustness attacks', 'forget items every attack is scored on, spread evenly over the forget split (null means all)', or_null(_COUNT))
@@ -398,8 +406,14 @@ def profile_layer(name: str) -> dict[str, Any]:
     path = paths.PARAMS / f"{name}.yaml"
     if not path.exists():
         raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(profile_names())}")
-    with open(path) as f:
-        layer = yaml.safe_load(f) or {}
+    try:
+        with open(path) as f:
+            layer = yaml.safe_load(f) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"{paths.shown(path)} is not valid YAML{where}: "
+                         f"{getattr(exc, 'problem', None) or type(exc).__name__}") from None
     if not isinstance(layer, dict):
         raise ValueError(f"{path}: a profile is a mapping of parameter names to values")
     return layer

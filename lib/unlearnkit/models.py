@@ -333,6 +333,28 @@ def cpu_threads(model=None, n_parameters: int | None = None, threads: int | None
         torch.set_num_threads(before)
 
 
+def check_source(spec: str, what: str = "model") -> None:
+    """Refuse, in one line and before any kernel starts, a model the run could not load: a folder that does not exist
+    or holds no ``config.json``, or a Hub name while offline (``HF_HUB_OFFLINE=1``, the runner's default) that is not
+    in the local Hub cache. ``tiny`` (trained from scratch) always passes."""
+    if spec == "tiny":
+        return
+    local = paths.resolve(spec)
+    if local.is_dir():
+        if not (local / "config.json").exists():
+            raise ValueError(f"{what} {spec!r}: the folder {paths.shown(local)} holds no config.json (not a saved model)")
+        return
+    if spec.startswith((".", "/", "~")) or not _is_hub_name(spec):
+        raise ValueError(f"{what} {spec!r}: the model folder {paths.shown(local)} does not exist (and it is not a Hub "
+                         "name)")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(spec, "config.json"), str):
+            raise ValueError(f"{what} {spec!r} is a Hub name that is not in the local Hub cache, and the runner is "
+                             "offline: pass --online (make ... ONLINE=1) to download it once, or name a local folder")
+
+
 def _is_hub_name(spec: str) -> bool:
     parts = spec.split("/")
     return 1 <= len(parts) <= 2 and all(parts)

@@ -40,6 +40,11 @@ class MissingResult(FileNotFoundError):
         self.notebook, self.file = notebook, file
 
 
+class CorruptResult(MissingResult):
+    """A seed's result file that is there but not readable JSON (a truncated write, an edit): judged as missing, with
+    the file named, so one bad file never breaks the judging of the other seeds."""
+
+
 class SeedResults:
     """One seed's results as the judge reads them: from the seed's run store where it holds the notebook's file, else
     from the committed mirror. Only the judge reads through it; a notebook that computes never falls back on
@@ -69,7 +74,11 @@ class SeedResults:
             raise MissingResult(f"seed {self.seed} of profile {self.profile!r} has no {notebook}/{file} in {where}",
                                 notebook, file)
         if path not in self._read:
-            self._read[path] = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                self._read[path] = json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as exc:  # a truncated or corrupt file: this seed's claims on it
+                raise CorruptResult(f"{paths.shown(path)} is not valid JSON ({exc}): rerun {notebook} for seed "
+                                    f"{self.seed}", notebook, file) from None
         return self._read[path]
 
     def metrics(self, notebook: str) -> dict[str, Any]:

@@ -449,6 +449,10 @@ def prepare_stand_ins(params: config.Params) -> None:
     if built:
         print(f"[{params.profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
               flush=True)
+    try:  # what the notebooks will load, checked once the stand-ins exist and before any kernel starts
+        pipeline.check_sources(params)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
 
 
 def train_step(step: str, profile: str, overrides: dict, split: str = "full", run: str | None = None) -> dict:
@@ -481,7 +485,13 @@ def _override(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise Refused(f"--set takes key=value (a YAML value), got {text!r}")
-    return key.strip(), yaml.safe_load(value)
+    if key.strip() == "profile":
+        raise Refused("the profile is chosen with --profile NAME, not --set profile=...")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise Refused(f"--set {key.strip()}: {value!r} is not a YAML value "
+                      f"({getattr(exc, 'problem', None) or type(exc).__name__})") from None
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -512,15 +522,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The most seeds one command takes (a range such as 0-100000000000 used to exhaust memory).
+MAX_SEEDS = 1000
+
+
 def _seed_list(text: list[str]) -> list[int]:
     """Seeds as the command line gives them: ``0 1 2`` or ``0-5`` (both ends included)."""
     seeds: list[int] = []
     for word in text:
         low, sep, high = word.partition("-") if not word.startswith("-") else (word, "", "")
         try:
-            seeds += list(range(int(low), int(high) + 1)) if sep else [int(word)]
+            first, last = (int(low), int(high)) if sep else (int(word), int(word))
         except ValueError:
             raise Refused(f"a seed is a whole number or a range like 0-5, got {word!r}") from None
+        if not 0 <= first <= last < 2**32 or last - first >= MAX_SEEDS or len(seeds) + last - first >= MAX_SEEDS:
+            raise Refused(f"seeds {word!r}: whole numbers from 0 to 2^32 - 1, in order, at most {MAX_SEEDS} of them "
+                          "in one command")
+        seeds += list(range(first, last + 1))
     if not seeds:
         raise Refused("name at least one seed")
     return list(dict.fromkeys(seeds))
@@ -695,12 +713,26 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = ("run", "seed", "aggregate", "seeds", "params", "figures", "train", "check-clean", "strip", "sync-params")
 
 
+#: The runner goes to no model or dataset hub unless asked: ``--online`` (anywhere on the command line) opts in.
+ONLINE_FLAG = "--online"
+_OFFLINE = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    online = ONLINE_FLAG in argv
+    argv = [a for a in argv if a != ONLINE_FLAG]
+    for var in _OFFLINE:  # before anything imports huggingface_hub; the kernels and workers inherit it
+        os.environ[var] = "0" if online else "1"
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
         argv.insert(0, "run")  # python -m unlearnkit.runner 01 --profile smoke
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except OSError as exc:  # a full or read-only store, a folder that vanished: one line, nothing half-done
+        where = f" {paths.shown(exc.filename)}" if getattr(exc, "filename", None) else ""
+        print(f"cannot read or write{where}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        return 2
 
 
 if __name__ == "__main__":

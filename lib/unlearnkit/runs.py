@@ -254,7 +254,11 @@ def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
     path = store(params) / notebook / file
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, params)}")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{paths.shown(path)} is not valid JSON ({exc}): rerun {notebook} "
+                         f"(runner {notebook[:2]} --profile {params.profile})") from None
 
 
 def has_metrics(params: Params, notebook: str) -> bool:

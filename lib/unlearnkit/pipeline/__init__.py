@@ -68,6 +68,7 @@ from .settings import (  # noqa: F401
     UNLEARN_TRAIN_KEYS,
     _run_overrides,
     check_params,
+    check_sources,
     derived_run,
     run_params,
     unlearning_settings,

@@ -148,3 +148,25 @@ def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     # Only what the method uses: the others would only be warned about.
     allowed = set(COMMON_PARAMETERS) | set(METHOD_PARAMETERS.get(method, ()))
     return {"method": method, **{k: v for k, v in settings.items() if k in allowed}}
+
+
+def check_sources(params: Mapping[str, Any]) -> None:
+    """What the notebooks will read, checked before any kernel starts (a ValueError in one line): the model
+    (:func:`models.check_source`) and, for a local folder of TOFU JSON Lines, every split file it holds, read and
+    validated (an empty or corrupt file is named with its line)."""
+    from .. import models
+    from ..data.tofu import TofuDataError, TofuSource
+
+    params = config.as_params(params)
+    models.check_source(params.model, "model")
+    spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
+    if spec == "synthetic":
+        return
+    source = TofuSource(spec)
+    if not source.is_local:
+        return
+    for split in source.available_splits():
+        try:
+            source.load(split)
+        except TofuDataError as exc:
+            raise ValueError(f"data_source {params.data_source!r}: {exc}") from None

@@ -230,8 +230,16 @@ def notebooks_with_results(params: Params) -> list[str]:
 def of_seed(params: Params) -> list[Finding]:
     """Every finding of every notebook that has run for the profile and seed of ``params``, then the findings
     across unlearning runs."""
-    found = [f for notebook in notebooks_with_results(params) for f in of_notebook(params, notebook)]
-    return found + [f.with_seed(params.seed) for f in across_unlearning_runs(params)]
+    found = []
+    for notebook in notebooks_with_results(params):
+        try:
+            found += of_notebook(params, notebook)
+        except results.CorruptResult:
+            continue  # an unreadable metrics.json costs its own notebook's findings on this seed, not every seed's
+    try:
+        return found + [f.with_seed(params.seed) for f in across_unlearning_runs(params)]
+    except results.CorruptResult:
+        return found
 
 
 def across_unlearning_runs(params: Params) -> list[Finding]:

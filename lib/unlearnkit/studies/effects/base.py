@@ -133,6 +133,8 @@ def effect_on_seed(claim: Claim, seed: SeedResults) -> SeedResult:
         return EXTRACTORS[claim.id](claim, seed)
     except NotTestable as e:
         return result(claim, seed, None, reason=str(e))
+    except results.CorruptResult as e:
+        return result(claim, seed, None, reason=f"unreadable: {e.notebook}/{e.file} is not valid JSON")
     except results.MissingResult as e:
         return result(claim, seed, None, reason=f"not run: {e.notebook}/{e.file}")
 
