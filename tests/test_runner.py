@@ -313,3 +313,14 @@ def test_the_synthetic_authors_bound_is_the_generators():
     assert config.CONSTRAINTS["synthetic_authors"].text == f"in [{synthetic.MIN_AUTHORS}, {synthetic.MAX_AUTHORS}]"
     assert config.CONSTRAINTS["synthetic_questions_per_author"].text == (
         f"in [{synthetic.MIN_QUESTIONS_PER_AUTHOR}, {synthetic.MAX_QUESTIONS_PER_AUTHOR}]")
+
+
+def test_overrides_never_reach_the_committed_results(capsys):
+    with pytest.raises(SystemExit) as e:
+        runner.plan("01", "default", {"beta": 0.2})
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "would change the committed results of profile 'default'" in err and "extends: default" in err
+    assert "\n" not in err
+    assert runner.plan("01", "default", {"seed": 3}).params.seed == 3  # a seed has its own folders
+    assert runner.plan("01", "smoke", {"beta": 0.2}).params.beta == 0.2  # another profile's store is its own

@@ -142,6 +142,14 @@ def plan(target: str, profile: str, overrides: dict[str, Any], skip: tuple[str, 
     if "method" in own and not isinstance(own["method"], str):
         raise Refused(f"method must be a run name, got {own['method']!r}")
     params = checked_params(profile, profile_keys, [own["method"]] if "method" in own else [])
+    from . import runs
+
+    changed = sorted(k for k in profile_keys if k != "seed")  # a seed has its own folders (make notebooks SEED=3)
+    if changed and runs.writes_committed(params):
+        raise Refused(f"--set {', '.join(changed)} would change the committed results of profile {params.profile!r} "
+                      f"(figures/, results/{params.profile}/, docs/findings.json): put your values in a profile of "
+                      f"your own (notebooks/params/mine.yaml: 'extends: {params.profile}' and the keys) and run "
+                      "--profile mine")
     read = [reads(nb) for nb in notebooks]
     for key in overrides:
         if not any(key in keys for keys in read):

@@ -493,6 +493,13 @@ def publishes(params: Params) -> bool:
             and params.corpus_draw == reference_draw(params.profile, params.seed))
 
 
+def writes_committed(params: Params) -> bool:
+    """Whether a run of ``params`` writes files the checkout commits: the default profile's figures (its own seed),
+    its mirrored results (any seed, in the checkout's own store) and, through notebook 09, docs/findings.json and
+    the README. A run with ``--set`` values may not (the runner refuses it with a hint)."""
+    return params.profile == FIGURE_PROFILE and (_own_store() or is_reference_seed(params))
+
+
 def results_dir(profile: str, seed: int) -> Path:
     return paths.RESULTS / profile / f"{SEED_PREFIX}{seed}"
 
