@@ -155,3 +155,40 @@ def test_a_corrupt_result_file_is_named_and_costs_only_its_own_claims(tmp_path, 
         seed.metrics(runs.FINETUNE)
     found = effects.effect_on_seed(registry.load()["setup.target_in_regime"], seed)
     assert found.outcome == "not testable" and "unreadable" in found.reason
+
+
+def test_a_process_of_a_runner_ends_when_the_runner_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    runner_stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    env = {**os.environ, "UNLEARNKIT_RUNNER_PID": str(runner_stand_in.pid)}
+    # a kernel or worker: imports the library, then works for far longer than the test waits
+    child = subprocess.Popen([sys.executable, "-c", "import unlearnkit, time; time.sleep(120)"], env=env)
+    try:
+        time.sleep(3)
+        assert child.poll() is None  # alive while the runner is
+        runner_stand_in.send_signal(signal.SIGKILL)  # no handler sees it
+        runner_stand_in.wait()
+        assert child.wait(timeout=30) == 70
+    finally:
+        for p in (runner_stand_in, child):
+            if p.poll() is None:
+                p.kill()
+
+
+def test_two_runners_never_write_one_executed_notebook_at_once(tmp_path, monkeypatch, capsys):
+    from unlearnkit import runner
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    params = config.Params.load("smoke")
+    source = _notebook(tmp_path / "00_try.ipynb", "print('good')")
+    out = runner.run_notebook(source, params, timeout=120)
+    with runner.output_lock(out):  # another runner, mid-run
+        with pytest.raises(SystemExit) as e:
+            runner.run_notebook(source, params, timeout=120)
+    assert e.value.code == 2 and "another runner is writing" in capsys.readouterr().err
+    assert not list(out.parent.glob(".*.stations.*.jsonl"))

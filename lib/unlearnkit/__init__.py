@@ -4,11 +4,14 @@ One module per station of the pipeline
 data -> models -> training / unlearning -> generation -> metrics -> bounds -> plots.
 
 Importing it pins the instruction set its libraries compute with (:mod:`unlearnkit.machine`), for this process and
-every process it starts, unless the user set those variables or ``UNLEARNKIT_NATIVE_ISA=1``.
+every process it starts, unless the user set those variables or ``UNLEARNKIT_NATIVE_ISA=1``; and, in a process a
+runner started, ends that process when the runner ends (:mod:`unlearnkit.lifetime`).
 """
 
+from . import lifetime as _lifetime
 from . import machine as _machine
 
 _machine.pin()
+_lifetime.die_with_runner()  # a kernel or worker of a runner ends when the runner does (unlearnkit.lifetime)
 
 __version__ = "0.1.0"

@@ -233,43 +233,61 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''}: done already (same commit and "
               f"parameters), not run again", flush=True)
         return out
-    os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
-    log = out.with_name(f".{out.stem}.stations.jsonl")
-    log.unlink(missing_ok=True)
-    os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
-    started, cpu_before = time.time(), _children_cpu_seconds()
-    print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
-          flush=True)
-    sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
-    # papermill writes the executed copy cell by cell: into a hidden name, moved over the last good copy only once the
-    # run succeeded, so a failed or interrupted run never replaces it (the failed copy goes to failed/, named).
-    running = out.with_name(f".{out.stem}.running.ipynb")
-    try:
-        papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
-                                   cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
-                                   progress_bar=False, log_output=False, config=_kernel_config(sockets))
-    except BaseException as exc:
-        failed = failed_copy(out)
-        if running.exists():
-            failed.parent.mkdir(exist_ok=True)
-            os.replace(running, failed)
-        if hasattr(exc, "add_note"):
-            exc.add_note(f"the failed run's copy: {_shown(failed)}; the last good one, if any, is kept at {_shown(out)}")
-        raise
-    finally:
-        os.environ.pop(stations.STATION_LOG_VARIABLE, None)
-        shutil.rmtree(sockets, ignore_errors=True)
-    wall = time.time() - started
-    timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
-              "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
-    log.unlink(missing_ok=True)
-    _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
-                                     "packages": provenance.package_versions(), "parameters": extra}, recipe)
-    os.replace(running, out)
-    failed_copy(out).unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
+    with output_lock(out):  # one runner at a time writes this notebook; the lock dies with the process
+        os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
+        log = out.with_name(f".{out.stem}.stations.{os.getpid()}.jsonl")  # per runner: two never share a log
+        log.unlink(missing_ok=True)
+        os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
+        started, cpu_before = time.time(), _children_cpu_seconds()
+        print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
+              flush=True)
+        sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
+        # papermill writes the executed copy cell by cell: into a hidden name, moved over the last good copy only once the
+        # run succeeded, so a failed or interrupted run never replaces it (the failed copy goes to failed/, named).
+        running = out.with_name(f".{out.stem}.running.ipynb")
+        try:
+            papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
+                                       cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
+                                       progress_bar=False, log_output=False, config=_kernel_config(sockets))
+        except BaseException as exc:
+            failed = failed_copy(out)
+            if running.exists():
+                failed.parent.mkdir(exist_ok=True)
+                os.replace(running, failed)
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"the failed run's copy: {_shown(failed)}; the last good one, if any, is kept at {_shown(out)}")
+            raise
+        finally:
+            os.environ.pop(stations.STATION_LOG_VARIABLE, None)
+            shutil.rmtree(sockets, ignore_errors=True)
+        wall = time.time() - started
+        timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
+                  "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
+        log.unlink(missing_ok=True)
+        _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
+                                         "packages": provenance.package_versions(), "parameters": extra}, recipe)
+        os.replace(running, out)
+        failed_copy(out).unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
     print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
           flush=True)
     return out
+
+
+def output_lock(out: Path):
+    """Hold an exclusive lock on the executed notebook ``out`` for its run (the open lock file: close it to release;
+    the lock dies with the process): a second runner that would write the same notebook, with the same or other
+    parameters, is refused in one line instead of overwriting it."""
+    import fcntl
+
+    path = out.with_name(f".{out.stem}.lock")
+    handle = open(path, "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or profile") \
+            from None
+    return handle
 
 
 def failed_copy(out: Path) -> Path:
@@ -727,6 +745,9 @@ _OFFLINE = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import lifetime
+
+    lifetime.mark_runner()  # the kernels and workers this run starts end when it does, even after kill -9
     argv = list(sys.argv[1:] if argv is None else argv)
     online = ONLINE_FLAG in argv
     argv = [a for a in argv if a != ONLINE_FLAG]
