@@ -74,16 +74,3 @@ def test_paper_profile_path_with_a_local_model_on_real_tofu(tiny_model, tiny_tok
     # a second call finds the cached model instead of training again
     again = pipeline.finetuned_model(params, "full")
     assert again.history == target.history
-
-
-def test_a_folder_of_pickled_weights_is_refused_in_one_line_and_never_unpickled(tiny_model, tiny_tokenizer, tmp_path):
-    folder = tmp_path / "received"
-    tiny_model.save_pretrained(folder)
-    tiny_tokenizer.save_pretrained(folder)
-    for f in folder.glob("*.safetensors"):  # as a folder saved by older code would hold it: pytorch_model.bin, a pickle
-        f.unlink()
-    torch.save(tiny_model.state_dict(), folder / "pytorch_model.bin")
-    assert list(folder.glob("*.bin")) and not list(folder.glob("*.safetensors"))
-    with pytest.raises(ValueError, match=r"pickled weights \(\*\.bin\) only") as e:
-        models.load_model(folder)
-    assert "\n" not in str(e.value)

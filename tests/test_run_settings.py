@@ -134,29 +134,3 @@ def test_the_rouge_trajectory_of_a_densely_kept_run_is_decoded_at_the_profiles_s
     source = pipeline.corpus(params.replace(synthetic_authors=10))
     along = pipeline.forget_rouge_along(params, "gd", source, splits=("forget",))
     assert [r["step"] for r in along] == [5, 7, 10, 14, 15] == sorted(set(decoded))
-
-
-@pytest.mark.parametrize("name", ["x/../../elsewhere/analysis", "../params/smoke", "/abs/path", ".hidden", "a..b", "",
-                                  "tab\\tname"])
-def test_run_and_profile_names_are_names_never_paths(name):
-    from unlearnkit import paths
-
-    with pytest.raises(ValueError, match="is not a name") as e:
-        paths.check_name("run", name)
-    assert "\n" not in str(e.value)
-    with pytest.raises(ValueError, match="is not a name"):
-        config.Params.load("default", method_settings={name: {"method": "ga"}})
-    with pytest.raises(ValueError, match="is not a name"):
-        config.Params.load(name)
-
-
-@pytest.mark.parametrize("name", ["paper-dry-lora", "npo_f3_r0.25_lr0.0003", "seed-3-data-1", "ga_mild@26"])
-def test_todays_names_are_names(name):
-    from unlearnkit import paths
-
-    assert paths.check_name("run", name) == name
-
-
-def test_a_negative_seed_is_refused_in_one_line():
-    with pytest.raises(ValueError, match="parameter 'seed'"):
-        config.Params.load("default", seed=-1)

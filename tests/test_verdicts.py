@@ -496,30 +496,3 @@ def test_the_front_page_story_says_what_fails_and_where():
     assert [verdicts.tile(v) for v in six] == [claims.PARTLY, claims.REPRODUCED, claims.NOT]
     one = verdicts.story([verdict("T1", claims.SCHOLTEN, claims.PARTLY, [{}], "06_entropy", ["holds"])])
     assert "of 1 findings, 1 hold on its seed (T1), 0 fail on its seed, 0 hold in part." in one
-
-
-@pytest.mark.parametrize("field, name", [
-    ("plot", "unlearnkit.plots:runs.os.system"),  # a dotted path through a module the plots package imports
-    ("plot", "unlearnkit.plots.recipes:importlib.import_module"),
-    ("plot", "unlearnkit.plots:Path"),  # a name the module imports is not its own
-    ("plot", "unlearnkit.plots:_show"),  # private
-    ("object", "unlearnkit.plots:runs.os.system"),
-    ("object", "unlearnkit.runs:os.system"),
-    ("object", "unlearnkit.config:Params.from_yaml"),
-    ("object", "unlearnkit.runs:Path"),
-])
-def test_a_recipe_naming_anything_but_a_registered_plot_or_a_library_dataclass_runs_nothing(tmp_path, field, name):
-    from unlearnkit.plots import recipes
-
-    marker = tmp_path / "ran"
-    command = [f"touch {marker}"]
-    if field == "plot":
-        payload = {"version": recipes.RECIPE_VERSION, "plot": name, "args": command, "kwargs": {}}
-    else:
-        payload = {"version": recipes.RECIPE_VERSION, "plot": "unlearnkit.plots:corpus_overview",
-                   "args": [{"__object__": name, "fields": {"command": f"touch {marker}"}}], "kwargs": {}}
-    (tmp_path / "r.json").write_text(json.dumps(payload))
-    with pytest.raises(recipes.RecipeError, match="not a name of|not a plotting function|not a dataclass"):
-        fn, args, kwargs = recipes.read(tmp_path / "r.json")
-        fn(*args, **kwargs)
-    assert not marker.exists()

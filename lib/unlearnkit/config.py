@@ -51,7 +51,10 @@ def between(low: float, high: float, low_open: bool = False, high_open: bool = F
     def test(v: Any) -> bool:
         return is_number(v) and (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
 
-    return Constraint(f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}", test)
+    def shown(x: float) -> str:
+        return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+    return Constraint(f"in {'(' if low_open else '['}{shown(low)}, {shown(high)}{')' if high_open else ']'}", test)
 
 
 def above(low: float, inclusive: bool = False) -> Constraint:
@@ -77,7 +80,8 @@ def each(c: Constraint, non_empty: bool = False) -> Constraint:
 
 
 #: A count: at least 1 and at most a million (a value that would hang or exhaust memory is refused, not run).
-_COUNT, _NON_NEGATIVE, _POSITIVE = between(1, 1_000_000), above(0, inclusive=True), above(0)
+COUNT = between(1, 1_000_000)
+_COUNT, _NON_NEGATIVE, _POSITIVE = COUNT, above(0, inclusive=True), above(0)
 #: Tighter bounds where a count multiplies work or memory: samples per question (the paper profile takes 1,024),
 #: authors of the synthetic corpus, a batch, generated tokens.
 #: authors: the generator's own range (data.synthetic.MIN_AUTHORS, MAX_AUTHORS; a test holds them equal).

@@ -73,7 +73,7 @@ def flag(name: str, default: bool, doc: str = "") -> Option:
 
 
 def count(name: str, default: int, doc: str = "") -> Option:
-    return Option(name, default, int, config.above(1, inclusive=True), doc)
+    return Option(name, default, int, config.COUNT, doc)
 
 
 #: Options more than one method reads (each method names those it uses in ``Method.parameters``).
