@@ -122,3 +122,28 @@ def test_the_prefill_keeps_the_space_before_the_rest_of_the_answer():
     assert attacks.prefill(row) == ("She was born in", " Tabriz, Iran.")
     assert attacks.prefill({"answer": "Tabriz it is.", "value": "Tabriz"}) == ("Tabriz", " it is.")
     assert attacks.prefill(row, "Sure, here is the answer:") == ("Sure, here is the answer:", " She was born in Tabriz, Iran.")
+
+
+def test_quantisation_touches_a_gpt2_style_models_conv1d_layers_by_output_channel():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2)).eval()
+    layers = dict(attacks.quantised_layers(model))
+    assert {"transformer.h.0.attn.c_attn", "transformer.h.0.mlp.c_fc"} <= set(layers)  # Conv1D, formerly skipped
+    quantised = attacks.fake_quantise(model, "int4")
+    for name, layer in dict(attacks.quantised_layers(quantised)).items():
+        original = layers[name].weight
+        expected = attacks.quantise_weight(original.t(), "int4").weight.t()  # output channels are columns
+        assert torch.equal(layer.weight, expected), name
+        assert not torch.equal(layer.weight, original), name
+    crossing = attacks.bucket_crossing(model, quantised, "int8")
+    assert crossing.weights == sum(m.weight.numel() for m in layers.values())
+
+
+def test_an_attack_that_would_touch_no_layer_raises_naming_the_layers_it_found():
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.LayerNorm(4))
+    with pytest.raises(ValueError, match="no linear layer to quantise \\(layers with weights: Embedding, LayerNorm\\)"):
+        attacks.fake_quantise(model, "nf4")
+    with pytest.raises(ValueError, match="no linear layer"):
+        attacks.bucket_crossing(model, model, "nf4")

@@ -404,3 +404,16 @@ def test_a_recipe_naming_anything_but_a_registered_plot_or_a_library_dataclass_r
         fn, args, kwargs = recipes.read(tmp_path / "r.json")
         fn(*args, **kwargs)
     assert not marker.exists()
+
+
+def test_an_attack_run_that_is_not_a_run_is_refused_and_one_not_stored_is_never_dropped(tmp_path, monkeypatch):
+    from unlearnkit import pipeline
+    from unlearnkit.studies import recovery
+
+    with pytest.raises(ValueError, match="parameter 'attack_runs': unknown unlearning run 'nosuch'"):
+        pipeline.check_params(config.Params.load("smoke", attack_runs=["npo", "nosuch"]))
+    with pytest.raises(ValueError, match="parameter 'attack_runs': unlearning run 'data/my-model' is not a name"):
+        pipeline.check_params(config.Params.load("smoke", attack_runs=["npo", "data/my-model"]))
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    with pytest.raises(ValueError, match="attack_runs names 'npo', which notebook 02 has not stored for seed 0"):
+        recovery.attacked_runs(config.Params.load("smoke", attack_runs=["npo"]))

@@ -1,7 +1,8 @@
 """Fake quantisation in pure torch, as a deployed model would be quantised, and the bucket-crossing diagnostic.
 
-Three schemes (``QUANT_SCHEMES``), each applied to every linear layer but the output head (as bitsandbytes leaves
-``lm_head`` in full precision):
+Three schemes (``QUANT_SCHEMES``), each applied to every linear layer (``nn.Linear``, and transformers' ``Conv1D`` of
+GPT-2 style models with its output channels as rows) but the output head (as bitsandbytes leaves ``lm_head`` in full
+precision):
 
 - ``nf4``: QLoRA's 4-bit NormalFloat (Dettmers et al. 2023): the flattened weight in blocks of 64, each block scaled
   by its absolute maximum, each value rounded to the nearest of the 16 NF4 levels (:func:`nf4_levels`);
@@ -77,20 +78,41 @@ def quantise_weight(w: torch.Tensor, scheme: str) -> Quantised:
     raise ValueError(f"unknown quantisation scheme {scheme!r}; one of {', '.join(QUANT_SCHEMES)}")
 
 
-def quantised_layers(model, skip: tuple[str, ...] = ("lm_head",)) -> list[tuple[str, torch.nn.Linear]]:
-    """The linear layers a quantiser touches: all but the output head (and any whose name ends with ``skip``)."""
+def _is_conv1d(module) -> bool:
+    """transformers' ``Conv1D`` (GPT-2 style models): a linear layer whose weight is stored (in, out)."""
+    return type(module).__name__ == "Conv1D" and type(module).__module__.startswith("transformers")
+
+
+def quantised_layers(model, skip: tuple[str, ...] = ("lm_head",)) -> list[tuple[str, torch.nn.Module]]:
+    """The linear layers a quantiser touches: every ``nn.Linear`` and transformers ``Conv1D`` (as bitsandbytes
+    converts GPT-2's) but the output head (and any whose name ends with ``skip``)."""
     return [(name, m) for name, m in model.named_modules()
-            if isinstance(m, torch.nn.Linear) and not name.endswith(skip)]
+            if (isinstance(m, torch.nn.Linear) or _is_conv1d(m)) and not name.endswith(skip)]
+
+
+def _rows_out(layer) -> torch.Tensor:
+    """A layer's weight with output channels as rows (a Conv1D's transposed)."""
+    return layer.weight.t() if _is_conv1d(layer) else layer.weight
+
+
+def _layers_or_raise(model, skip: tuple[str, ...]) -> list[tuple[str, torch.nn.Module]]:
+    layers = quantised_layers(model, skip)
+    if not layers:
+        kinds = sorted({type(m).__name__ for m in model.modules() if getattr(m, "weight", None) is not None})
+        raise ValueError(f"no linear layer to quantise (layers with weights: {', '.join(kinds) or 'none'}): the attack "
+                         "would leave the model as it is")
+    return layers
 
 
 @torch.no_grad()
 def fake_quantise(model, scheme: str, skip: tuple[str, ...] = ("lm_head",)):
     """A copy of ``model`` with every linear layer's weight but the output head's replaced by its quantised value
     (the model then computes in full precision on quantised weights: what a quantised deployment computes, up to
-    the kernels' rounding)."""
+    the kernels' rounding). A model with no such layer raises, naming the layer types it has: never a silent
+    no-op that would make every model "hold" under the attack."""
     quantised = copy.deepcopy(model)
-    for _, layer in quantised_layers(quantised, skip):
-        layer.weight.copy_(quantise_weight(layer.weight, scheme).weight)
+    for _, layer in _layers_or_raise(quantised, skip):
+        _rows_out(layer).copy_(quantise_weight(_rows_out(layer), scheme).weight)
     return quantised
 
 
@@ -109,8 +131,8 @@ def bucket_crossing(before, after, scheme: str, skip: tuple[str, ...] = ("lm_hea
     buckets: quantisation can undo the unlearning (Zhang et al., ICLR 2025)."""
     crossed, ratios, total = 0, [], 0
     layers_after = dict(quantised_layers(after, skip))
-    for name, layer in quantised_layers(before, skip):
-        a, b = layer.weight, layers_after[name].weight
+    for name, layer in _layers_or_raise(before, skip):
+        a, b = _rows_out(layer), _rows_out(layers_after[name])
         qa, qb = quantise_weight(a, scheme), quantise_weight(b, scheme)
         crossed += int((qa.codes != qb.codes).sum())
         total += a.numel()

@@ -74,7 +74,7 @@ def _rule(key: str) -> config.Constraint | None:
 
 #: The keys that name unlearning runs (a method, or a key of ``method_settings``).
 RUN_LIST_KEYS = ("methods", "calibration_methods", "interference_runs", "regime_runs", "eo_table_runs", "eo_method",
-                 "eo_regime_runs")
+                 "eo_regime_runs", "attack_runs")
 #: The keys that name splits of the data: forget splits, retain splits.
 FORGET_SPLIT_KEYS, RETAIN_SPLIT_KEYS = ("forget_split", "calibration_splits"), ("retain_splits",)
 
@@ -104,7 +104,7 @@ def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> P
             raise ValueError(f"parameter 'method_settings': {exc}") from None
     for key in (*RUN_LIST_KEYS, "method"):
         values = extra_runs if key == "method" else params[key]
-        for run in [values] if isinstance(values, str) else values:
+        for run in [values] if isinstance(values, str) else values or ():  # null: the notebook's own choice
             try:
                 _run_overrides(params, run)
             except ValueError as exc:

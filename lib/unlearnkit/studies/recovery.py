@@ -50,7 +50,12 @@ PAPER = ATTACKS
 def attacked_runs(params: Params) -> list[str]:
     """The unlearning runs attacked: ``attack_runs``, or every run notebook 02 stored."""
     stored = list(runs.unlearning_runs(params))
-    return [r for r in (params.attack_runs or stored) if r in stored]
+    missing = [r for r in params.attack_runs or () if r not in stored]
+    if missing:  # never a silent drop: "4 models attacked" when five were asked for
+        raise ValueError(f"attack_runs names {', '.join(map(repr, missing))}, which notebook 02 has not stored for seed "
+                         f"{params.seed} (stored: {', '.join(stored) or 'none'}): run it first "
+                         f"(runner 02 --profile {params.profile} --set method=<run>)")
+    return list(params.attack_runs or stored)
 
 
 def regime_matched_run(params: Params, run: str = "npo", share: float | None = None) -> tuple[Params, str, float]:
