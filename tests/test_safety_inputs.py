@@ -417,3 +417,18 @@ def test_an_attack_run_that_is_not_a_run_is_refused_and_one_not_stored_is_never_
     monkeypatch.setattr(paths, "RUNS", tmp_path)
     with pytest.raises(ValueError, match="attack_runs names 'npo', which notebook 02 has not stored for seed 0"):
         recovery.attacked_runs(config.Params.load("smoke", attack_runs=["npo"]))
+
+
+def test_a_foreign_folders_identity_is_its_content_so_new_weights_are_rescored(tiny_model, tiny_tokenizer, tmp_path):
+    from unlearnkit import runs
+
+    first, second = tmp_path / "mine", tmp_path / "copy"
+    models.save_plain_model(tiny_model, tiny_tokenizer, first)  # no unlearnkit.json: a model from elsewhere
+    models.save_plain_model(tiny_model, tiny_tokenizer, second)
+    assert runs.model_identity(first) == runs.model_identity(second)  # the same weights, wherever they lie
+    before = runs.model_identity(first)
+    with torch.no_grad():
+        tiny_model.lm_head.weight.add_(0.01)
+    models.save_plain_model(tiny_model, tiny_tokenizer, first)  # overwritten with new weights
+    assert runs.model_identity(first) != before
+    assert runs.model_identity("someone/some-model") != runs.model_identity(first)

@@ -435,6 +435,26 @@ def write_digest(folder: str | os.PathLike) -> dict[str, Any]:
     return digest
 
 
+def content_digest(folder: str | os.PathLike) -> str | None:
+    """What a model folder's weights are, as one sha256 over its weight files' digests (:func:`weights_intact`
+    checks them, hashing in full only what changed since the digest was written); None for a folder without intact
+    safetensors weights. A read-only folder is hashed each time instead of keeping its digest."""
+    import hashlib
+
+    folder = Path(folder)
+    try:
+        if not weights_intact(folder):
+            return None
+        digest = json.loads((folder / DIGEST).read_text())
+        parts = {name: record["sha256"] for name, record in sorted(digest.items())}
+    except OSError:  # cannot keep a digest there: hash the files now
+        files = _weight_files(folder)
+        if not files or not all(safetensors_complete(p) for p in files):
+            return None
+        parts = {p.name: _sha256(p) for p in files}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
 def safetensors_complete(path: str | os.PathLike) -> bool:
     """Whether a safetensors file is as long as its own header says (8 bytes of header length, the JSON header,
     then the tensors' data up to the largest end offset): a truncated file is not."""

@@ -397,8 +397,14 @@ def model_identity(location: str | Path) -> str:
         recipe = saved_recipe(folder)
         if recipe.get("params_hash"):
             return str(recipe["params_hash"])
-        # A folder saved by hand: what it says of itself and its configuration stand in for a recipe.
-        return config.params_hash({"recipe": recipe, "config": (folder / "config.json").read_text()})
+        # A folder saved by hand: what it says of itself, its configuration and its weights' content (two folders
+        # with the same hand-written marker are two models; new weights in the same folder are a new model).
+        return config.params_hash({"recipe": recipe, "config": (folder / "config.json").read_text(),
+                                   "weights": models.content_digest(folder)})
+    if folder.is_dir() and (folder / "config.json").exists():
+        # a foreign folder (no unlearnkit.json): its content, never its name, so overwritten weights are re-scored
+        return config.params_hash({"folder": models.content_digest(folder),
+                                   "config": (folder / "config.json").read_text()})
     return config.params_hash({"hub": str(location)})
 
 
