@@ -432,3 +432,14 @@ def test_a_foreign_folders_identity_is_its_content_so_new_weights_are_rescored(t
     models.save_plain_model(tiny_model, tiny_tokenizer, first)  # overwritten with new weights
     assert runs.model_identity(first) != before
     assert runs.model_identity("someone/some-model") != runs.model_identity(first)
+
+
+def test_a_format_model_that_is_not_a_model_of_the_store_is_refused_at_the_front_door():
+    from unlearnkit import pipeline
+
+    ok = config.Params.load("smoke", format_models=["base", "target", "retain90", "npo", "unlearned-ga"])
+    assert pipeline.check_params(ok).format_models[-1] == "unlearned-ga"
+    with pytest.raises(ValueError, match="'format_models': 'data/mine' is not base, target, a retain model"):
+        pipeline.check_params(config.Params.load("smoke", format_models=["target", "data/mine"]))
+    with pytest.raises(ValueError, match="'format_models': 'nosuch' is not base, target"):
+        pipeline.check_params(config.Params.load("smoke", format_models=["nosuch"]))

@@ -11,6 +11,7 @@ from ..config import Params
 from ..data.tofu import (
     FORGET_TO_RETAIN,
 )
+from ..runs import UNLEARNED_PREFIX
 from ..unlearning import (
     COMMON_PARAMETERS,
     ENTROPY_POSITIONS,
@@ -109,6 +110,15 @@ def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> P
                 _run_overrides(params, run)
             except ValueError as exc:
                 raise ValueError(f"parameter {key!r}: {exc}") from None
+    for name in params.format_models or ():  # a model of the store: base, target, a retain model or a run
+        if name in ("base", "target") or name in FORGET_TO_RETAIN.values():
+            continue
+        try:
+            _run_overrides(params, name.removeprefix(UNLEARNED_PREFIX))
+        except ValueError as exc:
+            raise ValueError(f"parameter 'format_models': {name!r} is not base, target, a retain model "
+                             f"({', '.join(sorted(set(FORGET_TO_RETAIN.values())))}) or an unlearning run ({exc})") \
+                from None
     return params
 
 
