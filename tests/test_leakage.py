@@ -325,3 +325,11 @@ def test_bound_modes_compare_grids_per_model():
     assert 0.25 < row["atom_at_zero_share"] < 0.35
     text = leakage.bound_modes_text(table, leakage.atom_at_zero_coverage(0.01, n=256, trials=20))
     assert "narrows it by" in text and "covers the true sd in" in text
+
+
+def test_scoring_no_model_is_an_empty_result():
+    from unlearnkit import config
+    from unlearnkit.metrics import scored
+
+    found = scored.score_models(config.Params.load("smoke"), {}, [], {})
+    assert found.results == {} and found.seconds == {}

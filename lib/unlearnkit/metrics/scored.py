@@ -94,6 +94,8 @@ def score_models(params: config.Params, named_models: Mapping[str, str | Path], 
     """Each ``{display name: saved model name or folder}`` scored (:func:`score_saved_model`,
     :func:`score_model_folder`), with the seconds each took; side by side in up to ``jobs`` worker processes
     (None: one per core), each writing its model's cache entry."""
+    if not named_models:  # nothing to score (a seed whose regime search kept no step): an empty result, not an error
+        return Scored({}, {})
     return score_many(params, [(name, saved, rows, settings, cache_tag) for name, saved in named_models.items()],
                       notebook)[0]
 
