@@ -225,7 +225,7 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
     spec = str(name_or_path)
     local = paths.resolve(spec)
     source = str(local) if local.is_dir() else spec
-    if not local.is_dir() and (spec.startswith((".", "/", "~")) or not _is_hub_name(spec)):
+    if _missing_folder(spec, local):
         raise FileNotFoundError(f"model folder {local} does not exist (and {spec!r} is not a Hub name)")
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
@@ -344,7 +344,7 @@ def check_source(spec: str, what: str = "model") -> None:
         if not (local / "config.json").exists():
             raise ValueError(f"{what} {spec!r}: the folder {paths.shown(local)} holds no config.json (not a saved model)")
         return
-    if spec.startswith((".", "/", "~")) or not _is_hub_name(spec):
+    if _missing_folder(spec, local):
         raise ValueError(f"{what} {spec!r}: the model folder {paths.shown(local)} does not exist (and it is not a Hub "
                          "name)")
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
@@ -353,6 +353,11 @@ def check_source(spec: str, what: str = "model") -> None:
         if not isinstance(try_to_load_from_cache(spec, "config.json"), str):
             raise ValueError(f"{what} {spec!r} is a Hub name that is not in the local Hub cache, and the runner is "
                              "offline: pass --online (make ... ONLINE=1) to download it once, or name a local folder")
+
+
+def _missing_folder(spec: str, local: Path) -> bool:
+    """``spec`` names a local folder (a path, or not a Hub name) that does not exist."""
+    return not local.is_dir() and (spec.startswith((".", "/", "~")) or not _is_hub_name(spec))
 
 
 def _is_hub_name(spec: str) -> bool:
