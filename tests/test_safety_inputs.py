@@ -12,7 +12,7 @@ import nbformat
 import pandas as pd
 import pytest
 import torch
-from unlearnkit import config, models, paths, report, runner, training
+from unlearnkit import config, models, paths, pipeline, report, runner, training
 from unlearnkit.report import claims
 
 HERE = Path(__file__).parent
@@ -165,6 +165,31 @@ def test_a_corrupt_result_file_is_named_and_costs_only_its_own_claims(tmp_path, 
     assert found.outcome == "not testable" and "unreadable" in found.reason
 
 
+def test_a_result_written_with_other_parameters_is_refused_in_one_line_naming_the_file(tmp_path, monkeypatch):
+    from unlearnkit import runs
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path)
+    written = config.Params.load("smoke")
+    runs.write_metrics(written, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}})
+    runs.write_metrics(written, runs.unlearning_notebook("ga"), {"ga": {"forget": {"rouge": 0.1}}})
+    # Another worker count, and a study's extra entries in method_settings, still agree.
+    extended = {**written.method_settings, "ga_study": {"method": "ga", "unlearn_lr": 0.1}}
+    assert runs.read_metrics(written.replace(jobs=1, method_settings=extended), runs.FINETUNE)["target"]
+    assert set(runs.unlearning_runs(written.replace(jobs=1))) == {"ga"}
+    edited = written.replace(finetune_lr=written.finetune_lr * 2)  # the profile edited since notebook 01 ran
+    for read in (lambda: runs.read_metrics(edited, runs.FINETUNE), lambda: runs.read_per_item(edited, runs.FINETUNE),
+                 lambda: runs.unlearning_runs(edited)):
+        runs.write_per_item(written, runs.FINETUNE, {"x": 1})
+        with pytest.raises(runs.StoreDisagrees) as e:
+            read()
+        message = str(e.value)
+        assert "metrics.json was written with finetune_lr=" in message and "rerun notebook" in message
+        assert len(message.splitlines()) == 1
+    changed = {**written.method_settings, "ga": {"method": "ga", "unlearn_lr": 0.5}}
+    with pytest.raises(runs.StoreDisagrees, match="02_unlearning_ga/metrics.json was written with method_settings.ga="):
+        runs.unlearning_runs(written.replace(method_settings=changed))
+
+
 def test_a_process_of_a_runner_ends_when_the_runner_is_killed(tmp_path):
     import os
     import signal
@@ -252,6 +277,28 @@ def test_the_runner_is_offline_unless_asked_and_refuses_an_uncached_hub_model_be
     with pytest.raises(SystemExit):
         runner.prepare_stand_ins(config.Params.load("smoke", model="./no/such/folder"))
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_an_uncached_hub_data_set_is_refused_offline_before_any_kernel_and_a_cached_one_passes(
+        tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    params = config.Params.load("smoke", data_source="locuslab/TOFU")
+    with pytest.raises(SystemExit) as e:
+        runner.prepare_stand_ins(params)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "'locuslab/TOFU' is a Hub data set that is not in the local cache" in err and "--online" in err
+    assert len(err.splitlines()) == 1
+    (tmp_path / "datasets" / "locuslab___tofu").mkdir(parents=True)  # what datasets' prepared cache is called
+    pipeline.check_sources(params)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    (tmp_path / "datasets" / "locuslab___tofu").rmdir()
+    pipeline.check_sources(params)  # online: the download is the user's choice
 
 
 def test_an_empty_split_file_is_refused_before_any_kernel(tmp_path, capsys):

@@ -250,15 +250,64 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
         mirror(params, notebook, "metrics.json", payload)
 
 
-def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
-    path = store(params) / notebook / file
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, params)}")
+class StoreDisagrees(ValueError):
+    """A result file of the store written with other values of the keys its notebook reads than the run reading it
+    has (a profile edited since, a run folder received from elsewhere): refused in one line naming the file."""
+
+
+#: Keys whose value never changes a result (the worker count), so a result written with another value still agrees.
+RESULT_NEUTRAL = frozenset({"jobs"})
+
+
+def _load_json(path: Path, notebook: str, params: Params) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"{paths.shown(path)} is not valid JSON ({exc}): rerun {notebook} "
                          f"(runner {notebook[:2]} --profile {params.profile})") from None
+
+
+def check_agrees(params: Params, notebook: str, path: Path, payload: Mapping[str, Any]) -> None:
+    """Refuse (:class:`StoreDisagrees`, one line naming ``path``) a result written with another value of a key
+    ``notebook`` reads (:func:`keys_read`) than ``params`` has. A key either side lacks (one added to the workbook
+    since) is passed over, and so are :data:`RESULT_NEUTRAL` keys; of a mapping (``method_settings``, which a study
+    extends with its own runs) only the entries both sides name are compared."""
+    meta = payload.get("meta") if isinstance(payload, Mapping) else None
+    written = meta.get("parameters") if isinstance(meta, Mapping) else None
+    if not isinstance(written, Mapping):
+        return
+    stem = UNLEARNING if notebook.startswith(UNLEARNING) else notebook
+    for key in sorted(keys_read(stem) - RESULT_NEUTRAL - {"profile"}) if stem in NOTEBOOK_SECTIONS else ():
+        if key not in written or key not in params:
+            continue
+        before, now = written[key], config.jsonable(params[key])
+        if isinstance(before, Mapping) and isinstance(now, Mapping):
+            differing = [k for k in sorted(set(before) & set(now)) if before[k] != now[k]]
+            if not differing:
+                continue
+            key, before, now = f"{key}.{differing[0]}", before[differing[0]], now[differing[0]]
+        elif before == now:
+            continue
+        raise StoreDisagrees(
+            f"{paths.shown(path)} was written with {key}={_short(before)}, but this run has {_short(now)}: "
+            f"rerun notebook {notebook_key(notebook)} (python -m unlearnkit.runner {notebook_key(notebook)} "
+            f"--profile {params.profile}{'' if is_reference_seed(params) else f' --set seed={params.seed}'})")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
+    path = store(params) / notebook / file
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, params)}")
+    payload = _load_json(path, notebook, params)
+    metrics = path if file == "metrics.json" else path.with_name("metrics.json")
+    if metrics.exists():
+        check_agrees(params, notebook, metrics, payload if metrics == path else _load_json(metrics, notebook, params))
+    return payload
 
 
 def has_metrics(params: Params, notebook: str) -> bool:
@@ -285,7 +334,9 @@ def unlearning_runs(params: Params) -> dict[str, dict[str, Any]]:
     """The metrics.json of every unlearning run of the profile's seed, keyed by run name."""
     found = {}
     for path in sorted(store(params).glob(f"{UNLEARNING}_*/metrics.json")):
-        found[path.parent.name.removeprefix(f"{UNLEARNING}_")] = json.loads(path.read_text())
+        payload = _load_json(path, path.parent.name, params)
+        check_agrees(params, path.parent.name, path, payload)
+        found[path.parent.name.removeprefix(f"{UNLEARNING}_")] = payload
     return found
 
 

@@ -214,6 +214,26 @@ class TofuSource:
         return f"TofuSource({spec!r}{subset})"
 
 
+def check_hub_cached(spec: str) -> None:
+    """Refuse, in one line, a Hub data set the run could not read: offline (``HF_DATASETS_OFFLINE`` or
+    ``HF_HUB_OFFLINE``, the runner's default) with neither the Hub's download cache
+    (``<hub cache>/datasets--org--name``) nor the ``datasets`` library's prepared cache (``<datasets cache>/org___name``)
+    holding it. Online, or cached, it passes; the first read still validates every row."""
+    flags = (os.environ.get(v, "0").lower() for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+    if not any(f in ("1", "true", "yes", "on") for f in flags):
+        return
+    from huggingface_hub import constants
+
+    org, name = spec.split("/")
+    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    candidates = (Path(constants.HF_HUB_CACHE) / f"datasets--{org}--{name}",
+                  datasets_cache / f"{org}___{name}".lower())
+    if not any(c.is_dir() for c in candidates):
+        raise TofuDataError(f"{spec!r} is a Hub data set that is not in the local cache, and the runner is offline: "
+                            "pass --online (make ... ONLINE=1) to download it once, or name a local folder of JSON "
+                            "Lines files")
+
+
 def _looks_like_hub_name(spec: str) -> bool:
     parts = spec.split("/")
     return len(parts) == 2 and all(parts) and not spec.startswith((".", "~"))

@@ -162,19 +162,24 @@ def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
 
 def check_sources(params: Mapping[str, Any]) -> None:
     """What the notebooks will read, checked before any kernel starts (a ValueError in one line): the model
-    (:func:`models.check_source`) and, for a local folder of TOFU JSON Lines, every split file it holds, read and
-    validated (an empty or corrupt file is named with its line)."""
+    (:func:`models.check_source`); for a local folder of TOFU JSON Lines, every split file it holds, read and
+    validated (an empty or corrupt file is named with its line); for a Hub data set while offline, that it is in the
+    local cache (:func:`data.tofu.check_hub_cached`)."""
     from .. import models
-    from ..data.tofu import TofuDataError, TofuSource
+    from ..data.tofu import TofuDataError, TofuSource, check_hub_cached
 
     params = config.as_params(params)
     models.check_source(params.model, "model")
     spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
     if spec == "synthetic":
         return
-    source = TofuSource(spec)
-    if not source.is_local:
-        return
+    try:
+        source = TofuSource(spec)
+        if not source.is_local:
+            check_hub_cached(source.spec)
+            return
+    except TofuDataError as exc:
+        raise ValueError(f"data_source {params.data_source!r}: {exc}") from None
     for split in source.available_splits():
         try:
             source.load(split)
