@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from conftest import REAL_TOFU, requires_real_tofu
 from unlearnkit import attacks, config, models, pipeline
 
 #: QLoRA's NF4 levels as published (Dettmers et al. 2023, appendix E), to 4 decimals.
@@ -147,3 +148,34 @@ def test_an_attack_that_would_touch_no_layer_raises_naming_the_layers_it_found()
         attacks.fake_quantise(model, "nf4")
     with pytest.raises(ValueError, match="no linear layer"):
         attacks.bucket_crossing(model, model, "nf4")
+
+
+@requires_real_tofu()
+def test_rtt_on_real_tofu_is_declared_not_run_in_one_line_never_a_key_error():
+    """Real TOFU labels no question with its attribute and value: RTT is not run there (folds of one author's
+    answers would leak the held-out facts), said in one line, and notebook 08's table and figure take that."""
+    import matplotlib.pyplot as plt
+    from unlearnkit.data.tofu import TofuSource
+    from unlearnkit.plots.recovery import plot_rtt
+    from unlearnkit.studies import recovery
+
+    rows = TofuSource(REAL_TOFU).load("forget10")
+    reason = attacks.rtt_unavailable(rows)
+    assert reason and "not run" in reason and f"{len(rows)} of {len(rows)}" in reason and "\n" not in reason
+    with pytest.raises(ValueError, match="RTT\\) not run"):
+        attacks.rtt_folds(rows, 4)
+    found = {label: {"rtt": [], "rtt_not_run": reason} for label in ("target", "retain", "npo")}
+    named = {"target": (recovery.TARGET, ""), "retain": (recovery.RETAIN, ""), "npo": (recovery.UNLEARNED, "")}
+    table = recovery.rtt_table(found, named)
+    assert table.empty and "recovery over control" in table.columns
+    assert recovery.rtt_note(found) == reason
+    plt.close(plot_rtt(table))
+
+
+def test_rtt_runs_where_every_question_carries_its_fact():
+    rows = [{"question": f"q{i}", "attribute": a, "value": "v", "author_index": 0}
+            for i, a in enumerate(["genre", "book", "award", "theme"])]
+    assert attacks.rtt_unavailable(rows) is None
+    assert attacks.rtt_unavailable([*rows, {"question": "q", "answer": "a"}]).startswith(
+        "held-out-fact relearning (RTT) not run: 1 of 5")
+    assert sorted(i for fold in attacks.rtt_folds(rows, 2) for i in fold) == [0, 1, 2, 3]

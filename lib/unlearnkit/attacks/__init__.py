@@ -14,7 +14,7 @@ The station sits beside the pipeline (it reads saved models and trains copies of
 attack on every model of notebook 02, with its controls, is :mod:`unlearnkit.studies.recovery`.
 """
 
-from .folds import attribute_groups, holds_fact, rtt_folds  # noqa: F401
+from .folds import attribute_groups, holds_fact, rtt_folds, rtt_unavailable  # noqa: F401
 from .formulas import q_one_sided, q_symmetric, r_one_sided, r_symmetric, steps_to  # noqa: F401
 from .probes import prefill, probe, with_shots  # noqa: F401
 from .quantise import (  # noqa: F401

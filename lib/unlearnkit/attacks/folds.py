@@ -63,12 +63,31 @@ def attribute_groups(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return sorted(groups.values(), key=lambda g: (-len(g), g))
 
 
+def rtt_unavailable(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """None where RTT can run on ``rows``, else why not, in one line. RTT needs each question's fact: its attribute,
+    to keep dependent facts in one fold, and its value, to score a held-out answer. Real TOFU has neither, and its
+    answers about one author are not independent facts (each names the author and repeats the genre, the books, the
+    parents), so question-level folds would test facts the attacker retaught: not run there, rather than reported
+    with folds that leak."""
+    unlabelled = sum(not r.get("attribute") or "value" not in r for r in rows)
+    if not rows:
+        return "held-out-fact relearning (RTT) not run: no forget questions"
+    if unlabelled:
+        return (f"held-out-fact relearning (RTT) not run: {unlabelled} of {len(rows)} forget questions carry no "
+                "attribute and value labels (real TOFU has none, and one author's answers share facts, so folds of "
+                "questions would leak the held-out facts); the synthetic corpus labels every question")
+    return None
+
+
 def rtt_folds(rows: Sequence[Mapping[str, Any]], n_folds: int = 4) -> list[list[int]]:
     """Row indices of ``rows`` in ``n_folds`` folds, disjoint by attribute group (:func:`attribute_groups`), the
     groups dealt largest first to the fold with fewest rows; fewer folds when there are fewer groups. Name questions
-    are in no fold."""
+    are in no fold. Rows without fact labels (:func:`rtt_unavailable`) are refused with that one line."""
     if n_folds < 2:
         raise ValueError(f"held-out-fact relearning needs at least 2 folds, got {n_folds}")
+    reason = rtt_unavailable(rows)
+    if reason is not None:
+        raise ValueError(reason)
     groups = attribute_groups(rows)
     sizes = {tuple(g): sum(r["attribute"] in g for r in rows) for g in groups}
     folds: list[list[str]] = [[] for _ in range(min(n_folds, len(groups)))]

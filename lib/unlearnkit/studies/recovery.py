@@ -139,9 +139,14 @@ def _attack(params: Params, folder: str, data: Mapping[str, list]) -> dict[str, 
                       "curve": curve, "recipe": recipe}
     del relearned
     facts = data["facts"]
-    folds = attacks.rtt_folds(facts, params.rtt_folds)
-    out["rtt"] = attacks.held_out_relearning(loaded, facts, folds, list(range(min(params.rtt_held_out, len(folds)))),
-                                             params.rtt_lr_grid, params)
+    not_run = attacks.rtt_unavailable(facts)
+    if not_run is None:
+        folds = attacks.rtt_folds(facts, params.rtt_folds)
+        out["rtt"] = attacks.held_out_relearning(loaded, facts, folds,
+                                                 list(range(min(params.rtt_held_out, len(folds)))),
+                                                 params.rtt_lr_grid, params)
+    else:  # real TOFU: said, not faked with folds that leak
+        out["rtt"], out["rtt_not_run"] = [], not_run
     out["quant"] = {}
     for scheme in params.quant_schemes:
         quantised = attacks.fake_quantise(model, scheme)
@@ -216,6 +221,10 @@ def rtt_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]]) -
     control = next(label for label in named if _kind(named, label) == RETAIN)
     gain = lambda r: float(np.mean([f["after"] - f["before"] for f in r["rtt"]]))  # noqa: E731
     rows = []
+    if not found[control]["rtt"]:  # not run on this corpus (rtt_note says why): no row, so no attack is judged
+        return pd.DataFrame(columns=["model", "kind", "held-out before", "held-out after", "gain",
+                                     "recovery over control", "held-out folds", "best lr",
+                                     "train rows"]).set_index("model")
     for label, result in found.items():
         folds = result["rtt"]
         rows.append({"model": label, "kind": _kind(named, label),
@@ -226,6 +235,11 @@ def rtt_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]]) -
                      "best lr": ", ".join(f"{f['best_lr']:g}" for f in folds),
                      "train rows": ", ".join(str(f["train_rows"]) for f in folds)})
     return pd.DataFrame(rows).set_index("model")
+
+
+def rtt_note(found: Mapping[str, dict]) -> str | None:
+    """Why held-out-fact relearning did not run (:func:`attacks.rtt_unavailable`), or None where it ran."""
+    return next((r["rtt_not_run"] for r in found.values() if r.get("rtt_not_run")), None)
 
 
 def quant_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]],
