@@ -27,7 +27,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # UNLEARNKIT_NATIVE_ISA=1 leaves every library its own choice.
 $(foreach kv,$(shell python3 lib/unlearnkit/machine.py 2>/dev/null),$(eval export $(subst =, ?= ,$(kv))))
 
-.PHONY: help setup setup-vllm all notebooks notebook seeds smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
+.PHONY: help setup setup-vllm all notebooks notebook eval seeds smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
         strip-notebooks sync-params
 
 help: ## list the targets
@@ -64,6 +64,17 @@ notebooks: setup ## run every notebook in order on PROFILE (its own training see
 
 notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 	$(PY) -m unlearnkit.runner $(NB) --profile $(PROFILE) $(SEED_SET)
+
+# make eval MODEL=path/to/model DATA=path/to/tofu REFERENCE=path/to/retain [TEMPLATE=phi] [SUITE=tofu,attacks]
+MODEL     ?=
+DATA      ?=
+REFERENCE ?=
+TEMPLATE  ?=
+SUITE     ?= all
+eval: setup ## every metric on a model of your own: make eval MODEL=folder|hub-name DATA=tofu-folder REFERENCE=retain-model (TEMPLATE=, SUITE=)
+	@test -n "$(MODEL)" || { echo "make eval needs MODEL=<a model folder, a run of the store or a Hub name>" >&2; exit 2; }
+	$(PY) -m unlearnkit.runner eval --model "$(MODEL)" --profile $(PROFILE) --suite "$(SUITE)" $(SEED_SET) \
+	  $(if $(DATA),--data "$(DATA)") $(if $(REFERENCE),--reference "$(REFERENCE)") $(if $(TEMPLATE),--template "$(TEMPLATE)")
 
 seeds: setup ## several training seeds side by side, then notebook 09 over them: make seeds SEEDS="0 1 2" (resumable)
 	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE) $(if $(ONLINE),--online)

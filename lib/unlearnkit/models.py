@@ -53,8 +53,8 @@ def template_for(name_or_path: str) -> PromptTemplate:
     """The template of a model entry: the one recorded beside a saved model, else by family name. A recorded chat
     template needs the tokenizer: :func:`load_model` resolves it."""
     meta = Path(name_or_path) / "unlearnkit.json"
-    if meta.exists():
-        recorded = json.loads(meta.read_text())["template"]
+    recorded = json.loads(meta.read_text())["template"] if meta.exists() else stated_template(name_or_path)
+    if recorded:
         if recorded == CHAT:
             raise ValueError(f"{name_or_path} was saved with its tokenizer's chat template: load it with load_model")
         return get_template(recorded)
@@ -63,6 +63,20 @@ def template_for(name_or_path: str) -> PromptTemplate:
         if key in lowered:
             return TEMPLATES[template]
     return TEMPLATES["phi"]
+
+
+#: ``{folder or Hub name: template}`` stated for models without the workbook's marker (``runner eval --template``),
+#: as JSON in the environment so that every worker process loading the model takes the same template.
+STATED_TEMPLATES_VARIABLE = "UNLEARNKIT_STATED_TEMPLATES"
+
+
+def stated_template(name_or_path: str | os.PathLike) -> str | None:
+    """The template stated for a model without a marker (:data:`STATED_TEMPLATES_VARIABLE`), or None."""
+    stated = os.environ.get(STATED_TEMPLATES_VARIABLE)
+    if not stated:
+        return None
+    local = paths.resolve(name_or_path)
+    return json.loads(stated).get(str(local) if local.is_dir() else str(name_or_path))
 
 
 def get_template(name: str) -> PromptTemplate:
@@ -242,7 +256,7 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     meta = Path(source) / "unlearnkit.json"
-    name = template or (json.loads(meta.read_text())["template"] if meta.exists() else None)
+    name = template or (json.loads(meta.read_text())["template"] if meta.exists() else None) or stated_template(source)
     if name == CHAT:
         tmpl = conversation_template(tokenizer, source)
     else:
@@ -408,6 +422,15 @@ def is_saved_model(folder: str | os.PathLike) -> bool:
     (:func:`weights_intact`), so a truncated or altered weight file is retrained, never trusted."""
     folder = Path(folder)
     return (folder / "unlearnkit.json").exists() and (folder / "config.json").exists() and weights_intact(folder)
+
+
+def is_loadable(location: str | os.PathLike) -> bool:
+    """A model that can be loaded and scored: a folder the workbook saved (:func:`is_saved_model`), a folder saved
+    elsewhere with its config and intact safetensors weights, or a Hub name (loaded from the Hub's cache)."""
+    folder = paths.resolve(location)
+    if not folder.is_dir():
+        return not _missing_folder(str(location), folder)
+    return is_saved_model(folder) or ((folder / "config.json").exists() and weights_intact(folder))
 
 
 # --------------------------------------------------------------------------- the weights' digest

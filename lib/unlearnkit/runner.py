@@ -68,6 +68,12 @@ def source_notebooks() -> list[Path]:
     return sorted(p for p in paths.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
+def all_source_notebooks() -> list[Path]:
+    """The numbered notebooks and the evaluation of one's own model (runner eval): what check-clean, strip and
+    sync-params keep in order."""
+    return [*source_notebooks(), eval_notebook()]
+
+
 def find_notebook(key: str) -> Path:
     matches = [p for p in source_notebooks() if p.stem == key or p.stem.startswith(f"{key}_")]
     if len(matches) != 1:
@@ -213,19 +219,20 @@ def already_done(out: Path, recipe: dict[str, Any]) -> bool:
 
 def run_notebook(notebook: Path, params: config.Params, own: dict | None = None, suffix: str = "",
                  timeout: int = DEFAULT_TIMEOUT_S, changed: list[str] | tuple[str, ...] = (),
-                 skip_done: bool = False) -> Path:
+                 skip_done: bool = False, out: Path | None = None) -> Path:
     """Execute ``notebook`` on the profile and seed of ``params`` into ``runs/<profile>/seed-<s>/<stem><suffix>.ipynb``,
     then record in the executed copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel
     and workers used and the seconds of each station (:func:`station_summary`): what
     ``benchmarks/workbook_profile.py`` tabulates. With ``skip_done`` a notebook already run with the same commit
-    and parameters (:func:`already_done`) is not run again."""
+    and parameters (:func:`already_done`) is not run again. ``out``: another place in the store for the executed
+    copy (an evaluation's folder)."""
     import papermill
 
     from . import runs
 
     parameters = injected_parameters(notebook, params, own, changed)
     extra = {**{k: params[k] for k in changed}, **(own or {})}
-    out = runs.executed_notebook(params, f"{notebook.stem}{suffix}")
+    out = out or runs.executed_notebook(params, f"{notebook.stem}{suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
     recipe = run_recipe(notebook, parameters)
     label = _label(params)
@@ -631,6 +638,63 @@ def _cmd_seeds(args: argparse.Namespace) -> int:
     return 1 if failed else code
 
 
+#: The evaluation of a model of one's own (runner eval): outside 00-09, so never part of ``runner all``.
+EVAL_NOTEBOOK = "eval_model"
+
+
+def eval_notebook() -> Path:
+    return paths.NOTEBOOKS / f"{EVAL_NOTEBOOK}.ipynb"
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    """Every suite of the workbook on one model: the request checked in one line, the cost of each suite on a CPU
+    printed (and refused beyond an hour unless --allow-long), then notebooks/eval_model.ipynb executed into the
+    evaluation's folder of the store."""
+    import torch
+
+    from .studies import own_model
+
+    overrides = _overrides(args)
+    if args.dtype:
+        overrides["dtype"] = args.dtype
+    params = checked_params(args.profile, overrides)
+    try:
+        request = own_model.check_request(params, args.model, args.data, args.reference, args.suite, args.template)
+        n_forget = len(own_model.corpus(params, request).load(params.forget_split))
+        n_parameters = own_model.parameter_count(request.model)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        raise Refused(str(exc).splitlines()[0]) from None
+    estimate = own_model.estimate_seconds(params, n_parameters, request.suites, request.reference is not None,
+                                          n_forget)
+    on_gpu = torch.cuda.is_available()
+    print(f"{request.label}: {n_parameters / 1e6:.1f} M parameters, template {request.template or 'from its marker'}"
+          f", reference {paths.shown(request.reference) if request.reference else 'none (not computed: ' + 'forget quality, privleak, over-reference changes)'}", flush=True)
+    if not on_gpu:
+        print("estimated on this CPU: " + ", ".join(f"{s} {_minutes(v)}" for s, v in estimate.items()), flush=True)
+        long = [s for s, v in estimate.items() if v > own_model.CPU_LIMIT_S]
+        if long and not args.allow_long:
+            raise Refused(f"{', '.join(long)} would take over {own_model.CPU_LIMIT_S / 3600:.0f} h on this CPU: pass "
+                          "--allow-long to run anyway, choose other suites with --suite, or run on a GPU")
+    folder = own_model.eval_folder(params, request)
+    own = {"eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
+           "eval_suites": ",".join(request.suites), "eval_template": args.template}
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=folder / f"{EVAL_NOTEBOOK}.ipynb",
+                     changed=[k for k in overrides if k != "seed"])
+    except PapermillExecutionError as exc:
+        print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
+              f"see {_shown(failed_copy(folder / f'{EVAL_NOTEBOOK}.ipynb'))} for the full traceback", file=sys.stderr)
+        return 1
+    print(f"results: {_shown(folder / 'metrics.json')}", flush=True)
+    return 0
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
 def _cmd_params(args: argparse.Namespace) -> int:
     overrides = _overrides(args)  # an unknown key is refused when the profile is merged with them
     merged = dict(profile_params(args.profile, overrides))
@@ -653,8 +717,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_clean(args: argparse.Namespace) -> int:
-    dirty = [p.name for p in source_notebooks() if notebook_outputs(p)]
-    stale = [p.name for p in source_notebooks() if not parameters_in_sync(p)]
+    dirty = [p.name for p in all_source_notebooks() if notebook_outputs(p)]
+    stale = [p.name for p in all_source_notebooks() if not parameters_in_sync(p)]
     default = paths.PARAMS / f"{config.BASE_PROFILE}.yaml"
     if default.read_text() != default_yaml_text():
         stale.insert(0, default.name)
@@ -666,7 +730,7 @@ def _cmd_check_clean(args: argparse.Namespace) -> int:
 
 
 def _cmd_strip(args: argparse.Namespace) -> int:
-    for p in source_notebooks():
+    for p in all_source_notebooks():
         strip(p)
     return 0
 
@@ -675,7 +739,7 @@ def _cmd_sync_params(args: argparse.Namespace) -> int:
     default = paths.PARAMS / f"{config.BASE_PROFILE}.yaml"
     if default.read_text() != default_yaml_text():
         default.write_text(default_yaml_text())
-    for p in [find_notebook(k) for k in args.only] or source_notebooks():
+    for p in [find_notebook(k) for k in args.only] or all_source_notebooks():
         sync_parameters(p)
     return 0
 
@@ -697,6 +761,19 @@ def build_parser() -> argparse.ArgumentParser:
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     p.set_defaults(handler=_cmd_run)
+    p = sub.add_parser("eval", help="every metric of the workbook on one model (a folder, a run of the store or a "
+                                    "Hub name): runs/<profile>/seed-<s>/eval/<model>-<id>/")
+    p.add_argument("--model", required=True, help="a model folder, a run or saved model of the store, or a Hub name")
+    p.add_argument("--data", help="the data it was unlearned on: a folder of TOFU JSON Lines, locuslab/TOFU, or "
+                                  "'profile' (default for the workbook's own models)")
+    p.add_argument("--reference", help="the retain model: the same base fine-tuned on the retain split only")
+    p.add_argument("--suite", default="all", help=f"comma-separated: {', '.join(('tofu', 'leakage', 'formats', 'attacks'))} (default all)")
+    p.add_argument("--template", help="the prompt template of a model saved without the workbook's marker, or chat")
+    p.add_argument("--dtype", help="the dtype to load it in (float32, bfloat16, float16)")
+    p.add_argument("--allow-long", action="store_true", help="run suites estimated at over an hour on a CPU")
+    _profile_options(p)
+    p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
+    p.set_defaults(handler=_cmd_eval)
     p = sub.add_parser("params", help="print the merged profile")
     _profile_options(p)
     p.set_defaults(handler=_cmd_params)
@@ -736,7 +813,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: The sub-commands; anything else first on the command line is a notebook for ``run``.
-COMMANDS = ("run", "seed", "aggregate", "seeds", "params", "figures", "train", "check-clean", "strip", "sync-params")
+COMMANDS = ("run", "seed", "aggregate", "seeds", "eval", "params", "figures", "train", "check-clean", "strip", "sync-params")
 
 
 #: The runner goes to no model or dataset hub unless asked: ``--online`` (anywhere on the command line) opts in.

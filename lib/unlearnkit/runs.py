@@ -454,9 +454,12 @@ def model_identity(location: str | Path) -> str:
                                    "weights": models.content_digest(folder)})
     if folder.is_dir() and (folder / "config.json").exists():
         # a foreign folder (no unlearnkit.json): its content, never its name, so overwritten weights are re-scored
+        stated = models.stated_template(folder)  # a template stated for it (runner eval) is part of what it is
         return config.params_hash({"folder": models.content_digest(folder),
-                                   "config": (folder / "config.json").read_text()})
-    return config.params_hash({"hub": str(location)})
+                                   "config": (folder / "config.json").read_text(),
+                                   **({"template": stated} if stated else {})})
+    stated = models.stated_template(str(location))
+    return config.params_hash({"hub": str(location), **({"template": stated} if stated else {})})
 
 
 def mixed_identity(original: str, unlearned: str, a: float) -> str:
@@ -577,8 +580,8 @@ def _reproducible(value: Any) -> Any:
 def mirror(params: Params, notebook: str, file: str, payload: Mapping[str, Any]) -> Path | None:
     """Mirror one result file of a run into ``results/`` where :func:`publishes` says so (else nothing): written only
     when its bytes change, and then the seed's provenance with it."""
-    if not publishes(params) or (file == "per_item.json" and notebook not in PER_ITEM):
-        return None
+    if not publishes(params) or (file == "per_item.json" and notebook not in PER_ITEM) or not notebook[:2].isdigit():
+        return None  # results/ holds the numbered notebooks' results (the claims' seeds), never an evaluation's
     meta = dict(payload.get("meta", {})) if isinstance(payload, Mapping) else {}
     body = dict(_reproducible(config.jsonable(payload)))
     text = json.dumps(body, indent=1, sort_keys=False) + "\n"

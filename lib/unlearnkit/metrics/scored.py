@@ -53,7 +53,7 @@ def score_model_folder(params: config.Params, folder: str | Path, cache_name: st
     ``cache_name``. With hf the model decodes on the GPU when there is one, else under the CPU-thread policy of
     :func:`unlearnkit.models.cpu_threads`."""
     folder = Path(folder)
-    if not models.is_saved_model(folder):
+    if not models.is_loadable(folder):  # a model of the store, a folder saved elsewhere (runner eval), a Hub name
         raise FileNotFoundError(f"no saved model in {folder}")
     depends_on = {"model": runs.model_identity(folder), "rows": [dict(r) for r in rows],
                   "settings": dict(settings), "kwargs": kwargs}

@@ -54,8 +54,16 @@ def report_dir(params: Params) -> Path:
     return folder if runs.is_reference_seed(params) else folder / runs.store(params).name
 
 
-def _title(stem: str) -> str:
-    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '09_findings' -> '09 findings'."""
+#: The folder of the store that holds evaluations of one's own models (runner eval), one page each.
+EVAL_PAGES = "eval"
+
+
+def _title(notebook: Path) -> str:
+    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '09_findings' -> '09 findings',
+    an evaluation (runner eval) 'eval · <model>-<id>'."""
+    if notebook.parent.parent.name == EVAL_PAGES:
+        return f"eval · {notebook.parent.name}"
+    stem = notebook.stem
     key, _, rest = stem.partition("_")
     if stem.startswith(runs.UNLEARNING + "_"):
         return f"{key} unlearning · {stem[len(runs.UNLEARNING) + 1:]}"
@@ -64,7 +72,7 @@ def _title(stem: str) -> str:
 
 def pages(params: Params) -> list[tuple[str, Path]]:
     """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 09 is the
-    index."""
+    index; the evaluations of one's own models (``eval/<model>-<id>/eval_model.ipynb``) come last."""
     folder = runs.store(params)
     executed = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     if not executed:
@@ -74,11 +82,14 @@ def pages(params: Params) -> list[tuple[str, Path]]:
     if not front:
         raise FileNotFoundError(f"notebook 09 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
                                 f"report's front page (make notebook NB=09 PROFILE={params.profile})")
-    return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS]
+    evaluations = sorted(p for p in folder.glob(f"{EVAL_PAGES}/*/eval_model.ipynb")  # runner eval: after the notebooks
+                         if paths.NAME.fullmatch(p.parent.name))  # a received folder's odd name is no page name
+    return ([(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS]
+            + [(f"{EVAL_PAGES}-{p.parent.name}.html", p) for p in evaluations])
 
 
 def _nav(entries: Sequence[tuple[str, Path]], here: str, params: Params) -> str:
-    links = [f'<a href="{file}"{" class=here" if file == here else ""}>{html.escape(_title(nb.stem))}</a>'
+    links = [f'<a href="{file}"{" class=here" if file == here else ""}>{html.escape(_title(nb))}</a>'
              for file, nb in entries]
     links.append(f'<a href="{GLOSSARY_PAGE}"{" class=here" if here == GLOSSARY_PAGE else ""}>glossary</a>')
     return "".join(links) + (f'<span class="profile">profile: {html.escape(params.profile)} · seed '
@@ -146,10 +157,10 @@ def add_named_settings(nb, params: Params) -> None:
 def _footer(entries: Sequence[tuple[str, Path]], i: int) -> str:
     parts = []
     if i > 0:
-        parts.append(f'<a href="{entries[i - 1][0]}">← {html.escape(_title(entries[i - 1][1].stem))}</a>')
+        parts.append(f'<a href="{entries[i - 1][0]}">← {html.escape(_title(entries[i - 1][1]))}</a>')
     parts.append(f'<a href="{INDEX}">findings</a>')
     if i + 1 < len(entries):
-        parts.append(f'<a href="{entries[i + 1][0]}">{html.escape(_title(entries[i + 1][1].stem))} →</a>')
+        parts.append(f'<a href="{entries[i + 1][0]}">{html.escape(_title(entries[i + 1][1]))} →</a>')
     return "".join(parts)
 
 
@@ -257,7 +268,7 @@ def provenance_line(record: Mapping[str, Any]) -> str:
 
 def _times(entries: Sequence[tuple[str, Path]], records: Mapping[str, Mapping[str, Any]]) -> str:
     """The front page's list of every notebook's time."""
-    items = [f'<a href="{file}">{html.escape(_title(nb.stem))}</a> {_minutes(records[file]["wall_s"])}'
+    items = [f'<a href="{file}">{html.escape(_title(nb))}</a> {_minutes(records[file]["wall_s"])}'
              for file, nb in entries if records[file].get("wall_s")]
     return ("time per notebook: " + " · ".join(items)) if items else ""
 
@@ -294,7 +305,7 @@ def build(params: Params, out: Path | None = None) -> Path:
         _anchor_figures(nb, [p for p in placed[file] if where.get(p[2]) == file])
         if file == INDEX:
             _link_figures(nb, where)
-        nb.metadata["title"] = f"{_title(notebook.stem)} ({params.profile}, seed {params.seed})"
+        nb.metadata["title"] = f"{_title(notebook)} ({params.profile}, seed {params.seed})"
         line = provenance_line(records[file])
         if file == INDEX:
             line += "<br>" + _times(entries, records)

@@ -1,0 +1,377 @@
+"""Every metric of the workbook on a model of your own (``python -m unlearnkit.runner eval --model PATH``): the
+study behind ``notebooks/eval_model.ipynb``.
+
+The request is checked in one line before any kernel starts (:func:`check_request`): the model (a folder of
+safetensors weights, sharded or not, a peft adapter folder with its base, or a Hub name in the local cache), its
+prompt template (the workbook's marker beside a saved model, else ``--template``, never guessed), the data it was
+unlearned on (a TOFU-shaped folder, ``locuslab/TOFU``, or ``profile``: the profile's own corpus, only for the
+workbook's own models) and the retain model every "against the control" number needs (a same-base model the user
+names; none means those numbers are reported as not computed, never a model trained here from scratch). Then each
+suite (:data:`SUITES`) runs through the same library calls as the numbered notebooks, so the workbook's own NPO
+model gets the numbers notebooks 02, 04, 05 and 08 stored for it (their caches are shared: a model's results are
+keyed by what it is, :func:`unlearnkit.runs.model_identity`).
+
+Results go to ``runs/<profile>/seed-<s>/eval/<slug>-<digest>/`` (:func:`eval_folder`): the executed notebook and a
+``metrics.json`` in the notebooks' layout, never into ``results/`` (which holds the claims' seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .. import config, models, paths, runs
+
+#: The suites, in the order they run: TOFU's metrics with open-unlearning's memorisation and privacy metrics,
+#: sampled leakage with the high-probability bounds and the ED score, the format-transformed evaluation, and the
+#: robustness attacks (relearning, held-out-fact relearning, quantisation, input probes).
+SUITES = ("tofu", "leakage", "formats", "attacks")
+#: ``--data profile``: the profile's own corpus (only for a model of the workbook, which was trained on it).
+PROFILE_DATA = "profile"
+#: Where an evaluation's label and folder come from; the label is a name (:data:`unlearnkit.paths.NAME`).
+EVAL_DIR = "eval"
+#: The names the model and its control carry in every table and in metrics.json.
+MODEL, REFERENCE = "model", "reference"
+#: The environment variable through which a stated template reaches every process that loads the model.
+TEMPLATES_VARIABLE = models.STATED_TEMPLATES_VARIABLE
+#: What a number that needs the retain model says when there is none.
+NO_REFERENCE = "not computed: no matching retain model (pass --reference RETAIN, a model of the same base fine-tuned " \
+               "on the retain split only)"
+
+
+class Request(NamedTuple):
+    """One evaluation, checked: where the model is (a folder, or a Hub name), its label, the data, the retain model
+    (or None), the suites, the stated template (None: the folder's marker says it) and whether it is a model of
+    the workbook's store."""
+
+    model: str
+    label: str
+    data: str
+    reference: str | None
+    suites: tuple[str, ...]
+    template: str | None
+    own: bool
+
+
+# --------------------------------------------------------------------------- the front door
+
+
+def check_request(params: config.Params, model: str, data: str | None = None, reference: str | None = None,
+                  suites: Sequence[str] | str | None = None, template: str | None = None) -> Request:
+    """Everything about an evaluation that can be wrong, refused in one line (ValueError) before any work.
+
+    ``model``: a run or saved model of the profile's store (``npo``, ``unlearned-npo``), a folder or a Hub name.
+    ``data``: defaults to the profile's corpus for the store's own models and is required for any other model.
+    ``reference``: defaults to the retain model notebook 01 trained for the store's own models."""
+    suites = _suites(suites)
+    own_folder = runs.locate(params, model) if paths.NAME.fullmatch(model) else None
+    location = str(own_folder) if own_folder is not None else model
+    models.check_source(location, "model")
+    _check_weights(location)
+    own = own_folder is not None or _made_here(location)
+    stated = _template(location, template)
+    if data is None:
+        if not own:
+            raise ValueError(f"--data is required for a model the workbook did not make ({model!r}): the data it was "
+                             "unlearned on, a folder of TOFU JSON Lines or locuslab/TOFU (or 'profile' for this "
+                             "profile's corpus, if it was trained on it)")
+        data = PROFILE_DATA
+    if data != PROFILE_DATA:
+        from ..pipeline import check_sources
+
+        check_sources(params.replace(data_source=data, model="tiny"))
+    if reference is None and own:
+        found = runs.retain_model(params)
+        reference = str(runs.locate(params, found)) if found and runs.locate(params, found) else None
+    elif reference is not None:
+        located = runs.locate(params, reference) if paths.NAME.fullmatch(reference) else None
+        reference = str(located) if located is not None else reference
+        models.check_source(reference, "reference")
+        _check_weights(reference)
+        _same_base(location, reference)
+        _template(reference, template if not (Path(paths.resolve(reference)) / "unlearnkit.json").exists() else None)
+    return Request(location, _label(model), data, reference, suites, stated, own)
+
+
+def _suites(suites: Sequence[str] | str | None) -> tuple[str, ...]:
+    if suites is None or suites == "all":
+        return SUITES
+    chosen = [s.strip() for s in (suites.split(",") if isinstance(suites, str) else suites) if s.strip()]
+    unknown = [s for s in chosen if s not in SUITES]
+    if unknown or not chosen:
+        raise ValueError(f"unknown suite {', '.join(unknown) or '(none)'}; suites: {', '.join(SUITES)} (or all)")
+    return tuple(s for s in SUITES if s in chosen)
+
+
+def _made_here(location: str) -> bool:
+    meta = paths.resolve(location) / "unlearnkit.json"
+    try:
+        return bool(json.loads(meta.read_text()).get("params_hash"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _check_weights(location: str) -> None:
+    """A local folder's weights: safetensors (one file or shards), intact; an adapter folder needs its base."""
+    folder = paths.resolve(location)
+    if not folder.is_dir():
+        return
+    if (folder / "adapter_config.json").exists():
+        return
+    if not any(folder.glob("*.safetensors")):
+        raise ValueError(f"model {location!r}: {paths.shown(folder)} holds no *.safetensors weights (the workbook never "
+                         "unpickles *.bin; save with model.save_pretrained(folder), the default)")
+
+
+def _template(location: str, template: str | None) -> str | None:
+    """The template stated for ``location``: ``template`` (checked) or the workbook's marker (then None); a folder
+    or Hub name with neither is refused with the choices."""
+    if template is not None:
+        if template != models.CHAT:
+            models.get_template(template)
+        return template
+    if (paths.resolve(location) / "unlearnkit.json").exists():
+        return None
+    raise ValueError(f"model {location!r} does not say its prompt format (no unlearnkit.json beside it): pass "
+                     f"--template, one of {', '.join([*models.TEMPLATES, models.CHAT])} (chat: the tokenizer's own "
+                     "chat template)")
+
+
+def _config(location: str):
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(str(paths.resolve(location)) if paths.resolve(location).is_dir() else location)
+
+
+#: What a retain model must share with the model to be its control: the architecture and its sizes, and the vocabulary.
+SAME_BASE_KEYS = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads")
+
+
+def _same_base(model: str, reference: str) -> None:
+    a, b = _config(model), _config(reference)  # attribute names are the same across families (GPT-2's n_embd too)
+    differing = [k for k in SAME_BASE_KEYS if getattr(a, k, None) != getattr(b, k, None)]
+    if differing:
+        k = differing[0]
+        raise ValueError(f"--reference {reference!r} is not of the model's base: its {k} is {getattr(b, k, None)!r}, "
+                         f"the model's {getattr(a, k, None)!r} (a retain model is the same base fine-tuned on the "
+                         "retain split only)")
+
+
+def _label(model: str) -> str:
+    """A name for the model (:data:`unlearnkit.paths.NAME`): the folder's or Hub name's last part."""
+    tail = Path(model.rstrip("/")).name or "model"
+    label = re.sub(r"[^A-Za-z0-9._@-]+", "-", tail).strip(".-") or "model"
+    return label[:60]
+
+
+def identity(params: config.Params, request: Request) -> str:
+    """What the evaluation is of: the model's identity (by content for a foreign folder), the stated template, the
+    retain model's identity, the data and every parameter (the dtype, a --set value), as a short hash (the folder's
+    suffix): two evaluations that could differ never share a folder."""
+    return config.params_hash({"model": runs.model_identity(request.model), "template": request.template,
+                               "reference": runs.model_identity(request.reference) if request.reference else None,
+                               "data": request.data, "params": config.params_hash(dict(params))}, length=10)
+
+
+def eval_folder(params: config.Params, request: Request) -> Path:
+    """``runs/<profile>/seed-<s>/eval/<label>-<identity>/``."""
+    return runs.store(params) / EVAL_DIR / f"{request.label}-{identity(params, request)}"
+
+
+def notebook_name(params: config.Params, request: Request) -> str:
+    """The store-relative name under which metrics.json is written (``eval/<label>-<identity>``)."""
+    return f"{EVAL_DIR}/{eval_folder(params, request).name}"
+
+
+# --------------------------------------------------------------------------- the cost, before any work
+
+
+#: Floating-point operations per second a 2-core CPU sustains in each kind of work, with the batches the suites use:
+#: about what notebook 05's sampling reaches on the default profile's model (40 questions x 128 samples x 48 tokens
+#: in about 25 s per model on one core); the closing numbers of runner eval are printed beside the estimate.
+CPU_FLOPS = {"score": 3e10, "generate": 2e10, "train": 1.5e10}
+#: Above this many estimated seconds on a CPU a suite is refused unless asked (--allow-long).
+CPU_LIMIT_S = 3600.0
+
+
+def parameter_count(location: str) -> int:
+    """The model's parameters, from its safetensors headers (no weights read); an adapter folder counts its base."""
+    from safetensors import safe_open
+
+    folder = paths.resolve(location)
+    if not folder.is_dir():
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(location, "config.json")
+        folder = Path(found).parent if isinstance(found, str) else folder
+    if (folder / "adapter_config.json").exists():
+        base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path", "")
+        return parameter_count(base)
+    total = 0
+    for file in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(file), "pt") as f:
+            for key in f.keys():
+                total += int(np.prod(f.get_slice(key).get_shape()))
+    return total
+
+
+def estimate_seconds(params: config.Params, n_parameters: int, suites: Sequence[str], with_reference: bool,
+                     n_forget: int) -> dict[str, float]:
+    """Seconds each suite would take on a 2-core CPU, from the forward and training tokens it needs (2 N FLOPs per
+    token forward, 6 N trained) at :data:`CPU_FLOPS`, for the model and, where given, the retain model. ``n_forget``:
+    the forget split's questions (what relearning trains on)."""
+    length = 48  # tokens of a question and its answer, about
+    items = min(params.eval_max_items or n_forget, 300)
+    relearning = (1 + params.rtt_held_out * len(params.rtt_lr_grid)) * params.relearn_epochs * n_forget * length
+    work = {
+        "tofu": {"score": 4 * items * length * 7 + 2 * items * length * 2, "generate": 4 * items * params.max_new_tokens},
+        "leakage": {"generate": min(params.sample_max_items or n_forget, n_forget) * params.n_samples
+                    * params.sample_max_new_tokens},
+        "formats": {"score": 2 * 6 * min(params.format_max_items or n_forget, n_forget) * params.format_options
+                    * length * 2},
+        "attacks": {"train": relearning,
+                    "generate": (3 + len(params.quant_schemes) + 6) * params.attack_items * params.max_new_tokens},
+    }
+    factor = {"score": 2.0, "generate": 2.0, "train": 6.0}
+    return {suite: (2 if with_reference else 1) * sum(tokens * factor[kind] * n_parameters / CPU_FLOPS[kind]
+                                                       for kind, tokens in work[suite].items())
+            for suite in suites}
+
+
+# --------------------------------------------------------------------------- the suites
+
+
+def state_template(request: Request) -> None:
+    """Make the stated template the one every load of the model uses, in this process and the workers it starts."""
+    stated = json.loads(os.environ.get(TEMPLATES_VARIABLE, "{}"))
+    for location in (request.model, request.reference):
+        if location and request.template and not (paths.resolve(location) / "unlearnkit.json").exists():
+            stated[str(paths.resolve(location)) if paths.resolve(location).is_dir() else location] = request.template
+    os.environ[TEMPLATES_VARIABLE] = json.dumps(stated)
+
+
+def corpus(params: config.Params, request: Request):
+    """The data of the evaluation: the profile's corpus, or the folder or Hub data set named."""
+    from .. import pipeline
+
+    if request.data == PROFILE_DATA:
+        return pipeline.corpus(params)
+    return pipeline.corpus(params.replace(data_source=request.data))
+
+
+def named(request: Request) -> dict[str, str]:
+    return {MODEL: request.model, **({REFERENCE: request.reference} if request.reference else {})}
+
+
+def tofu_suite(params: config.Params, request: Request, source) -> tuple[dict[str, Any], dict[str, Any]]:
+    """TOFU's metrics on the forget split, retain, real authors and world facts, forget quality against the retain
+    model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model)."""
+    from .. import pipeline
+
+    loaded = {label: models.load_model(location, dtype=params.dtype) for label, location in named(request).items()}
+    reference = REFERENCE if request.reference else None
+    results, per_item = pipeline.evaluate_models(loaded, params, source, reference=reference, privacy=True)
+    if reference is None:
+        results[MODEL].setdefault("summary", {})["forget_quality"] = NO_REFERENCE
+    return results, per_item
+
+
+def leakage_suite(params: config.Params, request: Request, source):
+    """Sampled leakage with the high-probability bounds (Scholten et al.) and the ED score, on the forget questions."""
+    from ..metrics.sampling import sampling_settings
+    from . import leakage
+
+    rows = leakage.forget_rows(source, params)
+    settings = sampling_settings(params, "leakage")
+    # a Path is a model folder (or Hub name) to the sampler, a str a saved model's name in the store
+    scored = leakage.score_models(params, {label: Path(location) for label, location in named(request).items()},
+                                  rows, settings, notebook=runs.LEAKAGE)
+    tables, summaries = leakage.summarise_models(scored.results, params.alpha, params.leak_threshold,
+                                                 params.adaptive_threshold, REFERENCE if request.reference else None)
+    return scored, tables, summaries
+
+
+def formats_suite(params: config.Params, request: Request, source):
+    """The format-transformed evaluation (Joshi et al.): MCQA, cloze, analogy, odd-one-out and comprehension."""
+    from ..data import formats
+    from . import formats as study
+
+    items = formats.build_all_formats(source, params.forget_split, params.format_options, params.format_seed,
+                                      params.format_max_items)
+    scores = {label: study.metrics_payload(study.evaluate_model(label, location, items, params).scores)
+              for label, location in named(request).items()}
+    return items, scores
+
+
+def attacks_suite(params: config.Params, request: Request, source) -> dict[str, dict[str, Any]]:
+    """The robustness attacks (relearning, held-out facts, quantisation, input probes) on the model and its control."""
+    from . import recovery
+
+    data = recovery.attack_data(params, source)
+    return {label: recovery.attack_model(params, label, location, data) for label, location in named(request).items()}
+
+
+def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per model: forget ROUGE-L before any attack and its change under each, beside the retain model's
+    change where there is one (what relearning or quantisation teaches any model)."""
+    rows = {}
+    for label, result in found.items():
+        before = result["before"]["rouge"]
+        row = {"forget ROUGE-L": before, "Δ relearning": result["relearn"]["after"]["rouge"] - before}
+        for scheme, after in result["quant"].items():
+            row[f"Δ quantised {scheme}"] = after["rouge"] - before
+        folds = result.get("rtt") or []
+        row["Δ held-out facts (RTT)"] = float(np.mean([f["after"] - f["before"] for f in folds])) if folds else np.nan
+        probes = [v["rouge"] for name, v in result["probes"].items() if name != "plain"]
+        row["best input probe ROUGE-L"] = max(probes, default=np.nan)
+        rows[label] = row
+    table = pd.DataFrame(rows).T
+    if REFERENCE in table.index and MODEL in table.index:
+        table.loc["model over reference"] = table.loc[MODEL] - table.loc[REFERENCE]
+    return table
+
+
+def format_table(format_scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
+    """The format scores (metrics.json's ``{model: {set: {format: score}}}``) as notebook 04's table: one row per
+    (format, set), one column per model."""
+    from .formats import scores_table
+
+    return scores_table(format_scores)
+
+
+def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mapping[str, Any] | None = None,
+                    format_scores: Mapping[str, Any] | None = None,
+                    attacks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """``{model: {part: values}}`` for metrics.json, in the notebooks' layout: TOFU's splits and summary as
+    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``formats`` as notebook 04's, and the
+    attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
+    entries: dict[str, dict[str, Any]] = {}
+    for label, result in (tofu or {}).items():
+        entries.setdefault(label, {}).update(result)
+    for label, summary in (leak_summaries or {}).items():
+        entries.setdefault(label, {})["sampled"] = dict(summary)
+    for label, scores in (format_scores or {}).items():
+        entries.setdefault(label, {})["formats"] = dict(scores)
+    for label, result in (attacks or {}).items():
+        entries.setdefault(label, {}).update({"attacked forget": result["before"],
+                                              "relearned": result["relearn"]["after"],
+                                              **{f"quantised {s}": v for s, v in result["quant"].items()}})
+    return entries
+
+
+def run_meta(request: Request, seconds: Mapping[str, float]) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time."""
+    return {"evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
+                          "model_identity": runs.model_identity(request.model), "template": request.template,
+                          "data": request.data, "suites": list(request.suites),
+                          "reference": (paths.shown(request.reference) if request.reference
+                                        and Path(request.reference).is_absolute() else request.reference),
+                          "reference_identity": runs.model_identity(request.reference) if request.reference else None},
+            "suite_seconds": dict(seconds)}

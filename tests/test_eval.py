@@ -1,0 +1,163 @@
+"""runner eval: every metric of the workbook on a model of one's own (issue #48). The front door refuses in one line
+what it cannot evaluate honestly (a prompt format not stated, data not named, a retain model of another base), prints
+the cost of each suite first, and writes only under the store's eval/ folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from unlearnkit import config, models, paths, runner
+from unlearnkit.data.synthetic import generate_synthetic_tofu
+from unlearnkit.studies import own_model
+
+pytestmark = pytest.mark.usefixtures("tiny_model_threads")
+
+
+@pytest.fixture()
+def store(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    monkeypatch.delenv(models.STATED_TEMPLATES_VARIABLE, raising=False)
+    return tmp_path
+
+
+@pytest.fixture()
+def plain_folder(tiny_model, tiny_tokenizer, store):
+    """A model saved as a user's own: save_pretrained, no unlearnkit.json."""
+    return models.save_plain_model(tiny_model, tiny_tokenizer, store / "my-model")
+
+
+@pytest.fixture()
+def tofu_folder(store):
+    generate_synthetic_tofu(store / "tofu", n_authors=10, questions_per_author=10, seed=0)
+    return store / "tofu"
+
+
+def _eval(argv, monkeypatch, capsys):
+    """runner eval up to the kernel: the request checked and the estimate printed; what would run is returned."""
+    started = {}
+    monkeypatch.setattr(runner, "run_notebook", lambda notebook, params, **kw: started.update(kw, params=params))
+    with pytest.raises(SystemExit) as e:
+        code = runner.main(["eval", "--profile", "smoke", *argv])
+        raise SystemExit(code)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err.strip(), started
+
+
+def test_a_folder_that_does_not_state_its_prompt_format_is_refused_with_the_choices(plain_folder, tofu_folder,
+                                                                                     monkeypatch, capsys):
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder)], monkeypatch, capsys)
+    assert code == 2 and not started and len(err.splitlines()) == 1
+    assert "does not say its prompt format" in err and "--template" in err and "phi" in err and "chat" in err
+
+
+def test_a_foreign_model_needs_its_data_named(plain_folder, monkeypatch, capsys):
+    code, _, err, started = _eval(["--model", str(plain_folder), "--template", "phi"], monkeypatch, capsys)
+    assert code == 2 and not started and "--data is required" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--suite", "tofu,bogus"], "unknown suite bogus"),
+    (["--template", "nonesuch"], "unknown prompt template 'nonesuch'"),
+    (["--reference", "no/such/folder/here"], "does not exist"),
+])
+def test_bad_requests_are_refused_in_one_line(argv, message, plain_folder, tofu_folder, monkeypatch, capsys):
+    base = ["--model", str(plain_folder), "--data", str(tofu_folder)]
+    code, _, err, started = _eval(base + (["--template", "phi"] if "--template" not in argv else []) + argv,
+                                  monkeypatch, capsys)
+    assert code == 2 and not started and message in err and len(err.splitlines()) == 1
+
+
+def test_a_reference_of_another_base_is_refused(plain_folder, tofu_folder, tiny_tokenizer, store, monkeypatch,
+                                                capsys):
+    other = models.build_tiny_llama(tiny_tokenizer, {"hidden_size": 32, "num_hidden_layers": 1,
+                                                     "num_attention_heads": 2, "intermediate_size": 64}, seed=1)
+    reference = models.save_plain_model(other, tiny_tokenizer, store / "other-base")
+    code, _, err, _ = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                             "--reference", str(reference)], monkeypatch, capsys)
+    assert code == 2 and "is not of the model's base: its hidden_size is 32" in err
+
+
+def test_a_stated_request_prints_its_cost_and_runs_into_the_stores_eval_folder(plain_folder, tofu_folder,
+                                                                               tiny_model, tiny_tokenizer, store,
+                                                                               monkeypatch, capsys):
+    reference = models.save_plain_model(tiny_model, tiny_tokenizer, store / "my-retain")
+    code, out, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                                     "--reference", str(reference), "--suite", "tofu,attacks"], monkeypatch, capsys)
+    assert code == 0, err
+    assert "estimated on this CPU: tofu" in out and "attacks" in out and "leakage" not in out.split("estimated")[1]
+    out_path = started["out"]
+    assert out_path.is_relative_to(paths.RUNS / "smoke" / "seed-0" / "eval")
+    assert out_path.parent.name.startswith("my-model-") and paths.NAME.fullmatch(out_path.parent.name)
+    assert started["own"]["eval_template"] == "phi" and started["own"]["eval_suites"] == "tofu,attacks"
+
+
+def test_the_estimate_grows_with_the_model_and_refuses_hours_unless_asked():
+    params = config.Params.load("default")
+    small = own_model.estimate_seconds(params, 10_000_000, own_model.SUITES, True, 400)
+    large = own_model.estimate_seconds(params, 1_400_000_000, own_model.SUITES, True, 400)
+    assert all(large[s] == pytest.approx(140 * small[s]) for s in own_model.SUITES)
+    assert max(large.values()) > own_model.CPU_LIMIT_S > max(small.values())
+
+
+def test_a_stated_template_is_the_one_every_load_takes_and_part_of_the_models_identity(plain_folder, monkeypatch):
+    from unlearnkit import runs
+
+    before = runs.model_identity(plain_folder)
+    request = own_model.Request(str(plain_folder), "my-model", "profile", None, ("tofu",), "vicuna", False)
+    own_model.state_template(request)
+    assert models.load_model(plain_folder).template.name == "vicuna"
+    assert models.template_for(str(plain_folder)).name == "vicuna"
+    assert runs.model_identity(plain_folder) != before  # scores under another prompt format are other scores
+    assert json.loads(models.os.environ[models.STATED_TEMPLATES_VARIABLE]) == {str(plain_folder.resolve()): "vicuna"}
+
+
+#: The architectures a user's own model may have: the three the paper profile uses and two more families whose
+#: layers differ (GPT-2's Conv1D, GPT-NeoX's fused attention).
+ARCHITECTURES = ("llama", "phi", "mistral", "gpt2", "gpt_neox")
+SIZES = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+
+
+def build(architecture: str, tokenizer, seed: int):
+    """A randomly initialised model of ``architecture`` with the tests' tokenizer, as a user's from_config would be."""
+    import torch
+    import transformers
+
+    if architecture in models.STAND_IN_CONFIGS:
+        return models.build_stand_in(architecture, tokenizer, SIZES, seed=seed, max_positions=512)
+    ids = {"vocab_size": len(tokenizer), "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
+    if architecture == "gpt2":
+        cfg = transformers.GPT2Config(n_positions=512, n_embd=32, n_layer=2, n_head=2, **ids)
+    else:
+        cfg = transformers.GPTNeoXConfig(max_position_embeddings=512, **SIZES, **ids)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    model.generation_config.pad_token_id = models.pad_token_id(tokenizer)
+    return model
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_every_suite_runs_on_a_plain_folder_of_each_architecture(architecture, small_corpus, tiny_tokenizer, store):
+    """Each suite of runner eval, in this process, on a save_pretrained folder and a same-base retain folder: TOFU's
+    metrics with forget quality and privleak against the reference, the sampled bounds, the formats and every attack
+    (quantisation touches the model's layers: GPT-2's are Conv1D)."""
+    folder = models.save_plain_model(build(architecture, tiny_tokenizer, 0), tiny_tokenizer, store / architecture)
+    reference = models.save_plain_model(build(architecture, tiny_tokenizer, 1), tiny_tokenizer,
+                                        store / f"{architecture}-retain")
+    params = config.Params.load("smoke", eval_max_items=3, max_new_tokens=8, sample_max_items=3, n_samples=4,
+                                format_max_items=4, attack_items=3, relearn_curve_every=100, quant_schemes=["nf4"],
+                                probe_shots=[1], jobs=1)
+    request = own_model.check_request(params, str(folder), str(small_corpus.folder), str(reference), "all", "phi")
+    own_model.state_template(request)
+    source = own_model.corpus(params, request)
+    tofu, _ = own_model.tofu_suite(params, request, source)
+    assert isinstance(tofu["model"]["summary"]["forget_quality"], float) and "privleak" in tofu["model"]["summary"]
+    _, _, summaries = own_model.leakage_suite(params, request, source)
+    assert 0 <= summaries["model"]["binary_leak_bound_mean"] <= 1 and "ed_score" in summaries["model"]
+    _, formats = own_model.formats_suite(params, request, source)
+    assert formats["model"]["forget"]
+    attacked = own_model.attacks_suite(params, request, source)
+    table = own_model.attack_table(attacked)
+    assert "model over reference" in table.index and "Δ quantised nf4" in table.columns
+    entries = own_model.metrics_entries(tofu, summaries, formats, attacked)
+    assert {"forget", "summary", "sampled", "formats", "relearned", "quantised nf4"} <= set(entries["model"])
