@@ -161,3 +161,31 @@ def test_every_suite_runs_on_a_plain_folder_of_each_architecture(architecture, s
     assert "model over reference" in table.index and "Δ quantised nf4" in table.columns
     entries = own_model.metrics_entries(tofu, summaries, formats, attacked)
     assert {"forget", "summary", "sampled", "formats", "relearned", "quantised nf4"} <= set(entries["model"])
+
+
+def test_a_lora_adapter_folder_is_evaluated_on_its_base_and_identified_by_its_own_weights(tiny_model, tiny_tokenizer,
+                                                                                         small_corpus, store):
+    import peft
+    import torch
+
+    from unlearnkit import runs
+
+    base = models.save_plain_model(tiny_model, tiny_tokenizer, store / "base")
+    lora = peft.get_peft_model(models.load_model(base, template="phi").model,
+                               peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    lora.peft_config["default"].base_model_name_or_path = str(base)
+    adapter = store / "adapter"
+    lora.save_pretrained(adapter)
+    params = config.Params.load("smoke", eval_max_items=3, max_new_tokens=8, jobs=1)
+    request = own_model.check_request(params, str(adapter), str(small_corpus.folder), None, "tofu", "phi")
+    assert own_model.parameter_count(str(adapter)) == sum(p.numel() for p in tiny_model.parameters())
+    first = runs.model_identity(adapter)
+    own_model.state_template(request)
+    tofu, _ = own_model.tofu_suite(params, request, own_model.corpus(params, request))
+    assert tofu["model"]["summary"]["forget_quality"] == own_model.NO_REFERENCE
+    with torch.no_grad():  # new adapter weights in the same folder: another model
+        for p in lora.parameters():
+            if p.requires_grad:
+                p.add_(0.5)
+    lora.save_pretrained(adapter)
+    assert runs.model_identity(adapter) != first

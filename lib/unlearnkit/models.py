@@ -241,7 +241,11 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
     source = str(local) if local.is_dir() else spec
     if _missing_folder(spec, local):
         raise FileNotFoundError(f"model folder {local} does not exist (and {spec!r} is not a Hub name)")
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    adapter = local.is_dir() and (local / ADAPTER_CONFIG).exists()  # transformers applies it to its base (peft)
+    has_tokenizer = not adapter or any((local / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
+    tokenizer = AutoTokenizer.from_pretrained(source if has_tokenizer else str(paths.resolve(adapter_base(local))
+                                                                                if paths.resolve(adapter_base(local)).is_dir()
+                                                                                else adapter_base(local)))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if local.is_dir() and not any(local.glob("*.safetensors")) and any(local.glob("*.bin")):
@@ -355,6 +359,9 @@ def check_source(spec: str, what: str = "model") -> None:
         return
     local = paths.resolve(spec)
     if local.is_dir():
+        if (local / ADAPTER_CONFIG).exists():  # a peft adapter: its base must load too
+            check_source(adapter_base(local), f"the base of {what} {spec!r}")
+            return
         if not (local / "config.json").exists():
             raise ValueError(f"{what} {spec!r}: the folder {paths.shown(local)} holds no config.json (not a saved model)")
         return
@@ -367,6 +374,18 @@ def check_source(spec: str, what: str = "model") -> None:
         if not isinstance(try_to_load_from_cache(spec, "config.json"), str):
             raise ValueError(f"{what} {spec!r} is a Hub name that is not in the local Hub cache, and the runner is "
                              "offline: pass --online (make ... ONLINE=1) to download it once, or name a local folder")
+
+
+#: What marks a folder as a peft adapter (LoRA and the like): transformers loads its base and applies it.
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def adapter_base(folder: str | os.PathLike) -> str:
+    """The base model an adapter folder names (``base_model_name_or_path``): a folder or a Hub name."""
+    base = json.loads((Path(folder) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"the adapter {paths.shown(folder)} names no base_model_name_or_path")
+    return str(base)
 
 
 def _missing_folder(spec: str, local: Path) -> bool:
@@ -430,7 +449,8 @@ def is_loadable(location: str | os.PathLike) -> bool:
     folder = paths.resolve(location)
     if not folder.is_dir():
         return not _missing_folder(str(location), folder)
-    return is_saved_model(folder) or ((folder / "config.json").exists() and weights_intact(folder))
+    return is_saved_model(folder) or (((folder / "config.json").exists() or (folder / ADAPTER_CONFIG).exists())
+                                      and weights_intact(folder))
 
 
 # --------------------------------------------------------------------------- the weights' digest

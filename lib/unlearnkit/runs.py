@@ -452,6 +452,13 @@ def model_identity(location: str | Path) -> str:
         # with the same hand-written marker are two models; new weights in the same folder are a new model).
         return config.params_hash({"recipe": recipe, "config": (folder / "config.json").read_text(),
                                    "weights": models.content_digest(folder)})
+    if folder.is_dir() and (folder / models.ADAPTER_CONFIG).exists():
+        # a peft adapter: its own weights and configuration, and what its base is
+        return config.params_hash({"adapter": models.content_digest(folder),
+                                   "config": (folder / models.ADAPTER_CONFIG).read_text(),
+                                   "base": model_identity(models.adapter_base(folder)),
+                                   **({"template": models.stated_template(folder)}
+                                      if models.stated_template(folder) else {})})
     if folder.is_dir() and (folder / "config.json").exists():
         # a foreign folder (no unlearnkit.json): its content, never its name, so overwritten weights are re-scored
         stated = models.stated_template(folder)  # a template stated for it (runner eval) is part of what it is

@@ -123,8 +123,8 @@ def _check_weights(location: str) -> None:
     folder = paths.resolve(location)
     if not folder.is_dir():
         return
-    if (folder / "adapter_config.json").exists():
-        return
+    if (folder / models.ADAPTER_CONFIG).exists():
+        return  # its base is checked by models.check_source
     if not any(folder.glob("*.safetensors")):
         raise ValueError(f"model {location!r}: {paths.shown(folder)} holds no *.safetensors weights (the workbook never "
                          "unpickles *.bin; save with model.save_pretrained(folder), the default)")
@@ -145,9 +145,13 @@ def _template(location: str, template: str | None) -> str | None:
 
 
 def _config(location: str):
+    """The model's configuration (an adapter's: its base's)."""
     from transformers import AutoConfig
 
-    return AutoConfig.from_pretrained(str(paths.resolve(location)) if paths.resolve(location).is_dir() else location)
+    local = paths.resolve(location)
+    if local.is_dir() and (local / models.ADAPTER_CONFIG).exists():
+        return _config(models.adapter_base(local))
+    return AutoConfig.from_pretrained(str(local) if local.is_dir() else location)
 
 
 #: What a retain model must share with the model to be its control: the architecture and its sizes, and the vocabulary.
@@ -211,9 +215,8 @@ def parameter_count(location: str) -> int:
 
         found = try_to_load_from_cache(location, "config.json")
         folder = Path(found).parent if isinstance(found, str) else folder
-    if (folder / "adapter_config.json").exists():
-        base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path", "")
-        return parameter_count(base)
+    if (folder / models.ADAPTER_CONFIG).exists():
+        return parameter_count(models.adapter_base(folder))
     total = 0
     for file in sorted(folder.glob("*.safetensors")):
         with safe_open(str(file), "pt") as f:
