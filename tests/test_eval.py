@@ -167,7 +167,6 @@ def test_a_lora_adapter_folder_is_evaluated_on_its_base_and_identified_by_its_ow
                                                                                          small_corpus, store):
     import peft
     import torch
-
     from unlearnkit import runs
 
     base = models.save_plain_model(tiny_model, tiny_tokenizer, store / "base")
