@@ -144,9 +144,7 @@ def test_every_suite_runs_on_a_plain_folder_of_each_architecture(architecture, s
     folder = models.save_plain_model(build(architecture, tiny_tokenizer, 0), tiny_tokenizer, store / architecture)
     reference = models.save_plain_model(build(architecture, tiny_tokenizer, 1), tiny_tokenizer,
                                         store / f"{architecture}-retain")
-    params = config.Params.load("smoke", eval_max_items=3, max_new_tokens=8, sample_max_items=3, n_samples=4,
-                                format_max_items=4, attack_items=3, relearn_curve_every=100, quant_schemes=["nf4"],
-                                probe_shots=[1], jobs=1)
+    params = config.Params.load("eval-tiny")
     request = own_model.check_request(params, str(folder), str(small_corpus.folder), str(reference), "all", "phi")
     own_model.state_template(request)
     source = own_model.corpus(params, request)
@@ -175,7 +173,7 @@ def test_a_lora_adapter_folder_is_evaluated_on_its_base_and_identified_by_its_ow
     lora.peft_config["default"].base_model_name_or_path = str(base)
     adapter = store / "adapter"
     lora.save_pretrained(adapter)
-    params = config.Params.load("smoke", eval_max_items=3, max_new_tokens=8, jobs=1)
+    params = config.Params.load("eval-tiny")
     request = own_model.check_request(params, str(adapter), str(small_corpus.folder), None, "tofu", "phi")
     assert own_model.parameter_count(str(adapter)) == sum(p.numel() for p in tiny_model.parameters())
     first = runs.model_identity(adapter)
