@@ -60,6 +60,8 @@ def test_a_foreign_model_needs_its_data_named(plain_folder, monkeypatch, capsys)
     (["--suite", "tofu,bogus"], "unknown suite bogus"),
     (["--template", "nonesuch"], "unknown prompt template 'nonesuch'"),
     (["--reference", "no/such/folder/here"], "does not exist"),
+    (["--model", "nobody-here/no-such-model-xyz"], "not in the local Hub cache, and the runner is offline"),
+    (["--data", "nobody-here/NO-SUCH-DATA"], "is a Hub data set that is not in the local cache"),
 ])
 def test_bad_requests_are_refused_in_one_line(argv, message, plain_folder, tofu_folder, monkeypatch, capsys):
     base = ["--model", str(plain_folder), "--data", str(tofu_folder)]
