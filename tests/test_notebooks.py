@@ -21,6 +21,11 @@ def smoke_runs(tmp_path_factory):
     done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "all", "--profile", "smoke"],
                           env=env, capture_output=True, text=True, timeout=1200, cwd=paths.ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # a model of the store evaluated as one's own (runner eval): a page of its own in the report
+    evaluated = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "eval", "--model", "npo", "--profile",
+                                "smoke"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
+    assert evaluated.returncode == 0, evaluated.stdout[-3000:] + evaluated.stderr[-3000:]
+    assert "estimated on this CPU: tofu" in evaluated.stdout
     # quiet runs: the kernels talk over IPC (nothing unencrypted to warn about), every key is one papermill knows
     for noise in ("without encryption", "Passed unknown parameter"):
         assert noise not in done.stdout + done.stderr, noise
@@ -103,6 +108,28 @@ def test_08_robustness_attacks_every_model_with_its_control_and_relearns_on_the_
         assert (smoke_runs / "figures" / f"08_robustness_{figure}.png").exists(), figure
 
 
+def test_runner_eval_of_the_workbooks_npo_model_gets_the_numbers_its_notebooks_stored(smoke_runs):
+    """runner eval on the store's NPO model, with the profile's corpus and its retain model: TOFU's metrics as
+    notebook 02 stored them, the formats as 04's, the attacks as 08's, the retain model's sampled bounds as 05's."""
+    (evaluated,) = smoke_runs.glob("eval/npo-*/metrics.json")
+    got = json.loads(evaluated.read_text())
+    model, reference = got["model"], got["reference"]
+    stored = {nb: json.loads((smoke_runs / nb / "metrics.json").read_text())
+              for nb in ("02_unlearning_npo", "04_format_eval", "05_probabilistic_bounds", "08_robustness")}
+    for part in ("forget", "retain", "real_authors", "world_facts", "summary"):
+        assert model[part] == stored["02_unlearning_npo"]["npo"][part], part
+    assert model["formats"] == stored["04_format_eval"]["npo"]
+    assert model["relearned"] == stored["08_robustness"]["npo"]["relearned"]
+    assert model["attacked forget"] == stored["08_robustness"]["npo"]["forget"]
+    assert reference["sampled"] == stored["05_probabilistic_bounds"]["retain90"]["forget"]
+    assert got["meta"]["evaluated"]["suites"] == ["tofu", "leakage", "formats", "attacks"]
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []  # the notebooks' schema
+    assert not (paths.ROOT / "results" / "smoke").exists()  # an evaluation is never mirrored into results/
+
+
 def test_every_notebook_ran(smoke_runs):
     executed = {p.stem for p in smoke_runs.glob("*.ipynb")}
     for source in runner.source_notebooks():
@@ -164,7 +191,9 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
 
     out = smoke_report.parent
     expected = {"index.html", report.GLOSSARY_PAGE} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb")
-                                                        if p.stem != "09_findings"}
+                                                        if p.stem != "09_findings"} | {
+        f"eval-{p.parent.name}.html" for p in smoke_runs.glob("eval/*/eval_model.ipynb")}
+    assert any(name.startswith("eval-npo-") for name in expected)
     assert {p.name for p in out.glob("*.html")} == expected
     assert (out / "mathjax" / "MathJax.js").exists()
     pages = {p.name: p.read_text() for p in out.glob("*.html")}

@@ -192,9 +192,11 @@ def evaluated_models(params: Mapping[str, Any], names: Sequence[str] | None) -> 
     return found
 
 
-def evaluate_model(name: str, location: str, items_by_format, params: Mapping[str, Any]) -> FormatScores:
+def evaluate_model(name: str, location: str, items_by_format, params: Mapping[str, Any],
+                   notebook: str = runs.FORMATS) -> FormatScores:
     """Every format's score of one model (``{format: {set: score}}``) and its per-item rows, cached in the run
-    store by the model's identity, the items, the scoring settings and the scoring version."""
+    store (the folder of ``notebook``) by the model's identity, the items, the scoring settings and the scoring
+    version."""
     params = config.as_params(params)
 
     def score() -> dict[str, Any]:
@@ -208,7 +210,7 @@ def evaluate_model(name: str, location: str, items_by_format, params: Mapping[st
 
     depends_on = {"model": runs.model_identity(location), "items": items_by_format,
                   "settings": {k: params[k] for k in ("format_likelihood", "max_new_tokens", "dtype")}}
-    stored = runs.cached_json(params, runs.FORMATS, name, depends_on, score, FORMAT_SCORING_VERSION)
+    stored = runs.cached_json(params, notebook, name, depends_on, score, FORMAT_SCORING_VERSION)
     return FormatScores(**stored)
 
 

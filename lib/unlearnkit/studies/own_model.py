@@ -295,7 +295,7 @@ def leakage_suite(params: config.Params, request: Request, source):
     settings = sampling_settings(params, "leakage")
     # a Path is a model folder (or Hub name) to the sampler, a str a saved model's name in the store
     scored = leakage.score_models(params, {label: Path(location) for label, location in named(request).items()},
-                                  rows, settings, notebook=runs.LEAKAGE)
+                                  rows, settings, notebook=notebook_name(params, request))
     tables, summaries = leakage.summarise_models(scored.results, params.alpha, params.leak_threshold,
                                                  params.adaptive_threshold, REFERENCE if request.reference else None)
     return scored, tables, summaries
@@ -308,7 +308,8 @@ def formats_suite(params: config.Params, request: Request, source):
 
     items = formats.build_all_formats(source, params.forget_split, params.format_options, params.format_seed,
                                       params.format_max_items)
-    scores = {label: study.metrics_payload(study.evaluate_model(label, location, items, params).scores)
+    scores = {label: study.metrics_payload(study.evaluate_model(label, location, items, params,
+                                                                notebook_name(params, request)).scores)
               for label, location in named(request).items()}
     return items, scores
 
@@ -318,7 +319,8 @@ def attacks_suite(params: config.Params, request: Request, source) -> dict[str, 
     from . import recovery
 
     data = recovery.attack_data(params, source)
-    return {label: recovery.attack_model(params, label, location, data) for label, location in named(request).items()}
+    return {label: recovery.attack_model(params, label, location, data, notebook_name(params, request))
+            for label, location in named(request).items()}
 
 
 def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:

@@ -114,8 +114,9 @@ def attack_data(params: Params, source) -> dict[str, list[dict[str, Any]]]:
 # --------------------------------------------------------------------------- one model, every attack
 
 
-def attack_model(params: Params, label: str, folder: str, data: Mapping[str, list]) -> dict[str, Any]:
-    """Every attack on one model, cached by its identity and the attack settings."""
+def attack_model(params: Params, label: str, folder: str, data: Mapping[str, list],
+                 notebook: str = runs.ROBUSTNESS) -> dict[str, Any]:
+    """Every attack on one model, cached (in the folder of ``notebook``) by its identity and the attack settings."""
     depends = {"model": runs.model_identity(folder), "items": {k: attacks.rows_hash(v) for k, v in data.items()},
                "settings": {k: params[k] for k in config.parameter_sections()["robustness attacks"]
                             if k != "attack_runs"},
@@ -123,7 +124,7 @@ def attack_model(params: Params, label: str, folder: str, data: Mapping[str, lis
                                                   "answer_tokens", "mia_k", "extraction_no_match", "seed",
                                                   "finetune_lr", "finetune_batch_size", "finetune_grad_accum",
                                                   "finetune_warmup", "finetune_weight_decay", "finetune_schedule")}}
-    return runs.cached_json(params, runs.ROBUSTNESS, f"attacks-{label}", depends,
+    return runs.cached_json(params, notebook, f"attacks-{label}", depends,
                             lambda: _attack(params, folder, data), ROBUSTNESS_VERSION)
 
 
