@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 @pytest.fixture()
 def store(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
-    monkeypatch.delenv(models.STATED_TEMPLATES_VARIABLE, raising=False)
+    monkeypatch.setenv(models.STATED_TEMPLATES_VARIABLE, "{}")  # restored after the test, whatever it states
     return tmp_path
 
 
@@ -62,6 +62,8 @@ def test_a_foreign_model_needs_its_data_named(plain_folder, monkeypatch, capsys)
     (["--reference", "no/such/folder/here"], "does not exist"),
     (["--model", "nobody-here/no-such-model-xyz"], "not in the local Hub cache, and the runner is offline"),
     (["--data", "nobody-here/NO-SUCH-DATA"], "is a Hub data set that is not in the local cache"),
+    (["--revision", "v1.0"], "names a version of a Hub model;"),
+    (["--model", "nobody-here/no-such-model-xyz", "--revision", "v1.0"], "not in the local Hub cache"),
 ])
 def test_bad_requests_are_refused_in_one_line(argv, message, plain_folder, tofu_folder, monkeypatch, capsys):
     base = ["--model", str(plain_folder), "--data", str(tofu_folder)]
@@ -100,6 +102,15 @@ def test_the_estimate_grows_with_the_model_and_refuses_hours_unless_asked():
     large = own_model.estimate_seconds(params, 1_400_000_000, own_model.SUITES, True, 400)
     assert all(large[s] == pytest.approx(140 * small[s]) for s in own_model.SUITES)
     assert max(large.values()) > own_model.CPU_LIMIT_S > max(small.values())
+
+
+def test_a_stated_revision_is_part_of_a_hub_models_identity(monkeypatch):
+    from unlearnkit import runs
+
+    monkeypatch.setenv(models.STATED_REVISIONS_VARIABLE, "{}")
+    main = runs.model_identity("some-org/some-model")
+    own_model.state_revision("some-org/some-model", "v1.0")
+    assert models.stated_revision("some-org/some-model") == "v1.0" and runs.model_identity("some-org/some-model") != main
 
 
 def test_a_stated_template_is_the_one_every_load_takes_and_part_of_the_models_identity(plain_folder, monkeypatch):

@@ -70,6 +70,16 @@ def template_for(name_or_path: str) -> PromptTemplate:
 STATED_TEMPLATES_VARIABLE = "UNLEARNKIT_STATED_TEMPLATES"
 
 
+#: ``{Hub name: revision}`` stated for Hub models (``runner eval --revision``), read like the stated templates.
+STATED_REVISIONS_VARIABLE = "UNLEARNKIT_STATED_REVISIONS"
+
+
+def stated_revision(name: str | os.PathLike) -> str | None:
+    """The revision (a branch, tag or commit) stated for a Hub model (:data:`STATED_REVISIONS_VARIABLE`), or None."""
+    stated = os.environ.get(STATED_REVISIONS_VARIABLE)
+    return json.loads(stated).get(str(name)) if stated else None
+
+
 def stated_template(name_or_path: str | os.PathLike) -> str | None:
     """The template stated for a model without a marker (:data:`STATED_TEMPLATES_VARIABLE`), or None."""
     stated = os.environ.get(STATED_TEMPLATES_VARIABLE)
@@ -243,16 +253,17 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
         raise FileNotFoundError(f"model folder {local} does not exist (and {spec!r} is not a Hub name)")
     adapter = local.is_dir() and (local / ADAPTER_CONFIG).exists()  # transformers applies it to its base (peft)
     has_tokenizer = not adapter or any((local / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
+    revision = {} if local.is_dir() or not stated_revision(spec) else {"revision": stated_revision(spec)}
     tokenizer = AutoTokenizer.from_pretrained(source if has_tokenizer else str(paths.resolve(adapter_base(local))
                                                                                 if paths.resolve(adapter_base(local)).is_dir()
-                                                                                else adapter_base(local)))
+                                                                                else adapter_base(local)), **revision)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if local.is_dir() and not any(local.glob("*.safetensors")) and any(local.glob("*.bin")):
         raise ValueError(f"model folder {paths.shown(local)} holds pickled weights (*.bin) only, which the workbook never "
                          "unpickles: save it with safetensors (model.save_pretrained(folder), the default)")
     with _quiet_transformers():
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype), use_safetensors=True)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype), use_safetensors=True, **revision)
     if device == "auto":
         to_available_device(model)
     elif device:
@@ -371,7 +382,7 @@ def check_source(spec: str, what: str = "model") -> None:
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
         from huggingface_hub import try_to_load_from_cache
 
-        if not isinstance(try_to_load_from_cache(spec, "config.json"), str):
+        if not isinstance(try_to_load_from_cache(spec, "config.json", revision=stated_revision(spec)), str):
             raise ValueError(f"{what} {spec!r} is a Hub name that is not in the local Hub cache, and the runner is "
                              "offline: pass --online (make ... ONLINE=1) to download it once, or name a local folder")
 

@@ -659,7 +659,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         overrides["dtype"] = args.dtype
     params = checked_params(args.profile, overrides)
     try:
-        request = own_model.check_request(params, args.model, args.data, args.reference, args.suite, args.template)
+        request = own_model.check_request(params, args.model, args.data, args.reference, args.suite, args.template,
+                                          args.revision)
         n_forget = len(own_model.corpus(params, request).load(params.forget_split))
         n_parameters = own_model.parameter_count(request.model)
     except (ValueError, FileNotFoundError, OSError) as exc:
@@ -677,7 +678,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                           "--allow-long to run anyway, choose other suites with --suite, or run on a GPU")
     folder = own_model.eval_folder(params, request)
     own = {"eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
-           "eval_suites": ",".join(request.suites), "eval_template": args.template}
+           "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision}
     from papermill.exceptions import PapermillExecutionError
 
     try:
@@ -770,6 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", default="all", help=f"comma-separated: {', '.join(('tofu', 'leakage', 'formats', 'attacks'))} (default all)")
     p.add_argument("--template", help="the prompt template of a model saved without the workbook's marker, or chat")
     p.add_argument("--dtype", help="the dtype to load it in (float32, bfloat16, float16)")
+    p.add_argument("--revision", help="a Hub model's branch, tag or commit (downloaded with --online)")
     p.add_argument("--allow-long", action="store_true", help="run suites estimated at over an hour on a CPU")
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")

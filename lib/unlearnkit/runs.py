@@ -465,8 +465,9 @@ def model_identity(location: str | Path) -> str:
         return config.params_hash({"folder": models.content_digest(folder),
                                    "config": (folder / "config.json").read_text(),
                                    **({"template": stated} if stated else {})})
-    stated = models.stated_template(str(location))
-    return config.params_hash({"hub": str(location), **({"template": stated} if stated else {})})
+    stated, revision = models.stated_template(str(location)), models.stated_revision(str(location))
+    return config.params_hash({"hub": str(location), **({"template": stated} if stated else {}),
+                               **({"revision": revision} if revision else {})})
 
 
 def mixed_identity(original: str, unlearned: str, a: float) -> str:

@@ -64,7 +64,8 @@ class Request(NamedTuple):
 
 
 def check_request(params: config.Params, model: str, data: str | None = None, reference: str | None = None,
-                  suites: Sequence[str] | str | None = None, template: str | None = None) -> Request:
+                  suites: Sequence[str] | str | None = None, template: str | None = None,
+                  revision: str | None = None) -> Request:
     """Everything about an evaluation that can be wrong, refused in one line (ValueError) before any work.
 
     ``model``: a run or saved model of the profile's store (``npo``, ``unlearned-npo``), a folder or a Hub name.
@@ -73,6 +74,10 @@ def check_request(params: config.Params, model: str, data: str | None = None, re
     suites = _suites(suites)
     own_folder = runs.locate(params, model) if paths.NAME.fullmatch(model) else None
     location = str(own_folder) if own_folder is not None else model
+    if revision is not None:
+        if paths.resolve(location).is_dir():
+            raise ValueError(f"--revision {revision!r} names a version of a Hub model; {model!r} is a folder")
+        state_revision(location, revision)
     models.check_source(location, "model")
     _check_weights(location)
     own = own_folder is not None or _made_here(location)
@@ -258,6 +263,12 @@ def state_template(request: Request) -> None:
         if location and request.template and not (paths.resolve(location) / "unlearnkit.json").exists():
             stated[str(paths.resolve(location)) if paths.resolve(location).is_dir() else location] = request.template
     os.environ[TEMPLATES_VARIABLE] = json.dumps(stated)
+
+
+def state_revision(name: str, revision: str) -> None:
+    """Make ``revision`` the version of Hub model ``name`` every load takes, here and in the workers."""
+    stated = json.loads(os.environ.get(models.STATED_REVISIONS_VARIABLE, "{}"))
+    os.environ[models.STATED_REVISIONS_VARIABLE] = json.dumps({**stated, name: revision})
 
 
 def corpus(params: config.Params, request: Request):
