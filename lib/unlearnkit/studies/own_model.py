@@ -280,6 +280,14 @@ def corpus(params: config.Params, request: Request):
     return pipeline.corpus(params.replace(data_source=request.data))
 
 
+def describe(request: Request) -> str:
+    """One line on what is evaluated, with paths as a page shows them (:func:`unlearnkit.paths.shown`)."""
+    shown = lambda where: paths.shown(where) if where and Path(where).is_absolute() else where  # noqa: E731
+    return (f"model {request.label} ({'the workbook' if request.own else 'foreign'}: {shown(request.model)}), "
+            f"template {request.template or 'from its marker'}, data {shown(request.data)}, "
+            f"reference {shown(request.reference) or f'none ({NO_REFERENCE})'}; suites {', '.join(request.suites)}")
+
+
 def named(request: Request) -> dict[str, str]:
     return {MODEL: request.model, **({REFERENCE: request.reference} if request.reference else {})}
 
