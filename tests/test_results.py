@@ -19,11 +19,12 @@ def stores(tmp_path, monkeypatch):
 def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores):
     params = config.Params.load("default", seed=3)
     runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}},
-                       {"sampling_seconds": 1.5, "timing": {"x": 1}})
+                       {"sampling_seconds": 1.5, "timing": {"x": 1}, "calibration": {"elapsed_s": 813.6, "n": 4}})
     mirrored = stores / "results" / "default" / "seed-3" / runs.FINETUNE / "metrics.json"
     body = json.loads(mirrored.read_text())
     assert body["target"] == {"forget": {"rouge": 0.9}}
     assert not {"git_revision", "packages", "sampling_seconds", "timing"} & set(body["meta"])
+    assert body["meta"]["calibration"] == {"n": 4}  # notebook 03's elapsed_s once changed a fresh clone's results
     assert body["meta"]["parameters"]["seed"] == 3
     record = stores / "results" / "default" / "seed-3" / results.PROVENANCE
     assert "git_revision" in json.loads(record.read_text())

@@ -572,12 +572,19 @@ def results_dir(profile: str, seed: int) -> Path:
     return paths.RESULTS / profile / f"{SEED_PREFIX}{seed}"
 
 
+def _timed(key: Any) -> bool:
+    """A key that names seconds a run took (``sampling_seconds``, ``elapsed_s``) or its timing record: never the
+    same twice, so never mirrored (notebook 03's ``elapsed_s`` was, and a fresh clone's ``make all`` changed it)."""
+    key = str(key)
+    return key.endswith(("seconds", "_s")) or key == "timing"
+
+
 def _reproducible(value: Any) -> Any:
-    """``value`` without what times or places a run: the volatile meta keys, any key naming seconds, and the
-    checkout's own absolute paths (a model folder, the corpus), named as :func:`paths.shown` names them."""
+    """``value`` without what times or places a run: the volatile meta keys, any key naming seconds
+    (:func:`_timed`), and the checkout's own absolute paths (a model folder, the corpus), named as
+    :func:`paths.shown` names them."""
     if isinstance(value, Mapping):
-        return {k: _reproducible(v) for k, v in value.items()
-                if k not in VOLATILE and not str(k).endswith("seconds") and k != "timing"}
+        return {k: _reproducible(v) for k, v in value.items() if k not in VOLATILE and not _timed(k)}
     if isinstance(value, list):
         return [_reproducible(v) for v in value]
     if isinstance(value, str) and value.startswith(os.sep) and len(value) < 4096:
