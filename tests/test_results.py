@@ -30,7 +30,8 @@ def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores)
     assert "git_revision" in json.loads(record.read_text())
     # the same results again: no byte changes, the provenance stays the one that wrote them
     record.write_text('{"git_revision": "the run that wrote them"}\n')
-    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}}, {"sampling_seconds": 9.0})
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}},
+                       {"sampling_seconds": 9.0, "calibration": {"elapsed_s": 781.8, "n": 4}})
     assert json.loads(record.read_text()) == {"git_revision": "the run that wrote them"}
     runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.5}}})
     assert json.loads(record.read_text())["git_revision"] != "the run that wrote them"
