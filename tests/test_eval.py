@@ -199,3 +199,37 @@ def test_a_lora_adapter_folder_is_evaluated_on_its_base_and_identified_by_its_ow
                 p.add_(0.5)
     lora.save_pretrained(adapter)
     assert runs.model_identity(adapter) != first
+
+
+def test_runner_eval_of_a_gpt2_folder_runs_its_notebook_and_gives_a_report_page(small_corpus, tiny_tokenizer, tmp_path):
+    """The whole door, as a user runs it on a folder of their own (GPT-2: Conv1D layers) in a store with nothing
+    else: the notebook executes every suite, metrics.json follows the notebooks' schema, the report has its page."""
+    import os
+    import subprocess
+    import sys
+
+    from jsonschema import Draft202012Validator
+    from unlearnkit import report
+
+    folder = models.save_plain_model(build("gpt2", tiny_tokenizer, 0), tiny_tokenizer, tmp_path / "my-gpt2")
+    reference = models.save_plain_model(build("gpt2", tiny_tokenizer, 1), tiny_tokenizer, tmp_path / "my-gpt2-retain")
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(tmp_path / "runs"), "TQDM_DISABLE": "1"}
+    done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "eval", "--profile", "eval-tiny", "--model",
+                           str(folder), "--data", str(small_corpus.folder), "--reference", str(reference),
+                           "--template", "phi"], env=env, capture_output=True, text=True, timeout=900, cwd=paths.ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "estimated on this CPU: tofu" in done.stdout and "template phi" in done.stdout
+    (written,) = (tmp_path / "runs" / "eval-tiny" / "seed-0" / "eval").glob("my-gpt2-*/metrics.json")
+    got = json.loads(written.read_text())
+    assert {"forget", "summary", "sampled", "formats", "relearned", "quantised nf4"} <= set(got["model"])
+    assert got["meta"]["evaluated"]["template"] == "phi" and got["meta"]["evaluated"]["reference_identity"]
+    schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []
+    saved = paths.RUNS
+    try:
+        paths.RUNS = tmp_path / "runs"
+        index = report.build(config.Params.load("eval-tiny"), out=tmp_path / "report")
+    finally:
+        paths.RUNS = saved
+    page = index.read_text()
+    assert "Your own model" in page and "my-gpt2" in page  # the front page of a store that holds only evaluations

@@ -72,9 +72,15 @@ def _title(notebook: Path) -> str:
 
 def pages(params: Params) -> list[tuple[str, Path]]:
     """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 09 is the
-    index; the evaluations of one's own models (``eval/<model>-<id>/eval_model.ipynb``) come last."""
+    index; the evaluations of one's own models (``eval/<model>-<id>/eval_model.ipynb``) come last. A store that
+    holds only evaluations (runner eval without the workbook's notebooks) has its first evaluation as the index."""
     folder = runs.store(params)
     executed = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    evaluations = sorted(p for p in folder.glob(f"{EVAL_PAGES}/*/eval_model.ipynb")  # runner eval: after the notebooks
+                         if paths.NAME.fullmatch(p.parent.name))  # a received folder's odd name is no page name
+    evaluated = [(f"{EVAL_PAGES}-{p.parent.name}.html", p) for p in evaluations]
+    if not executed and evaluated:
+        return [(INDEX, evaluated[0][1]), *evaluated[1:]]
     if not executed:
         raise FileNotFoundError(f"no executed notebooks under {folder}: run them first "
                                 f"(make notebooks PROFILE={params.profile})")
@@ -82,10 +88,7 @@ def pages(params: Params) -> list[tuple[str, Path]]:
     if not front:
         raise FileNotFoundError(f"notebook 09 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
                                 f"report's front page (make notebook NB=09 PROFILE={params.profile})")
-    evaluations = sorted(p for p in folder.glob(f"{EVAL_PAGES}/*/eval_model.ipynb")  # runner eval: after the notebooks
-                         if paths.NAME.fullmatch(p.parent.name))  # a received folder's odd name is no page name
-    return ([(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS]
-            + [(f"{EVAL_PAGES}-{p.parent.name}.html", p) for p in evaluations])
+    return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS] + evaluated
 
 
 def _nav(entries: Sequence[tuple[str, Path]], here: str, params: Params) -> str:
