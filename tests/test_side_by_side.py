@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from unlearnkit import config, models, paths, pipeline, runner, runs, stations, workers
+from unlearnkit import config, models, paths, pipeline, runs, stations, workers
 
 HERE = Path(__file__).parent
 
@@ -165,7 +165,7 @@ def test_station_time_is_exclusive_and_logged_once_per_outermost_span(tmp_path, 
 def test_a_notebooks_time_is_shared_out_by_station():
     lines = [{"pid": 1, "training": 30.0, "scoring": 5.0},
              {"pid": 1, "workers": 40.0, "split": {"training": 60.0, "scoring": 15.0, "other": 5.0}}]
-    summary = runner.station_summary(lines, wall=100.0)
+    summary = stations.station_summary(lines, wall=100.0)
     assert summary["training"] == pytest.approx(30 + 40 * 60 / 80)
     assert summary["scoring"] == pytest.approx(5 + 40 * 15 / 80)
     assert summary["generation"] == 0 and sum(summary.values()) == pytest.approx(100.0)

@@ -222,7 +222,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
                  skip_done: bool = False, out: Path | None = None) -> Path:
     """Execute ``notebook`` on the profile and seed of ``params`` into ``runs/<profile>/seed-<s>/<stem><suffix>.ipynb``,
     then record in the executed copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel
-    and workers used and the seconds of each station (:func:`station_summary`): what
+    and workers used and the seconds of each station (:func:`stations.station_summary`): what
     ``benchmarks/workbook_profile.py`` tabulates. With ``skip_done`` a notebook already run with the same commit
     and parameters (:func:`already_done`) is not run again. ``out``: another place in the store for the executed
     copy (an evaluation's folder)."""
@@ -245,7 +245,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         log = out.with_name(f".{out.stem}.stations.{os.getpid()}.jsonl")  # per runner: two never share a log
         log.unlink(missing_ok=True)
         os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
-        started, cpu_before = time.time(), _children_cpu_seconds()
+        started, cpu_before = time.time(), stations.children_cpu_seconds()
         print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
               flush=True)
         sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
@@ -268,8 +268,8 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
             os.environ.pop(stations.STATION_LOG_VARIABLE, None)
             shutil.rmtree(sockets, ignore_errors=True)
         wall = time.time() - started
-        timing = {"started": started, "wall_s": wall, "cpu_s": _children_cpu_seconds() - cpu_before,
-                  "cores": _cores(), "stations": station_summary(_log_lines(log), wall)}
+        timing = {"started": started, "wall_s": wall, "cpu_s": stations.children_cpu_seconds() - cpu_before,
+                  "cores": _cores(), "stations": stations.station_summary(stations.log_lines(log), wall)}
         log.unlink(missing_ok=True)
         _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
                                          "packages": provenance.package_versions(), "parameters": extra}, recipe)
@@ -307,41 +307,6 @@ def _cores() -> int:
     from . import workers
 
     return workers.cores()
-
-
-def _children_cpu_seconds() -> float:
-    """User and system CPU seconds of this process's finished children: a notebook's kernel, with the worker
-    processes it waited for."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _log_lines(log: Path) -> list[dict]:
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-
-
-def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
-    """Wall seconds of a notebook by station, from its kernel's station log (:func:`unlearnkit.stations.station`):
-    training, generation and scoring as logged; the time the kernel waited on worker processes shared out in
-    proportion to the workers' own seconds per station; ``other`` the rest of ``wall``."""
-    out = dict.fromkeys((*stations.STATIONS, "other"), 0.0)
-    for line in lines:
-        for key, value in line.items():
-            if key in ("pid", "split"):
-                continue
-            if key == stations.WORKERS:
-                split = line.get("split") or {"other": 1.0}
-                total = sum(split.values()) or 1.0
-                for name, seconds in split.items():
-                    out[name if name in out else "other"] += value * seconds / total
-            else:
-                out[key if key in out else "other"] += value
-    out["other"] += max(0.0, wall - sum(out.values()))
-    return out
 
 
 def _record_timing(executed: Path, timing: dict, provenance: dict | None = None, recipe: dict | None = None) -> None:
@@ -646,54 +611,47 @@ def eval_notebook() -> Path:
     return paths.NOTEBOOKS / f"{EVAL_NOTEBOOK}.ipynb"
 
 
+#: runner eval's options (:func:`unlearnkit.studies.own_model.front_door` checks them).
+EVAL_OPTIONS = {
+    "--model": {"required": True, "help": "a model folder, a run or saved model of the store, or a Hub name"},
+    "--data": {"help": "the data it was unlearned on: a folder of TOFU JSON Lines, locuslab/TOFU, or 'profile' "
+                       "(default for the workbook's own models)"},
+    "--reference": {"help": "the retain model: the same base fine-tuned on the retain split only"},
+    "--suite": {"default": "all", "help": "comma-separated: tofu, leakage, formats, attacks (default all)"},
+    "--template": {"help": "the prompt template of a model saved without the workbook's marker, or chat"},
+    "--dtype": {"help": "the dtype to load it in (float32, bfloat16, float16)"},
+    "--revision": {"help": "a Hub model's branch, tag or commit (downloaded with --online)"},
+    "--allow-long": {"action": "store_true", "help": "run suites estimated at over an hour on a CPU"},
+}
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
-    """Every suite of the workbook on one model: the request checked in one line, the cost of each suite on a CPU
-    printed (and refused beyond an hour unless --allow-long), then notebooks/eval_model.ipynb executed into the
-    evaluation's folder of the store."""
-    import torch
+    """Every suite of the workbook on one model (:mod:`unlearnkit.studies.own_model`): the request and its cost checked
+    in one line, then notebooks/eval_model.ipynb executed into the evaluation's folder of the store."""
+    from papermill.exceptions import PapermillExecutionError
 
     from .studies import own_model
 
-    overrides = _overrides(args)
-    if args.dtype:
-        overrides["dtype"] = args.dtype
+    overrides = {**_overrides(args), **({"dtype": args.dtype} if args.dtype else {})}
     params = checked_params(args.profile, overrides)
     try:
-        request = own_model.check_request(params, args.model, args.data, args.reference, args.suite, args.template,
-                                          args.revision)
-        n_forget = len(own_model.corpus(params, request).load(params.forget_split))
-        n_parameters = own_model.parameter_count(request.model)
+        request, lines = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
+                                              args.revision, args.allow_long)
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise Refused(str(exc).splitlines()[0]) from None
-    estimate = own_model.estimate_seconds(params, n_parameters, request.suites, request.reference is not None,
-                                          n_forget)
-    on_gpu = torch.cuda.is_available()
-    print(f"{request.label}: {n_parameters / 1e6:.1f} M parameters, template {request.template or 'from its marker'}"
-          f", reference {paths.shown(request.reference) if request.reference else 'none (not computed: ' + 'forget quality, privleak, over-reference changes)'}", flush=True)
-    if not on_gpu:
-        print("estimated on this CPU: " + ", ".join(f"{s} {_minutes(v)}" for s, v in estimate.items()), flush=True)
-        long = [s for s, v in estimate.items() if v > own_model.CPU_LIMIT_S]
-        if long and not args.allow_long:
-            raise Refused(f"{', '.join(long)} would take over {own_model.CPU_LIMIT_S / 3600:.0f} h on this CPU: pass "
-                          "--allow-long to run anyway, choose other suites with --suite, or run on a GPU")
-    folder = own_model.eval_folder(params, request)
+    print("\n".join(lines), flush=True)
+    out = own_model.eval_folder(params, request) / f"{EVAL_NOTEBOOK}.ipynb"
     own = {"eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
            "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision}
-    from papermill.exceptions import PapermillExecutionError
-
     try:
-        run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=folder / f"{EVAL_NOTEBOOK}.ipynb",
+        run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
                      changed=[k for k in overrides if k != "seed"])
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-              f"see {_shown(failed_copy(folder / f'{EVAL_NOTEBOOK}.ipynb'))} for the full traceback", file=sys.stderr)
+              f"see {_shown(failed_copy(out))} for the full traceback", file=sys.stderr)
         return 1
-    print(f"results: {_shown(folder / 'metrics.json')}", flush=True)
+    print(f"results: {_shown(out.with_name('metrics.json'))}", flush=True)
     return 0
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
@@ -764,15 +722,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_run)
     p = sub.add_parser("eval", help="every metric of the workbook on one model (a folder, a run of the store or a "
                                     "Hub name): runs/<profile>/seed-<s>/eval/<model>-<id>/")
-    p.add_argument("--model", required=True, help="a model folder, a run or saved model of the store, or a Hub name")
-    p.add_argument("--data", help="the data it was unlearned on: a folder of TOFU JSON Lines, locuslab/TOFU, or "
-                                  "'profile' (default for the workbook's own models)")
-    p.add_argument("--reference", help="the retain model: the same base fine-tuned on the retain split only")
-    p.add_argument("--suite", default="all", help=f"comma-separated: {', '.join(('tofu', 'leakage', 'formats', 'attacks'))} (default all)")
-    p.add_argument("--template", help="the prompt template of a model saved without the workbook's marker, or chat")
-    p.add_argument("--dtype", help="the dtype to load it in (float32, bfloat16, float16)")
-    p.add_argument("--revision", help="a Hub model's branch, tag or commit (downloaded with --online)")
-    p.add_argument("--allow-long", action="store_true", help="run suites estimated at over an hour on a CPU")
+    for flag, options in EVAL_OPTIONS.items():
+        p.add_argument(flag, **options)
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     p.set_defaults(handler=_cmd_eval)

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 
@@ -100,3 +101,41 @@ def timed(name: str) -> Callable:
         return wrapper
 
     return decorate
+
+
+# --------------------------------------------------------------------------- a notebook's seconds, by station
+
+
+def children_cpu_seconds() -> float:
+    """User and system CPU seconds of this process's finished children: a notebook's kernel, with the worker
+    processes it waited for."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def log_lines(log: Path) -> list[dict]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def station_summary(lines: list[dict], wall: float) -> dict[str, float]:
+    """Wall seconds of a notebook by station, from its kernel's station log (:func:`station`):
+    training, generation and scoring as logged; the time the kernel waited on worker processes shared out in
+    proportion to the workers' own seconds per station; ``other`` the rest of ``wall``."""
+    out = dict.fromkeys((*STATIONS, "other"), 0.0)
+    for line in lines:
+        for key, value in line.items():
+            if key in ("pid", "split"):
+                continue
+            if key == WORKERS:
+                split = line.get("split") or {"other": 1.0}
+                total = sum(split.values()) or 1.0
+                for name, seconds in split.items():
+                    out[name if name in out else "other"] += value * seconds / total
+            else:
+                out[key if key in out else "other"] += value
+    out["other"] += max(0.0, wall - sum(out.values()))
+    return out

@@ -253,6 +253,33 @@ def estimate_seconds(params: config.Params, n_parameters: int, suites: Sequence[
             for suite in suites}
 
 
+def front_door(params: config.Params, model: str, data: str | None, reference: str | None, suites: str | None,
+               template: str | None, revision: str | None = None, allow_long: bool = False
+               ) -> tuple[Request, list[str]]:
+    """``runner eval``'s checks before any kernel: the request (:func:`check_request`), then the cost of each suite on
+    a CPU (:func:`estimate_seconds`), refused beyond :data:`CPU_LIMIT_S` unless ``allow_long``; a ValueError in one
+    line, else the request and the lines to print."""
+    import torch
+
+    request = check_request(params, model, data, reference, suites, template, revision)
+    n_forget = len(corpus(params, request).load(params.forget_split))
+    n_parameters = parameter_count(request.model)
+    lines = [f"{request.label}: {n_parameters / 1e6:.1f} M parameters, template {request.template or 'from its marker'}"
+             f", reference {paths.shown(request.reference) if request.reference else f'none ({NO_REFERENCE})'}"]
+    if not torch.cuda.is_available():
+        estimate = estimate_seconds(params, n_parameters, request.suites, request.reference is not None, n_forget)
+        lines.append("estimated on this CPU: " + ", ".join(f"{s} {_minutes(v)}" for s, v in estimate.items()))
+        long = [s for s, v in estimate.items() if v > CPU_LIMIT_S]
+        if long and not allow_long:
+            raise ValueError(f"{', '.join(long)} would take over {CPU_LIMIT_S / 3600:.0f} h on this CPU: pass "
+                             "--allow-long to run anyway, choose other suites with --suite, or run on a GPU")
+    return request, lines
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
 # --------------------------------------------------------------------------- the suites
 
 
