@@ -368,6 +368,8 @@ def test_a_folder_of_pickled_weights_is_refused_in_one_line_and_never_unpickled(
     with pytest.raises(ValueError, match=r"pickled weights \(\*\.bin\) only") as e:
         models.load_model(folder)
     assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=r"holds no \*\.safetensors weights \(the workbook never unpickles"):
+        models.check_source(str(folder))  # and before any kernel, at every door that names a model folder
 
 
 def test_a_checkpoint_with_a_custom_pickle_is_passed_over_and_never_unpickled(small_corpus, tiny_tokenizer, tmp_path):

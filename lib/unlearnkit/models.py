@@ -74,19 +74,38 @@ STATED_TEMPLATES_VARIABLE = "UNLEARNKIT_STATED_TEMPLATES"
 STATED_REVISIONS_VARIABLE = "UNLEARNKIT_STATED_REVISIONS"
 
 
+def source_of(name_or_path: str | os.PathLike) -> str:
+    """What transformers loads a model entry from: the resolved folder where there is one, else the Hub name."""
+    local = paths.resolve(name_or_path)
+    return str(local) if local.is_dir() else str(name_or_path)
+
+
+def _stated(variable: str, name_or_path: str | os.PathLike) -> str | None:
+    stated = os.environ.get(variable)
+    return json.loads(stated).get(source_of(name_or_path)) if stated else None
+
+
+def state(variable: str, name_or_path: str | os.PathLike, value: str) -> None:
+    """Record ``value`` for a model in ``variable`` (:data:`STATED_TEMPLATES_VARIABLE`,
+    :data:`STATED_REVISIONS_VARIABLE`): every later load, here and in the worker processes started after, takes it."""
+    stated = json.loads(os.environ.get(variable) or "{}")
+    os.environ[variable] = json.dumps({**stated, source_of(name_or_path): value})
+
+
 def stated_revision(name: str | os.PathLike) -> str | None:
     """The revision (a branch, tag or commit) stated for a Hub model (:data:`STATED_REVISIONS_VARIABLE`), or None."""
-    stated = os.environ.get(STATED_REVISIONS_VARIABLE)
-    return json.loads(stated).get(str(name)) if stated else None
+    return _stated(STATED_REVISIONS_VARIABLE, name)
 
 
 def stated_template(name_or_path: str | os.PathLike) -> str | None:
     """The template stated for a model without a marker (:data:`STATED_TEMPLATES_VARIABLE`), or None."""
-    stated = os.environ.get(STATED_TEMPLATES_VARIABLE)
-    if not stated:
-        return None
-    local = paths.resolve(name_or_path)
-    return json.loads(stated).get(str(local) if local.is_dir() else str(name_or_path))
+    return _stated(STATED_TEMPLATES_VARIABLE, name_or_path)
+
+
+def stated(name_or_path: str | os.PathLike) -> dict[str, str]:
+    """What was stated for a model beside its files (``template``, ``revision``): part of what it is."""
+    found = {"template": stated_template(name_or_path), "revision": stated_revision(name_or_path)}
+    return {k: v for k, v in found.items() if v}
 
 
 def get_template(name: str) -> PromptTemplate:
@@ -248,15 +267,13 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device
 
     spec = str(name_or_path)
     local = paths.resolve(spec)
-    source = str(local) if local.is_dir() else spec
+    source = source_of(spec)
     if _missing_folder(spec, local):
         raise FileNotFoundError(f"model folder {local} does not exist (and {spec!r} is not a Hub name)")
     adapter = local.is_dir() and (local / ADAPTER_CONFIG).exists()  # transformers applies it to its base (peft)
     has_tokenizer = not adapter or any((local / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
-    revision = {} if local.is_dir() or not stated_revision(spec) else {"revision": stated_revision(spec)}
-    tokenizer = AutoTokenizer.from_pretrained(source if has_tokenizer else str(paths.resolve(adapter_base(local))
-                                                                                if paths.resolve(adapter_base(local)).is_dir()
-                                                                                else adapter_base(local)), **revision)
+    revision = {"revision": stated_revision(spec)} if stated_revision(spec) else {}
+    tokenizer = AutoTokenizer.from_pretrained(source if has_tokenizer else source_of(adapter_base(local)), **revision)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if local.is_dir() and not any(local.glob("*.safetensors")) and any(local.glob("*.bin")):
@@ -375,11 +392,14 @@ def check_source(spec: str, what: str = "model") -> None:
             return
         if not (local / "config.json").exists():
             raise ValueError(f"{what} {spec!r}: the folder {paths.shown(local)} holds no config.json (not a saved model)")
+        if not any(local.glob("*.safetensors")):
+            raise ValueError(f"{what} {spec!r}: {paths.shown(local)} holds no *.safetensors weights (the workbook never "
+                             "unpickles *.bin; save with model.save_pretrained(folder), the default)")
         return
     if _missing_folder(spec, local):
         raise ValueError(f"{what} {spec!r}: the model folder {paths.shown(local)} does not exist (and it is not a Hub "
                          "name)")
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+    if paths.offline("HF_HUB_OFFLINE"):
         from huggingface_hub import try_to_load_from_cache
 
         if not isinstance(try_to_load_from_cache(spec, "config.json", revision=stated_revision(spec)), str):

@@ -60,6 +60,12 @@ def from_environment(spec: str, what: str = "a path") -> str:
     return value
 
 
+def offline(*variables: str) -> bool:
+    """Whether any of the environment ``variables`` (``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE``) is switched on, as
+    the Hugging Face libraries read them (1, true, yes, on)."""
+    return any(os.environ.get(v, "0").lower() in ("1", "true", "yes", "on") for v in variables)
+
+
 def shown(path: str | os.PathLike) -> str:
     """How a page or a message names a local path: inside the run store as ``runs/...``, inside the generated data as
     ``data/...``, inside the project relative to it; a path elsewhere (a data folder a profile names) as it is. What a

@@ -603,12 +603,11 @@ def _cmd_seeds(args: argparse.Namespace) -> int:
     return 1 if failed else code
 
 
-#: The evaluation of a model of one's own (runner eval): outside 00-09, so never part of ``runner all``.
-EVAL_NOTEBOOK = "eval_model"
-
-
 def eval_notebook() -> Path:
-    return paths.NOTEBOOKS / f"{EVAL_NOTEBOOK}.ipynb"
+    """The evaluation of a model of one's own (runner eval): outside 00-09, so never part of ``runner all``."""
+    from . import runs
+
+    return paths.NOTEBOOKS / f"{runs.EVAL_NOTEBOOK}.ipynb"
 
 
 #: runner eval's options (:func:`unlearnkit.studies.own_model.front_door` checks them).
@@ -640,7 +639,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise Refused(str(exc).splitlines()[0]) from None
     print("\n".join(lines), flush=True)
-    out = own_model.eval_folder(params, request) / f"{EVAL_NOTEBOOK}.ipynb"
+    out = own_model.eval_folder(params, request) / eval_notebook().name
     own = {"eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
            "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision}
     try:

@@ -340,6 +340,16 @@ def unlearning_runs(params: Params) -> dict[str, dict[str, Any]]:
     return found
 
 
+#: Evaluations of one's own models (runner eval): ``<store>/eval/<model>-<id>/eval_model.ipynb`` and its results.
+EVAL, EVAL_NOTEBOOK = "eval", "eval_model"
+
+
+def evaluations(params: Params) -> list[Path]:
+    """The executed evaluation notebooks of a run's store, by folder name; a folder whose name is not a name (a
+    received store's) is left out."""
+    return sorted(p for p in store(params).glob(f"{EVAL}/*/{EVAL_NOTEBOOK}.ipynb") if paths.NAME.fullmatch(p.parent.name))
+
+
 def executed_notebook(params: Params, stem: str) -> Path:
     """Where the runner writes the executed copy of a notebook (``stem`` with its run suffix: 02_unlearning_npo)."""
     return store(params) / f"{stem}.ipynb"
@@ -456,18 +466,13 @@ def model_identity(location: str | Path) -> str:
         # a peft adapter: its own weights and configuration, and what its base is
         return config.params_hash({"adapter": models.content_digest(folder),
                                    "config": (folder / models.ADAPTER_CONFIG).read_text(),
-                                   "base": model_identity(models.adapter_base(folder)),
-                                   **({"template": models.stated_template(folder)}
-                                      if models.stated_template(folder) else {})})
+                                   "base": model_identity(models.adapter_base(folder)), **models.stated(folder)})
     if folder.is_dir() and (folder / "config.json").exists():
-        # a foreign folder (no unlearnkit.json): its content, never its name, so overwritten weights are re-scored
-        stated = models.stated_template(folder)  # a template stated for it (runner eval) is part of what it is
+        # a foreign folder (no unlearnkit.json): its content, never its name, so overwritten weights are re-scored; a
+        # template stated for it (runner eval) is part of what it is
         return config.params_hash({"folder": models.content_digest(folder),
-                                   "config": (folder / "config.json").read_text(),
-                                   **({"template": stated} if stated else {})})
-    stated, revision = models.stated_template(str(location)), models.stated_revision(str(location))
-    return config.params_hash({"hub": str(location), **({"template": stated} if stated else {}),
-                               **({"revision": revision} if revision else {})})
+                                   "config": (folder / "config.json").read_text(), **models.stated(folder)})
+    return config.params_hash({"hub": str(location), **models.stated(location)})
 
 
 def mixed_identity(original: str, unlearned: str, a: float) -> str:

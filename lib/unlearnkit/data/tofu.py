@@ -219,8 +219,7 @@ def check_hub_cached(spec: str) -> None:
     ``HF_HUB_OFFLINE``, the runner's default) with neither the Hub's download cache
     (``<hub cache>/datasets--org--name``) nor the ``datasets`` library's prepared cache (``<datasets cache>/org___name``)
     holding it. Online, or cached, it passes; the first read still validates every row."""
-    flags = (os.environ.get(v, "0").lower() for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
-    if not any(f in ("1", "true", "yes", "on") for f in flags):
+    if not paths.offline("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
         return
     from huggingface_hub import constants
 

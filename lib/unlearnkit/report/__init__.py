@@ -54,14 +54,10 @@ def report_dir(params: Params) -> Path:
     return folder if runs.is_reference_seed(params) else folder / runs.store(params).name
 
 
-#: The folder of the store that holds evaluations of one's own models (runner eval), one page each.
-EVAL_PAGES = "eval"
-
-
 def _title(notebook: Path) -> str:
     """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '09_findings' -> '09 findings',
     an evaluation (runner eval) 'eval · <model>-<id>'."""
-    if notebook.parent.parent.name == EVAL_PAGES:
+    if notebook.parent.parent.name == runs.EVAL:
         return f"eval · {notebook.parent.name}"
     stem = notebook.stem
     key, _, rest = stem.partition("_")
@@ -76,9 +72,7 @@ def pages(params: Params) -> list[tuple[str, Path]]:
     holds only evaluations (runner eval without the workbook's notebooks) has its first evaluation as the index."""
     folder = runs.store(params)
     executed = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-    evaluations = sorted(p for p in folder.glob(f"{EVAL_PAGES}/*/eval_model.ipynb")  # runner eval: after the notebooks
-                         if paths.NAME.fullmatch(p.parent.name))  # a received folder's odd name is no page name
-    evaluated = [(f"{EVAL_PAGES}-{p.parent.name}.html", p) for p in evaluations]
+    evaluated = [(f"{runs.EVAL}-{p.parent.name}.html", p) for p in runs.evaluations(params)]  # after the notebooks
     if not executed and evaluated:
         return [(INDEX, evaluated[0][1]), *evaluated[1:]]
     if not executed:

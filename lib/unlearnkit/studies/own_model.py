@@ -17,8 +17,6 @@ Results go to ``runs/<profile>/seed-<s>/eval/<slug>-<digest>/`` (:func:`eval_fol
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,8 +33,6 @@ from .. import config, models, paths, runs
 SUITES = ("tofu", "leakage", "formats", "attacks")
 #: ``--data profile``: the profile's own corpus (only for a model of the workbook, which was trained on it).
 PROFILE_DATA = "profile"
-#: Where an evaluation's label and folder come from; the label is a name (:data:`unlearnkit.paths.NAME`).
-EVAL_DIR = "eval"
 #: The names the model and its control carry in every table and in metrics.json.
 MODEL, REFERENCE = "model", "reference"
 #: The environment variable through which a stated template reaches every process that loads the model.
@@ -79,7 +75,6 @@ def check_request(params: config.Params, model: str, data: str | None = None, re
             raise ValueError(f"--revision {revision!r} names a version of a Hub model; {model!r} is a folder")
         state_revision(location, revision)
     models.check_source(location, "model")
-    _check_weights(location)
     own = own_folder is not None or _made_here(location)
     stated = _template(location, template)
     if data is None:
@@ -94,14 +89,14 @@ def check_request(params: config.Params, model: str, data: str | None = None, re
         check_sources(params.replace(data_source=data, model="tiny"))
     if reference is None and own:
         found = runs.retain_model(params)
-        reference = str(runs.locate(params, found)) if found and runs.locate(params, found) else None
+        located = runs.locate(params, found) if found else None
+        reference = str(located) if located is not None else None
     elif reference is not None:
         located = runs.locate(params, reference) if paths.NAME.fullmatch(reference) else None
         reference = str(located) if located is not None else reference
         models.check_source(reference, "reference")
-        _check_weights(reference)
         _same_base(location, reference)
-        _template(reference, template if not (Path(paths.resolve(reference)) / "unlearnkit.json").exists() else None)
+        _template(reference, template)
     return Request(location, _label(model), data, reference, suites, stated, own)
 
 
@@ -116,23 +111,11 @@ def _suites(suites: Sequence[str] | str | None) -> tuple[str, ...]:
 
 
 def _made_here(location: str) -> bool:
-    meta = paths.resolve(location) / "unlearnkit.json"
+    """A model the workbook trained: its marker records the recipe that made it (``params_hash``)."""
     try:
-        return bool(json.loads(meta.read_text()).get("params_hash"))
+        return bool(runs.saved_recipe(paths.resolve(location)).get("params_hash"))
     except (OSError, ValueError, AttributeError):
         return False
-
-
-def _check_weights(location: str) -> None:
-    """A local folder's weights: safetensors (one file or shards), intact; an adapter folder needs its base."""
-    folder = paths.resolve(location)
-    if not folder.is_dir():
-        return
-    if (folder / models.ADAPTER_CONFIG).exists():
-        return  # its base is checked by models.check_source
-    if not any(folder.glob("*.safetensors")):
-        raise ValueError(f"model {location!r}: {paths.shown(folder)} holds no *.safetensors weights (the workbook never "
-                         "unpickles *.bin; save with model.save_pretrained(folder), the default)")
 
 
 def _template(location: str, template: str | None) -> str | None:
@@ -156,7 +139,7 @@ def _config(location: str):
     local = paths.resolve(location)
     if local.is_dir() and (local / models.ADAPTER_CONFIG).exists():
         return _config(models.adapter_base(local))
-    return AutoConfig.from_pretrained(str(local) if local.is_dir() else location)
+    return AutoConfig.from_pretrained(models.source_of(location))
 
 
 #: What a retain model must share with the model to be its control: the architecture and its sizes, and the vocabulary.
@@ -191,12 +174,12 @@ def identity(params: config.Params, request: Request) -> str:
 
 def eval_folder(params: config.Params, request: Request) -> Path:
     """``runs/<profile>/seed-<s>/eval/<label>-<identity>/``."""
-    return runs.store(params) / EVAL_DIR / f"{request.label}-{identity(params, request)}"
+    return runs.store(params) / runs.EVAL / f"{request.label}-{identity(params, request)}"
 
 
 def notebook_name(params: config.Params, request: Request) -> str:
     """The store-relative name under which metrics.json is written (``eval/<label>-<identity>``)."""
-    return f"{EVAL_DIR}/{eval_folder(params, request).name}"
+    return f"{runs.EVAL}/{eval_folder(params, request).name}"
 
 
 # --------------------------------------------------------------------------- the cost, before any work
@@ -285,17 +268,14 @@ def _minutes(seconds: float) -> str:
 
 def state_template(request: Request) -> None:
     """Make the stated template the one every load of the model uses, in this process and the workers it starts."""
-    stated = json.loads(os.environ.get(TEMPLATES_VARIABLE, "{}"))
     for location in (request.model, request.reference):
         if location and request.template and not (paths.resolve(location) / "unlearnkit.json").exists():
-            stated[str(paths.resolve(location)) if paths.resolve(location).is_dir() else location] = request.template
-    os.environ[TEMPLATES_VARIABLE] = json.dumps(stated)
+            models.state(TEMPLATES_VARIABLE, location, request.template)
 
 
 def state_revision(name: str, revision: str) -> None:
     """Make ``revision`` the version of Hub model ``name`` every load takes, here and in the workers."""
-    stated = json.loads(os.environ.get(models.STATED_REVISIONS_VARIABLE, "{}"))
-    os.environ[models.STATED_REVISIONS_VARIABLE] = json.dumps({**stated, name: revision})
+    models.state(models.STATED_REVISIONS_VARIABLE, name, revision)
 
 
 def corpus(params: config.Params, request: Request):
