@@ -76,6 +76,73 @@ def test_05_probabilistic_bounds(smoke_runs):
     check_05(smoke_runs)
 
 
+def _store_copy(smoke_runs, tmp_path):
+    """A copy of the smoke store (runs/smoke/seed-0) under a runs/ folder of its own: a run there leaves the
+    module's store as the other tests read it."""
+    import shutil
+
+    root = tmp_path / "runs"
+    shutil.copytree(smoke_runs, root / "smoke" / "seed-0", ignore=shutil.ignore_patterns("*.ipynb", "eval"))
+    return root
+
+
+def _values_05_used(store) -> dict:
+    """What notebook 05 recorded of the parameters it used, and the sizes each of its parts really took: the sampled
+    forget questions of every model, the keyword Q&A's questions and the sampling settings."""
+    metrics = json.loads((store / "smoke" / "seed-0" / "05_probabilistic_bounds" / "metrics.json").read_text())
+    meta = metrics.pop("meta")
+    return {"recorded": meta["parameters"], "questions": len(meta["questions"]),
+            "forget": {name: m["forget"]["n_questions"] for name, m in metrics.items() if "forget" in m},
+            "keyword": {name: m[k]["n_questions"] for name, m in metrics.items() for k in ("hp_qa", "hp_qa_prefixed")
+                        if k in m},
+            "samples": meta["sampling"]["n"]}
+
+
+def _check_05_used(used: dict, params: config.Params, n_forget: int) -> None:
+    expected = min(params.sample_max_items, n_forget)
+    assert used["recorded"] == config.jsonable(dict(params)), "metrics.json records other parameters"
+    assert used["questions"] == expected and set(used["forget"].values()) == {expected}, used
+    assert used["keyword"] and set(used["keyword"].values()) == {expected}, used  # the keyword Q&A took the same
+    assert used["samples"] == params.n_samples
+
+
+def test_05_with_profile_set_in_its_parameters_cell_uses_that_profiles_values_everywhere(smoke_runs, tmp_path,
+                                                                                         monkeypatch):
+    """As a reader in JupyterLab: only ``profile = 'smoke'`` changed in the parameters cell, nothing injected. Every
+    cell reads ``params``, so the keyword Q&A and the sampling both take smoke's sample_max_items (10), not the
+    cell's default-profile value (40)."""
+    import nbformat
+    import papermill
+
+    store = _store_copy(smoke_runs, tmp_path)
+    nb = nbformat.read(runner.find_notebook("05"), as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert "profile = 'default'" in cell.source and "sample_max_items = 40" in cell.source
+    cell.source = cell.source.replace("profile = 'default'", "profile = 'smoke'")
+    monkeypatch.setenv("UNLEARNKIT_RUNS", str(store))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    papermill.execute_notebook(nb, str(tmp_path / "05.ipynb"), cwd=str(paths.NOTEBOOKS), kernel_name="python3",
+                               progress_bar=False, execution_timeout=600)
+    smoke = config.Params.load("smoke")
+    n_forget = json.loads((smoke_runs / "00_data_tour" / "metrics.json").read_text())["corpus"][smoke.forget_split]
+    _check_05_used(_values_05_used(store), smoke, n_forget["n_items"])
+    assert smoke.sample_max_items < min(40, n_forget["n_items"])  # the two values differ, so the test can fail
+
+
+def test_05_with_a_set_value_equal_to_the_default_takes_it(smoke_runs, tmp_path):
+    """``--set sample_max_items=40`` on smoke: 40 is default.yaml's value, yet it wins over smoke's 10 everywhere (the
+    runner names the keys it set in ``keys_set``); 40 is more than the forget split holds, so every question."""
+    store = _store_copy(smoke_runs, tmp_path)
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(store), "TQDM_DISABLE": "1"}
+    done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "05", "--profile", "smoke", "--set",
+                           "sample_max_items=40"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    params = config.Params.load("smoke", sample_max_items=40)
+    assert params.sample_max_items == config.load_profile("default")["sample_max_items"]
+    n_forget = json.loads((smoke_runs / "00_data_tour" / "metrics.json").read_text())["corpus"][params.forget_split]
+    _check_05_used(_values_05_used(store), params, n_forget["n_items"])
+
+
 def test_06_entropy_optimisation(smoke_runs):
     check_06(smoke_runs)
 

@@ -83,7 +83,7 @@ def test_the_runner_injects_the_declared_keys_of_the_merged_profile():
     notebook = runner.find_notebook("02")
     injected = runner.injected_parameters(notebook, config.Params.load("smoke", beta=0.05), {"method": "npo"}, ["beta"])
     declared = runner.declared_keys(json.loads(notebook.read_text()))
-    assert set(injected) == set(declared) | {"method", "beta"}
+    assert set(injected) == set(declared) | {"method", "beta", config.KEYS_SET} and injected[config.KEYS_SET] == ["beta"]
     assert injected["profile"] == "smoke" and injected["method"] == "npo" and injected["beta"] == 0.05
     assert injected["seed"] == config.Params.load("smoke").seed
 

@@ -474,16 +474,33 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: The notebook parameter that names the keys set for this run (the runner's ``--set``, and the seed of a run on
+#: another seed): each named key's value wins even where it equals default.yaml's.
+KEYS_SET = "keys_set"
+
+
 def notebook_params(namespace: Mapping[str, Any]) -> Params:
-    """The parameters of a notebook run, from its namespace after the parameters cell.
+    """The parameters of a notebook run, from its namespace after the parameters cell: the one source every later
+    cell reads (``params.alpha``, never the bare ``alpha``).
 
     ``profile`` names the profile, whose layers give every parameter. A parameter defined in the namespace
     (declared in the parameters cell, injected by the runner or papermill) overrides the profile's value
-    when it differs from the default profile's: the parameters cell holds the default values, so a notebook
-    opened in Jupyter with ``profile`` changed takes that profile's values except for what was edited.
+    when it differs from the default profile's, or when :data:`KEYS_SET` names it: the parameters cell holds the
+    default values, so a notebook opened in Jupyter with ``profile = 'smoke'`` takes exactly smoke's values, except
+    for what was edited. The runner names in ``keys_set`` every key its ``--set`` gave, so ``--set
+    sample_max_items=40`` on smoke is 40 although 40 is default.yaml's value. Plain ``papermill -p key value`` cannot
+    be told apart from the cell's own default when the value equals default.yaml's; name the key too (``papermill
+    -y 'keys_set: [key]'``), or use the runner.
     """
     profile = str(namespace.get("profile", BASE_PROFILE))
     defaults = load_profile(BASE_PROFILE)
+    named = namespace.get(KEYS_SET) or ()
+    if isinstance(named, str) or not all(isinstance(k, str) for k in named):
+        raise ValueError(f"{KEYS_SET} is a list of parameter names, got {named!r}")
+    unknown = [k for k in named if k not in PARAMETER_NAMES or k == "profile" or k not in namespace]
+    if unknown:
+        raise ValueError(f"{KEYS_SET} names {', '.join(map(repr, unknown))}: each must be a parameter given a value "
+                         f"in the notebook (not profile)")
     overrides = {k: namespace[k] for k in PARAMETER_NAMES
-                 if k != "profile" and k in namespace and namespace[k] != defaults[k]}
+                 if k != "profile" and k in namespace and (k in named or namespace[k] != defaults[k])}
     return Params.load(profile, **overrides)

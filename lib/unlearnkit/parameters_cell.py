@@ -30,7 +30,8 @@ def cell_source(cell) -> str:
 OWN_PARAMETERS_MARKER = "# --- this notebook only"
 _PARAMS_HEADER = """# Parameters: the keys this notebook reads, at their `default` profile values (make sync-params writes them
 # from notebooks/params/default.yaml). The runner injects the chosen profile's values (make notebook NB=..
-# PROFILE=..); every other parameter comes from the profile. A value changed here overrides the profile's."""
+# PROFILE=..); every other parameter comes from the profile. A value changed here overrides the profile's, and
+# `profile = 'smoke'` alone gives smoke's values. Later cells read them once resolved, as params.<key>."""
 _PROFILE_COMMENT = "the profile (notebooks/params/<profile>.yaml) that every parameter not changed here comes from"
 
 
@@ -79,14 +80,18 @@ def code_cells(nb: dict) -> list[str]:
 
 
 def declared_keys(nb: dict) -> list[str]:
-    """The profile keys a notebook reads: names its code cells load that are parameters, in default.yaml's order
-    (``profile`` and ``seed`` first, always: every notebook's runs belong to a profile and a training seed, which a
-    reader of the parameters cell should see and may change even where only the library reads them)."""
+    """The profile keys a notebook reads: names its code cells load that are parameters, and the ``params.<key>``
+    its cells read after the params line, in default.yaml's order (``profile`` and ``seed`` first, always: every
+    notebook's runs belong to a profile and a training seed, which a reader of the parameters cell should see and may
+    change even where only the library reads them)."""
     used: set[str] = set()
     for source in code_cells(nb):
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 used.add(node.id)
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "params"
+                  and isinstance(node.ctx, ast.Load)):
+                used.add(node.attr)
     return ["profile", "seed"] + [k for k in default_lines() if k in used and k not in ("profile", "seed")]
 
 

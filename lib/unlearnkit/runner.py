@@ -167,10 +167,14 @@ def plan(target: str, profile: str, overrides: dict[str, Any], skip: tuple[str, 
 def injected_parameters(notebook: Path, params: config.Params, own: dict | None = None,
                         changed: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """What papermill injects: the profile's name, the merged profile's values of the keys the notebook declares
-    and of the ``changed`` ones, and the notebook's ``own`` parameters (``method``)."""
+    and of the ``changed`` ones, the keys set for this run (``changed``, and another seed than the profile's: they win
+    even where equal to default.yaml's, :data:`config.KEYS_SET`) and the notebook's ``own`` parameters (``method``)."""
+    from . import runs
     declared = declared_keys(json.loads(notebook.read_text()))
     keys = [*declared, *(k for k in changed if k not in declared)]
-    return {"profile": params.profile, **{k: params[k] for k in keys if k != "profile"}, **(own or {})}
+    named = sorted({*changed, *(() if params.seed == runs.reference_seed(params.profile) else ("seed",))} - {"profile"})
+    return {"profile": params.profile, **{k: params[k] for k in keys if k != "profile"},
+            **({config.KEYS_SET: named} if named else {}), **(own or {})}
 
 
 def _parameterised(notebook: Path, parameters: dict[str, Any]):
