@@ -355,7 +355,7 @@ def test_redraw_follows_the_plotting_code_and_says_what_is_missing(monkeypatch, 
 
         plt.rcParams["axes.facecolor"] = "#eeeeff"
 
-    monkeypatch.setattr(plots, "set_style", other_style)
+    monkeypatch.setattr(plots.drawing, "set_style", other_style)  # where redraw finds the style
     (path,) = plots.redraw(SMOKE)
     assert path.read_bytes() != before
 

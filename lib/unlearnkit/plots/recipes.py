@@ -186,8 +186,10 @@ def _is_namedtuple_class(cls: type) -> bool:
 
 #: The modules whose public, module-level functions a recipe may name: the registry of plotting functions.
 PLOT_MODULES = ("unlearnkit.plots", "unlearnkit.plots.alignment", "unlearnkit.plots.calibration",
+                "unlearnkit.plots.corpus", "unlearnkit.plots.curves", "unlearnkit.plots.drawing",
                 "unlearnkit.plots.entropy", "unlearnkit.plots.formats", "unlearnkit.plots.leakage",
-                "unlearnkit.plots.recovery", "unlearnkit.plots.seeds")
+                "unlearnkit.plots.recovery", "unlearnkit.plots.seeds", "unlearnkit.plots.style",
+                "unlearnkit.plots.unlearning_runs", "unlearnkit.plots.verdicts")
 
 
 def _split(qualified: Any, package: str) -> tuple[str, str]:
@@ -206,14 +208,26 @@ def _split(qualified: Any, package: str) -> tuple[str, str]:
 @functools.lru_cache(maxsize=1)
 def plot_registry() -> dict[str, Callable[..., Any]]:
     """Every plotting function a recipe may name, by ``module:name``: the public functions defined in
-    :data:`PLOT_MODULES` themselves (a name a module merely imports is not its own)."""
+    :data:`PLOT_MODULES` themselves (a name a module merely imports is not its own), and those of them the package's
+    face re-exports by the face's name as well (``unlearnkit.plots:draw``: where they were defined before the face
+    was split into modules, so the recipes kept then still resolve, to the same functions)."""
     out = {}
     for module in PLOT_MODULES:
         namespace = importlib.import_module(module)
         for name, fn in vars(namespace).items():
             if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == module:
                 out[f"{module}:{name}"] = fn
+    for name, fn in vars(importlib.import_module(PLOTS_PACKAGE)).items():
+        if inspect.isfunction(fn) and not name.startswith("_") and out.get(f"{fn.__module__}:{name}") is fn:
+            out[f"{PLOTS_PACKAGE}:{name}"] = fn
     return out
+
+
+def _recipe_name(plot: Callable[..., Any]) -> str:
+    """How a recipe names ``plot``: by the package's face (``unlearnkit.plots:corpus_overview``) when the face
+    re-exports it, as every recipe named it before the face was split into modules, else by its own module."""
+    face = importlib.import_module(PLOTS_PACKAGE)
+    return f"{PLOTS_PACKAGE}:{plot.__qualname__}" if vars(face).get(plot.__qualname__) is plot else _qualified(plot)
 
 
 def _library_class(qualified: Any) -> type:
@@ -245,7 +259,7 @@ def write(path: Path, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str
     Raises RecipeError, naming the type, for anything that cannot be kept as data."""
     from .. import runs
 
-    name = _qualified(plot)
+    name = _recipe_name(plot)
     plot_function(name)  # a function of the plots package, found again by its name
     encode = _Encoder()
     payload = {"version": RECIPE_VERSION, "plot": name, "args": [encode(a) for a in args],

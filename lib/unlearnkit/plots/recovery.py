@@ -19,7 +19,7 @@ _STYLE = {"retain (control)": dict(color="black", lw=2.6, zorder=5), "target": d
 def _colors(labels: Sequence[str], kinds: Mapping[str, str]) -> dict:
     """The control, the target and the regime-matched run in their own styles; every other model its own colour,
     as :func:`unlearnkit.plots.run_colors` gives them (tab20 past ten: the default's 14 runs never share one)."""
-    from . import run_colors
+    from .curves import run_colors
 
     palette = run_colors([label for label in labels if kinds[label] not in _STYLE])
     return {label: _STYLE[kinds[label]]["color"] if kinds[label] in _STYLE else palette[label] for label in labels}

@@ -1,0 +1,213 @@
+"""The README's results section: ``readme_section`` writes it from the committed summary ``docs/findings.json``
+(which notebook 09 writes on the default profile, from a set of seeds that includes the committed file's), so that
+README and results cannot drift; ``python -m unlearnkit.report readme --check`` fails when they have."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import paths, runs
+from ..claims import Verdict
+
+README, SUMMARY, SEED_SPREAD = paths.README, paths.SUMMARY, paths.SEED_SPREAD
+FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
+START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
+#: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
+#: names them.
+OVERVIEW = f"{runs.FINDINGS}_overview"
+#: Notebook 09's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
+#: and how the methods rank on each seed (the seed study).
+MARGINS, RANKS = f"{runs.FINDINGS}_margins", f"{runs.FINDINGS}_rank_stability"
+README_FIGURES = (f"{runs.CONTROLS}_controls_per_method", f"{runs.FORMATS}_kept",
+                  f"{runs.LEAKAGE}_greedy_vs_samples", f"{runs.ALIGNMENT}_binary_bounds")
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _spread_text(spread: Mapping[str, Any]) -> str:
+    """A deciding quantity over the seeds, for the table: mean [interval] and what it needs."""
+    def f(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.3g}"
+
+    text = f"{spread['name']} {f(spread['mean'])}"
+    if spread.get("seeds", 0) > 1:
+        text += f" [{f(spread['low'])}, {f(spread['high'])}]"
+    if spread.get("threshold_mean") is not None:
+        text += f" (needs {spread['direction']} {f(spread['threshold_mean'])})"
+    return text
+
+
+def seeds_cell(row: Mapping[str, Any]) -> str:
+    """What the seeds of one finding show, in the README's words: the outcome of each seed, the deciding quantities
+    over them (mean, with a 95 % bootstrap interval over seeds when there are several) and, for one seed, its numbers."""
+    per_seed = row.get("per_seed", [])
+    outcomes = "; ".join(f"seed {r['seed']}: {r['outcome']}" for r in per_seed)
+    judged = [s for s in row.get("spreads", []) if s.get("threshold_mean") is not None]
+    parts = [row.get("text") or "", outcomes]
+    if judged:
+        parts.append("; ".join(_spread_text(s) for s in judged))
+    if len(per_seed) == 1:
+        parts.append(per_seed[0].get("text", ""))
+    return ". ".join(p for p in parts if p)
+
+
+def readme_section(summary: Mapping[str, Any]) -> str:
+    """The results section, from a findings summary (notebook 09's ``docs/findings.json``)."""
+    rows = summary["findings"]
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
+    seeds = summary.get("seeds", [])
+    lines = [START, "", f"## Results on the `{summary['profile']}` profile", "",
+             "Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), written "
+             "here by `make readme`; a test fails if this section and the summary differ. The verdicts judge the "
+             "papers' findings at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
+             f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}. "
+             f"{summary.get('rule', '')} In all: {counts}.", "",
+             "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
+    if summary.get("claims"):
+        from .claims import readme_lines
+
+        lines[4] = (f"Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), "
+                    f"written here by `make readme`; a test fails if this section and the summary differ. The "
+                    f"verdicts judge the papers' claims at this profile's scale: a tiny model trained from scratch on "
+                    f"a synthetic corpus, on 2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} "
+                    f"{', '.join(map(str, seeds))}, each drawing its own corpus.")
+        lines[5:5] = [*readme_lines(summary), "", "### The former findings, at their former bars", "",
+                      "The findings these claims replace (docs/verdicts-old-to-new.md), judged over the same seeds "
+                      f"by the former rule: {summary.get('rule', '')} In all: {counts}.", ""]
+    for row in rows:
+        figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
+        lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(seeds_cell(row))} | "
+                     f"**{row['verdict']}** | {figure} |")
+    named = {row.get("figure") for row in rows}
+    shown = [name for name in README_FIGURES if name in named]
+    at = lines.index("| paper | finding | over the seeds | verdict | figure |")
+    lines[at:at] = [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", ""]
+    if len(seeds) > 1:
+        lines += ["", "Each finding's deciding quantity on each seed, as its margin from the threshold the claim sets "
+                  "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
+                  f"![{MARGINS}](figures/{MARGINS}.png)"]
+    lines += seed_study_section(summary.get("seed_study"))
+    lines += spread_section(read_seed_spread())
+    if shown:
+        lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
+    return "\n".join(lines + ["", END])
+
+
+def read_seed_spread(path: Path | None = None) -> dict[str, Any] | None:
+    """docs/seed_spread.json (the training seed against the rest), or None where it was not made."""
+    path = SEED_SPREAD if path is None else path
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def spread_section(spread: Mapping[str, Any] | None) -> list[str]:
+    """The README's lines on the training seed against the rest (docs/seed_spread.json): its sentence and, per
+    variant of seed 0, how far it moves the deciding quantities against the training seeds' range."""
+    if not spread:
+        return []
+    lines = ["", "### The training seed against the rest", "", spread["sentence"] + f" (`{spread['command']}`)", "",
+             "| variant of seed 0 | median shift / training-seed range | quantities beyond the range | outcomes "
+             "changed |", "|---|---|---|---|"]
+    for label in spread["variants"]:
+        ratios = [r[f"{label}: shift / range"] for r in spread["table"] if r.get(f"{label}: shift / range") is not None]
+        finite = [x for x in ratios if x != float("inf")]
+        median = statistics.median(finite) if finite else float("nan")
+        beyond = sum(x > 1 for x in ratios)
+        lines.append(f"| {label} | {median:.2f} | {beyond} of {len(spread['table'])} | "
+                     f"{_cell('; '.join(spread['changes'].get(label, [])) or 'none')} |")
+    return lines
+
+
+def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
+    """The README's lines on the seed study (docs/metrics.md §8.2): the workbook's own questions, with its answers
+    computed from the summary; nothing when the summary has none."""
+    from ..studies import seeds as seed_study
+
+    if not study or "kendall" not in study:
+        return []
+    lines = ["", "### Do the methods' rankings survive a reseed? (the workbook's own questions)", "",
+             "Registered in docs/metrics.md §8.2 before seeds 2-5 ran. " + " ".join(seed_study.sentences(study)[:1]),
+             "", "| pair | metric | first better on | sign test p (two-sided) | mean difference [95 % interval] | "
+             "outcome |", "|---|---|---|---|---|---|"]
+    for r in study.get("pairs", []):
+        if not r.get("seeds"):
+            lines.append(f"| {r['pair']} | {r['metric']} | not run | | | |")
+            continue
+        lines.append(f"| {r['pair']} | {r['metric']} ({r['better']} is better) | {r['wins']} of {r['seeds']} seeds "
+                     f"(ties {r['ties']}) | {r['p (two-sided sign test)']:.3f} | {_cell(r['difference'])} "
+                     f"{r['mean difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | **{r['outcome']}** |")
+    return lines + ["", f"![{RANKS}](figures/{RANKS}.png)"]
+
+
+def _split(readme: str) -> tuple[str, str, str]:
+    if START not in readme or END not in readme:
+        raise ValueError(f"README.md lacks the results markers {START!r} ... {END!r}")
+    head, rest = readme.split(START, 1)
+    body, tail = rest.split(END, 1)
+    return head, START + body + END, tail
+
+
+def overview_table(summary: Mapping[str, Any]):
+    """The findings of a summary as the overview figure reads them (paper, short name, notebook, verdict)."""
+    import pandas as pd
+
+    from ..studies.verdicts import tile
+
+    return pd.DataFrame([{**{k: row.get(k, "") for k in ("paper", "short", "notebook", "verdict")},
+                          "tile": tile(Verdict.from_dict(row))} for row in summary["findings"]])
+
+
+def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False,
+                 figures: Path | None = None) -> bool:
+    """Rewrite README's results section from the summary and draw its overview figure (``figures/`` by default)
+    from the same summary; with ``check``, only say whether the section is up to date. Returns True when the README
+    is (or now is) up to date."""
+    summary = json.loads(summary_path.read_text())
+    head, current, tail = _split(readme.read_text())
+    wanted = readme_section(summary)
+    if check:
+        return current == wanted
+    readme.write_text(head + wanted + tail)
+    if summary.get("claims") and FORMER_SUMMARY.exists() and summary_path == SUMMARY:
+        from .claims import old_to_new
+
+        runs.atomic_write_text(OLD_TO_NEW, old_to_new(json.loads(FORMER_SUMMARY.read_text()), summary))
+    from .. import plots
+
+    folder = paths.FIGURES if figures is None else figures
+    folder.mkdir(parents=True, exist_ok=True)
+    plots.render_to(folder / f"{OVERVIEW}.png", plots.findings_overview, overview_table(summary),
+                    seeds=summary.get("seeds"))
+    if summary.get("claims"):
+        from .claims import CLAIMS_OVERVIEW, CLAIMS_OVERVIEW_TITLE
+        from .claims import overview_table as claims_table
+
+        plots.render_to(folder / f"{CLAIMS_OVERVIEW}.png", plots.findings_overview,
+                        claims_table(summary), seeds=summary.get("seeds"),
+                        title=CLAIMS_OVERVIEW_TITLE)
+    for name, plot, args in seed_figures(summary):
+        plots.render_to(folder / f"{name}.png", plot, *args)
+    return True
+
+
+def seed_figures(summary: Mapping[str, Any]) -> list[tuple[str, Any, tuple]]:
+    """The figures over seeds a summary draws (name, plotting function, arguments): each finding's margin per seed
+    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 09 and ``make readme``
+    draw them from the same data."""
+    from ..plots import seeds as seed_plots
+    from ..studies import seeds as seed_study
+
+    out = []
+    if len(summary.get("seeds", [])) > 1:
+        judged = [Verdict.from_dict(row) for row in summary["findings"]]
+        out.append((MARGINS, seed_plots.margins_per_seed, (seed_study.margins(judged),)))
+    study = summary.get("seed_study") or {}
+    if "shares" in study:
+        taus = {r["metric"]: r["mean tau"] for r in study["kendall"]}
+        out.append((RANKS, seed_plots.rank_shares, (study["shares"], taus, study["tau_stable"], len(study["seeds"]))))
+    return out
