@@ -95,8 +95,8 @@ figures: setup ## redraw every figure of PROFILE (and SEED) from its stored resu
 readme: setup ## rewrite README's results section from docs/findings.json (notebook 09 writes it on default)
 	$(PY) -m unlearnkit.report readme
 
-lab: setup ## open JupyterLab on notebooks/ with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
-	$(PY) -m jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+lab: setup ## open JupyterLab at notebooks/ (rooted at the repository, so links to docs/ work) with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
+	$(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
 
 # One test process per core; a test file stays in one process (its module fixtures, e.g. the smoke run, run once).
 TEST_JOBS ?= $(shell nproc)

@@ -1,5 +1,5 @@
 """open-unlearning's memorisation and privacy metrics (docs/metrics.md §9; the definitions are in the team's
-``METRICS.md`` §7): exact memorisation, extraction strength, the membership-inference scores LOSS, ZLib, MinK,
+docs/metrics.md §9): exact memorisation, extraction strength, the membership-inference scores LOSS, ZLib, MinK,
 MinK++, GradNorm and Reference, their AUC of forget against holdout items, and privleak.
 
 Notation: L = the scored answer positions (labels != -100: the answer tokens and EOS); L⁻ = L without its last

@@ -253,7 +253,7 @@ def uncontrolled_table(method_controls: Mapping[str, MethodControls], before: PS
     return pd.DataFrame({run: flatten(p) for run, p in results.items()}).T
 
 
-#: What ../shared/METRICS.md §5 gives of Wang et al.'s tables (Phi-1.5, forget10): the model before unlearning
+#: What docs/metrics.md §5 gives of Wang et al.'s tables (Phi-1.5, forget10): the model before unlearning
 #: and GD calibrated by model mixing.
 PAPER_VALUES = {("before", "heldout_retain_ps_exact"): 0.668, ("before", "forget_ps_exact"): 0.649,
                 ("before", "heldout_retain_ps_perturb"): 0.325, ("before", "forget_ps_perturb"): 0.298,
