@@ -36,7 +36,7 @@ def tofu_folder(store):
 def _eval(argv, monkeypatch, capsys):
     """runner eval up to the kernel: the request checked and the estimate printed; what would run is returned."""
     started = {}
-    monkeypatch.setattr(runner, "run_notebook", lambda notebook, params, **kw: started.update(kw, params=params))
+    monkeypatch.setattr(runner.evaluate, "run_notebook", lambda notebook, params, **kw: started.update(kw, params=params))
     with pytest.raises(SystemExit) as e:
         code = runner.main(["eval", "--profile", "smoke", *argv])
         raise SystemExit(code)

@@ -69,8 +69,8 @@ def test_inverse_cdf_sampler_draws_the_filtered_distribution():
     no_prompt = torch.zeros((20000, 0), dtype=torch.long)
     for kwargs, expected in (({}, [0.5, 0.3, 0.2]), ({"top_k": 2}, [0.625, 0.375, 0.0]),
                              ({"top_p": 0.6}, [0.625, 0.375, 0.0]), ({"top_p": 0.5}, [1.0, 0.0, 0.0])):
-        sampler = generation._InverseCdfSampler(uniforms, prompt_width=0, temperature=1.0,
-                                                top_k=kwargs.get("top_k"), top_p=kwargs.get("top_p"))
+        sampler = generation.processors._InverseCdfSampler(uniforms, prompt_width=0, temperature=1.0,
+                                                           top_k=kwargs.get("top_k"), top_p=kwargs.get("top_p"))
         out = sampler(no_prompt, logits)
         drawn = out.argmax(-1)
         assert (out.isfinite().sum(-1) == 1).all()  # only the drawn token is left
@@ -191,7 +191,7 @@ def test_the_own_loop_decodes_greedily_what_generate_decodes(ending_model, tiny_
     prompts = [models.encode_prompt(tiny_tokenizer, template, q) for q in PROMPTS * 3]
     loop = generation.greedy_continuations(ending_model, tiny_tokenizer, prompts, max_new_tokens=12, batch_size=5)
     loop_c = generation.greedy_with_confidences(ending_model, tiny_tokenizer, prompts, 12, batch_size=5)
-    monkeypatch.setattr(generation, "can_decode", lambda model: False)
+    monkeypatch.setattr(generation.greedy, "can_decode", lambda model: False)  # where the greedy decoders ask
     assert generation.greedy_continuations(ending_model, tiny_tokenizer, prompts, 12, batch_size=5) == loop
     by_generate = generation.greedy_with_confidences(ending_model, tiny_tokenizer, prompts, 12, batch_size=5)
     assert by_generate[0] == loop_c[0] == loop

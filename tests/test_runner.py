@@ -165,7 +165,7 @@ def test_the_front_door_merges_once_and_names_keys_a_notebook_does_not_read(caps
     # a key the notebook reads only through the library is added to its parameters cell, not passed as unknown
     notebook = runner.find_notebook("02")
     injected = runner.injected_parameters(notebook, checked.params, checked.own, checked.changed)
-    cell = runner._parameters_cell(runner._parameterised(notebook, injected))
+    cell = runner.execute._parameters_cell(runner.execute._parameterised(notebook, injected))
     assert "unlearn_lr = 0.0001" in cell["source"] and injected["unlearn_lr"] == 1e-4
 
 
@@ -198,7 +198,7 @@ def test_every_notebook_reads_declared_sections():
     assert sum(map(len, sections.values())) == len(config.PARAMETER_NAMES)
     for notebook in runner.source_notebooks():
         assert set(runs.NOTEBOOK_SECTIONS[notebook.stem]) <= set(sections), notebook.name
-        assert set(runner._cell_keys(notebook)) <= runner.reads(notebook), notebook.name
+        assert set(runner.checks._cell_keys(notebook)) <= runner.reads(notebook), notebook.name
     assert "alpha" not in runs.keys_read(runs.DATA_TOUR) and "unlearn_lr" in runs.keys_read(runs.LEAKAGE)
 
 
@@ -207,7 +207,7 @@ def test_each_kernel_gets_its_own_socket_folder(tmp_path):
     the same moment; the runner puts each kernel's sockets in a folder of its own."""
     from unlearnkit import runner
 
-    first, second = (runner._kernel_config(tmp_path / name)["KernelManager"] for name in ("a", "b"))
+    first, second = (runner.execute._kernel_config(tmp_path / name)["KernelManager"] for name in ("a", "b"))
     assert first["transport"] == second["transport"] == "ipc"
     assert first["ip"] != second["ip"] and first["ip"].startswith(str(tmp_path / "a"))
 

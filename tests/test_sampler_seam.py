@@ -135,7 +135,8 @@ class _FakeVllmCalls:
 
     def __init__(self, monkeypatch):
         self.engines, self.greedy, self.samples = [], [], []
-        monkeypatch.setattr(generation, "vllm_engine", self._engine)
+        for where in (generation, generation.vllm_backend):  # the package face, and where load_vllm calls it
+            monkeypatch.setattr(where, "vllm_engine", self._engine)
         monkeypatch.setattr(generation, "vllm_greedy_with_confidences", self._greedy)
         monkeypatch.setattr(generation, "vllm_sample_answers", self._sample)
 

@@ -63,11 +63,11 @@ def test_on_the_synthetic_profiles_each_training_seed_redraws_the_corpus():
 
 
 def test_seeds_on_the_command_line():
-    assert runner._seed_list(["0", "1", "3"]) == [0, 1, 3]
-    assert runner._seed_list(["0-5"]) == [0, 1, 2, 3, 4, 5]
-    assert runner._seed_list(["2", "0-2"]) == [2, 0, 1]
+    assert runner.seeds._seed_list(["0", "1", "3"]) == [0, 1, 3]
+    assert runner.seeds._seed_list(["0-5"]) == [0, 1, 2, 3, 4, 5]
+    assert runner.seeds._seed_list(["2", "0-2"]) == [2, 0, 1]
     with pytest.raises(SystemExit):
-        runner._seed_list(["one"])
+        runner.seeds._seed_list(["one"])
 
 
 def test_a_finished_notebook_is_known_by_its_commit_and_parameters(tmp_path):
@@ -75,7 +75,7 @@ def test_a_finished_notebook_is_known_by_its_commit_and_parameters(tmp_path):
     recipe = {"git_revision": "abc1234", "notebook": "00_data_tour.ipynb", "parameters": "p1"}
     assert not runner.already_done(out, recipe)
     out.write_text(json.dumps({"cells": [], "metadata": {}}))
-    runner._record_timing(out, {"wall_s": 1.0}, {}, recipe)
+    runner.record._record_timing(out, {"wall_s": 1.0}, {}, recipe)
     assert runner.already_done(out, recipe)
     assert not runner.already_done(out, {**recipe, "parameters": "p2"})  # other parameters: run again
     assert not runner.already_done(out, {**recipe, "git_revision": "abc1234-dirty"})  # edited code: run again
@@ -142,12 +142,13 @@ def test_the_runner_marks_a_seed_while_its_notebooks_run_never_while_the_finding
     monkeypatch.setattr(paths, "RUNS", tmp_path)
     params = config.Params.load("default", seed=2)
     notebooks = [paths.NOTEBOOKS / "00_data_tour.ipynb", paths.NOTEBOOKS / f"{runs.FINDINGS}.ipynb"]
-    monkeypatch.setattr(runner, "plan", lambda target, profile, overrides, skip=(): runner.Plan(
-        [n for n in notebooks if n.stem not in skip], params, {}, []))
-    monkeypatch.setattr(runner, "prepare_stand_ins", lambda params: None)
     seen = {}
-    monkeypatch.setattr(runner, "run", lambda notebook, *a, **k: seen.setdefault(notebook.stem,
-                                                                                  runs.in_progress("default", 2)))
+    for module in (runner.cli, runner.seeds):  # where runner run and runner seed find them
+        monkeypatch.setattr(module, "plan", lambda target, profile, overrides, skip=(): runner.Plan(
+            [n for n in notebooks if n.stem not in skip], params, {}, []))
+        monkeypatch.setattr(module, "prepare_stand_ins", lambda params: None)
+        monkeypatch.setattr(module, "run", lambda notebook, *a, **k: seen.setdefault(notebook.stem,
+                                                                                     runs.in_progress("default", 2)))
     assert runner.main(["all", "--set", "seed=2"]) == 0
     assert seen == {"00_data_tour": True, runs.FINDINGS: False}
     seen.clear()

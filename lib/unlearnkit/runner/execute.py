@@ -1,0 +1,174 @@
+"""Papermill execution: one notebook run on a profile and seed into the run store (parameters injected, kernel
+sockets of its own, a lock per executed copy, a failed run kept apart, the timing recorded), and a notebook that takes
+a ``method`` run once per unlearning run of the profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import config, paths, provenance, stations
+from ..parameters_cell import cell_names as _cell_names
+from ..parameters_cell import declared_keys, own_parameters
+from ..parameters_cell import parameters_cell as _parameters_cell
+from .lines import Refused, _label, _shown
+from .record import _cores, _record_timing, already_done, run_recipe
+
+#: Notebooks run once per unlearning method of the profile (parameter ``method``).
+PER_METHOD_PREFIXES = ("02",)
+DEFAULT_TIMEOUT_S = 3600
+
+
+def _kernel_config(socket_dir: str | os.PathLike):
+    """The kernels' setting: IPC transport (Unix sockets, files only this user reads) instead of TCP on localhost,
+    so the kernel has nothing unencrypted to warn about. A setting, not a filter: every other warning still shows.
+
+    The sockets go in ``socket_dir``, one folder per kernel: jupyter_client's default is ``kernel-ipc-<n>`` in the
+    working directory with n the first number not taken, which two kernels started at the same moment (notebook 02's
+    runs side by side, or two runners) can both pick, so each reads the other's messages ("Invalid Signature")."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(socket_dir) / "kernel")}})
+
+
+def injected_parameters(notebook: Path, params: config.Params, own: dict | None = None,
+                        changed: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """What papermill injects: the profile's name, the merged profile's values of the keys the notebook declares
+    and of the ``changed`` ones, the keys set for this run (``changed``, and another seed than the profile's: they win
+    even where equal to default.yaml's, :data:`config.KEYS_SET`) and the notebook's ``own`` parameters (``method``)."""
+    from .. import runs
+
+    declared = declared_keys(json.loads(notebook.read_text()))
+    keys = [*declared, *(k for k in changed if k not in declared)]
+    named = sorted({*changed, *(() if params.seed == runs.reference_seed(params.profile) else ("seed",))} - {"profile"})
+    return {"profile": params.profile, **{k: params[k] for k in keys if k != "profile"},
+            **({config.KEYS_SET: named} if named else {}), **(own or {})}
+
+
+def _parameterised(notebook: Path, parameters: dict[str, Any]):
+    """The source notebook, in memory, with every injected key that its parameters cell does not assign added to
+    that cell (at the profile's value), so papermill knows each one: a key read through the library (notebook 02
+    reads ``unlearn_lr`` there) is a parameter of the run, not an unknown one."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    cell = _parameters_cell(nb)
+    assigned = {name for names in _cell_names(cell) for name in names}
+    extra = [k for k in parameters if k not in assigned]
+    if extra:
+        cell["source"] = cell["source"] + "".join(f"\n{k} = {parameters[k]!r}  # set for this run" for k in extra)
+    return nb
+
+
+def run_notebook(notebook: Path, params: config.Params, own: dict | None = None, suffix: str = "",
+                 timeout: int = DEFAULT_TIMEOUT_S, changed: list[str] | tuple[str, ...] = (),
+                 skip_done: bool = False, out: Path | None = None) -> Path:
+    """Execute ``notebook`` on the profile and seed of ``params`` into ``runs/<profile>/seed-<s>/<stem><suffix>.ipynb``,
+    then record in the executed copy's metadata (``unlearnkit.timing``) how long it took, the CPU seconds its kernel
+    and workers used and the seconds of each station (:func:`stations.station_summary`): what
+    ``benchmarks/workbook_profile.py`` tabulates. With ``skip_done`` a notebook already run with the same commit
+    and parameters (:func:`already_done`) is not run again. ``out``: another place in the store for the executed
+    copy (an evaluation's folder)."""
+    import papermill
+
+    from .. import runs
+
+    parameters = injected_parameters(notebook, params, own, changed)
+    extra = {**{k: params[k] for k in changed}, **(own or {})}
+    out = out or runs.executed_notebook(params, f"{notebook.stem}{suffix}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    recipe = run_recipe(notebook, parameters)
+    label = _label(params)
+    if skip_done and already_done(out, recipe):
+        print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''}: done already (same commit and "
+              f"parameters), not run again", flush=True)
+        return out
+    with output_lock(out):  # one runner at a time writes this notebook; the lock dies with the process
+        os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
+        log = out.with_name(f".{out.stem}.stations.{os.getpid()}.jsonl")  # per runner: two never share a log
+        log.unlink(missing_ok=True)
+        os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
+        started, cpu_before = time.time(), stations.children_cpu_seconds()
+        print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
+              flush=True)
+        sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
+        # papermill writes the executed copy cell by cell: into a hidden name, moved over the last good copy only once the
+        # run succeeded, so a failed or interrupted run never replaces it (the failed copy goes to failed/, named).
+        running = out.with_name(f".{out.stem}.running.ipynb")
+        try:
+            papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
+                                       cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
+                                       progress_bar=False, log_output=False, config=_kernel_config(sockets))
+        except BaseException as exc:
+            failed = failed_copy(out)
+            if running.exists():
+                failed.parent.mkdir(exist_ok=True)
+                os.replace(running, failed)
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"the failed run's copy: {_shown(failed)}; the last good one, if any, is kept at {_shown(out)}")
+            raise
+        finally:
+            os.environ.pop(stations.STATION_LOG_VARIABLE, None)
+            shutil.rmtree(sockets, ignore_errors=True)
+        wall = time.time() - started
+        timing = {"started": started, "wall_s": wall, "cpu_s": stations.children_cpu_seconds() - cpu_before,
+                  "cores": _cores(), "stations": stations.station_summary(stations.log_lines(log), wall)}
+        log.unlink(missing_ok=True)
+        _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
+                                         "packages": provenance.package_versions(), "parameters": extra}, recipe)
+        os.replace(running, out)
+        failed_copy(out).unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
+    print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
+          flush=True)
+    return out
+
+
+def output_lock(out: Path):
+    """Hold an exclusive lock on the executed notebook ``out`` for its run (the open lock file: close it to release;
+    the lock dies with the process): a second runner that would write the same notebook, with the same or other
+    parameters, is refused in one line instead of overwriting it."""
+    import fcntl
+
+    path = out.with_name(f".{out.stem}.lock")
+    handle = open(path, "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or profile") \
+            from None
+    return handle
+
+
+def failed_copy(out: Path) -> Path:
+    """Where a failed run of the executed notebook ``out`` is kept: ``failed/<name>`` beside it, never taken for a
+    page of the report or a result."""
+    return out.parent / "failed" / out.name
+
+
+def run(notebook: Path, params: config.Params, own: dict | None = None, timeout: int = DEFAULT_TIMEOUT_S,
+        changed: list[str] | tuple[str, ...] = (), skip_done: bool = False) -> list[Path]:
+    """Run one notebook; one that takes a ``method`` runs once per unlearning run of the profile: those runs side by
+    side in up to ``jobs`` processes, except the last, which runs after them, since its notebook compares them all.
+    ``skip_done``: see :func:`run_notebook`."""
+    from .. import workers
+
+    own = dict(own or {})
+    if notebook.stem.startswith(PER_METHOD_PREFIXES) and "method" not in own:
+        if not params.methods:
+            raise Refused(f"profile {params.profile!r} lists no 'methods' for {notebook.name}")
+        *first, last = params.methods
+        done = workers.side_by_side(run_notebook, [(notebook, params, {**own, "method": m}, f"_{m}", timeout, changed,
+                                                   skip_done) for m in first], params.jobs, desc=notebook.stem)
+        workers.release_workers()  # their CPU seconds counted now, not in the next notebook's
+        return [*done, run_notebook(notebook, params, {**own, "method": last}, f"_{last}", timeout, changed,
+                                    skip_done)]
+    suffix = f"_{own['method']}" if "method" in own and notebook.stem.startswith(PER_METHOD_PREFIXES) else ""
+    takes = own_parameters(notebook)
+    own = {k: v for k, v in own.items() if k in takes}
+    return [run_notebook(notebook, params, own, suffix, timeout, changed, skip_done)]

@@ -1,0 +1,31 @@
+"""``runner figures``: every figure of a run redrawn from what its notebooks kept."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .. import config
+from .checks import _overrides, profile_params
+from .lines import _label, _shown
+
+
+def redraw_figures(params: config.Params) -> int:
+    """Every figure of the run (profile and seed) drawn again from what its notebooks kept (``plots.draw``): no
+    training, no sampling, the plotting code as it is now."""
+    from .. import plots
+
+    started = time.time()
+    try:
+        drawn = plots.redraw(params)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    folder = drawn[0].parent
+    print(f"{_label(params)} {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}")
+    return 0
+
+
+def _cmd_figures(args: argparse.Namespace) -> int:
+    return redraw_figures(profile_params(args.profile, _overrides(args)))
