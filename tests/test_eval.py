@@ -5,6 +5,7 @@ the cost of each suite first, and writes only under the store's eval/ folder."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from unlearnkit import config, models, paths, runner
@@ -122,7 +123,7 @@ def test_a_stated_template_is_the_one_every_load_takes_and_part_of_the_models_id
     assert models.load_model(plain_folder).template.name == "vicuna"
     assert models.template_for(str(plain_folder)).name == "vicuna"
     assert runs.model_identity(plain_folder) != before  # scores under another prompt format are other scores
-    assert json.loads(models.os.environ[models.STATED_TEMPLATES_VARIABLE]) == {str(plain_folder.resolve()): "vicuna"}
+    assert json.loads(os.environ[models.STATED_TEMPLATES_VARIABLE]) == {str(plain_folder.resolve()): "vicuna"}
 
 
 #: The architectures a user's own model may have: the three the paper profile uses and two more families whose

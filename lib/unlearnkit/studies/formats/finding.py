@@ -1,0 +1,182 @@
+"""The finding: the informative formats (those that separate the target from the retain model on forget), the
+Q&A verdict, and for each unlearned model the formats that keep forget performance, separate forget from retain
+facts, or show suppression, with a statement in words (definitions in the package docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .readouts import _COMPREHENSION, _SEPARATION, _of_scorers, item_format
+from .tables import format_order
+from .transfer import _transfers
+
+
+def forget_score(scores, model: str, fmt: str) -> float:
+    """A model's forget score in one reported format; NaN where it has none."""
+    value = scores.get(model, {}).get("forget", {}).get(fmt)
+    return float("nan") if value is None else float(value)
+
+
+def too_few_items(scores, n_items: Mapping[str, Mapping[str, int]] | None, min_items: int) -> list[str]:
+    """Reported formats with fewer than ``min_items`` forget items: a margin of 0.1 is within the noise of a
+    handful of items (with 10 items the standard error of an accuracy near 0.3 is 0.15), so they are shown but
+    never taken as evidence. Real TOFU's analogies are few, since they need a relation that recurs across authors."""
+    if not n_items or not min_items:
+        return []
+    return [fmt for fmt in format_order(scores)
+            if n_items.get(item_format(fmt), {}).get("forget", min_items) < min_items]
+
+
+def informative_formats(scores, chance: Mapping[str, float | None], margin: float, target: str = "target",
+                        retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                        min_items: int = 0, transfers: Sequence[str] | None = None,
+                        scorers: str | None = None) -> list[str]:
+    """Knowledge formats (neither comprehension nor odd-one-out) with at least ``min_items`` forget items in
+    which the target beats the retain model on forget by more than ``margin``: the only formats that can show
+    whether an unlearned model kept the facts. With ``transfers`` (:func:`transferring_readouts`), only those
+    readouts, and with ``scorers`` only the paper's or only the likelihood readouts."""
+    few = set(too_few_items(scores, n_items, min_items))
+    return [fmt for fmt in format_order(scores) if fmt not in _COMPREHENSION + _SEPARATION and fmt not in few
+            and _transfers(fmt, transfers) and _of_scorers(fmt, scorers)
+            and forget_score(scores, target, fmt) - forget_score(scores, retain_model, fmt) > margin]
+
+
+def separating_formats(scores, chance: Mapping[str, float | None], margin: float, target: str = "target",
+                       retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                       min_items: int = 0) -> list[str]:
+    """Odd-one-out formats in which the retain model tells forget from retain facts apart (more than ``margin``
+    above chance and above the target): only there does an unlearned model's separation mean something."""
+    few = set(too_few_items(scores, n_items, min_items))
+    found = []
+    for fmt in format_order(scores):
+        t, r = forget_score(scores, target, fmt), forget_score(scores, retain_model, fmt)
+        if fmt in _SEPARATION and fmt not in few and r - t > margin and r > (chance.get(fmt) or 0.0) + margin:
+            found.append(fmt)
+    return found
+
+
+def _qa_verdict(qa: Mapping[str, Mapping[str, float]], model: str, target: str, retain_model: str,
+                margin: float) -> dict[str, Any]:
+    if not all(m in qa for m in (model, target, retain_model)):
+        return {"qa_forgets": None, "qa_reason": "no TOFU Q&A ROUGE for this model, the target or the retain model"}
+    u, t, r = qa[model]["forget"], qa[target]["forget"], qa[retain_model]["forget"]
+    threshold = r + 0.5 * (t - r)
+    verdict = {"qa_rouge": u, "qa_target": t, "qa_retain_model": r, "qa_threshold": threshold}
+    if t - r <= margin:
+        return {**verdict, "qa_forgets": None,
+                "qa_reason": f"the target's forget ROUGE ({t:.2f}) is not above the retain model's ({r:.2f}) by "
+                             f"more than {margin:.2f}"}
+    return {**verdict, "qa_forgets": u <= threshold, "qa_reason": ""}
+
+
+def _kept_formats(scores, model: str, formats: Sequence[str], chance, margin: float, target: str,
+                  retain_model: str) -> list[dict[str, Any]]:
+    kept = []
+    for fmt in formats:
+        u, t, r = (forget_score(scores, m, fmt) for m in (model, target, retain_model))
+        level = chance.get(fmt)
+        if u - r > margin and (level is None or u > level + margin):
+            kept.append({"format": fmt, "score": u, "retain_model": r, "target": t, "chance": level,
+                         "kept_share": (u - r) / (t - r)})
+    return kept
+
+
+def _separation(scores, model: str, formats: Sequence[str], chance, margin: float, target: str,
+                retain_model: str) -> list[dict[str, Any]]:
+    out = []
+    for fmt in formats:
+        u, t, r = (forget_score(scores, m, fmt) for m in (model, target, retain_model))
+        level = chance.get(fmt) or 0.0
+        out.append({"format": fmt, "score": u, "retain_model": r, "target": t, "chance": level,
+                    "separates": u > level + margin})
+    return out
+
+
+def _retain_minus_forget(scores, model: str, fmt: str) -> float:
+    sets = scores.get(model, {})
+    return float(sets.get("retain", {}).get(fmt, np.nan)) - float(sets.get("forget", {}).get(fmt, np.nan))
+
+
+def _suppression(scores, model: str, retain_model: str, margin: float,
+                 read: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    found = []
+    for fmt in (_COMPREHENSION if read is None else [f for f in _COMPREHENSION if f in read]):
+        g, g_ref = _retain_minus_forget(scores, model, fmt), _retain_minus_forget(scores, retain_model, fmt)
+        if g - g_ref > margin:
+            found.append({"format": fmt, "gap": g, "retain_model_gap": g_ref})
+    return found
+
+
+def _statement(f: Mapping[str, Any], margin: float, formats: Sequence[str]) -> str:
+    name = f["model"]
+    if f["qa_forgets"] is None:
+        qa = f"Q&A cannot tell: {f['qa_reason']}."
+    else:
+        numbers = (f"TOFU forget ROUGE-L {f['qa_rouge']:.2f}; target {f['qa_target']:.2f}, retain model "
+                   f"{f['qa_retain_model']:.2f}, forgetting at or below {f['qa_threshold']:.2f}")
+        qa = f"Q&A {'suggests' if f['qa_forgets'] else 'does not suggest'} forgetting ({numbers})."
+    if not formats:
+        body = "No format separates the target from the retain model on forget, so none can show kept knowledge."
+    elif f["kept"]:
+        parts = []
+        for k in f["kept"]:
+            chance = f", chance {k['chance']:.2f}" if k["chance"] is not None else ""
+            parts.append(f"{k['format']} {k['score']:.2f} vs retain model {k['retain_model']:.2f} "
+                         f"(target {k['target']:.2f}{chance}; {k['kept_share']:.0%} of the way from the retain model to the "
+                         "target)")
+        body = (f"{len(f['kept'])} of {len(formats)} informative formats keep forget performance well above the "
+                f"retain model's (by more than {margin:.2f}): " + "; ".join(parts) + ".")
+    else:
+        body = (f"No informative format ({', '.join(formats)}) keeps forget performance more than {margin:.2f} "
+                "above the retain model's.")
+    if f["paper_finding"]:
+        verdict = "=> the paper's finding: forgotten in Q&A, still known in another format."
+    elif f["qa_forgets"] and not f["kept"] and formats:
+        verdict = "=> consistent with forgetting in every format measured."
+    elif f["qa_forgets"] is False:
+        verdict = "=> not unlearned in Q&A in the first place."
+    else:
+        verdict = "=> undetermined."
+    separation = "".join(
+        f" {s['format']} {s['score']:.2f} (retain model {s['retain_model']:.2f}, target {s['target']:.2f}, chance "
+        f"{s['chance']:.2f}): " + ("tells forget from retain facts apart, as the retain model does." if s["separates"]
+                                   else "does not tell forget from retain facts apart (neither does the target, "
+                                        "which knows both, nor a model that lost both).")
+        for s in f["separation"])
+    suppression = "".join(f" Suppression in {s['format']}: forget/retain gap {s['gap']:.2f} vs the retain model's "
+                          f"{s['retain_model_gap']:.2f}, with the facts in the context." for s in f["suppression"])
+    return f"{name}: {qa} {body} {verdict}{separation}{suppression}"
+
+
+def forgetting_findings(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
+                        margin: float, unlearned: Sequence[str], target: str = "target",
+                        retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                        min_items: int = 0, transfers: Sequence[str] | None = None,
+                        read: Sequence[str] | None = None, scorers: str | None = None) -> list[dict[str, Any]]:
+    """For each unlearned model, whether Q&A suggests forgetting while some format keeps forget performance
+    well above the retain model's (definitions in the package docstring), with the numbers and a ``statement``.
+    Formats with fewer than ``min_items`` forget items (``n_items`` as from ``formats.count_items``) are left out,
+    as are readouts not in ``transfers`` (when given) and not of ``scorers``; suppression is looked for only in the
+    comprehension readouts in ``read`` (when given: those the retain model reads, :func:`passage_reading`)."""
+    if target not in scores or retain_model not in scores:
+        raise ValueError(f"the finding compares against {target!r} and {retain_model!r}; evaluate both "
+                         f"(format_models: null does)")
+    formats = informative_formats(scores, chance, margin, target, retain_model, n_items, min_items, transfers,
+                                  scorers)
+    separating = [f for f in separating_formats(scores, chance, margin, target, retain_model, n_items, min_items)
+                  if _of_scorers(f, scorers)]
+    read = None if read is None else [f for f in read if _of_scorers(f, scorers)]
+    findings = []
+    for model in unlearned:
+        finding: dict[str, Any] = {"model": model, **_qa_verdict(qa, model, target, retain_model, margin)}
+        finding["kept"] = _kept_formats(scores, model, formats, chance, margin, target, retain_model)
+        finding["separation"] = _separation(scores, model, separating, chance, margin, target, retain_model)
+        finding["suppression"] = _suppression(scores, model, retain_model, margin, read)
+        finding["paper_finding"] = bool(finding["qa_forgets"]) and bool(finding["kept"])
+        finding["informative_formats"] = list(formats)
+        finding["statement"] = _statement(finding, margin, formats)
+        findings.append(finding)
+    return findings
