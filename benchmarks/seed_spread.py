@@ -84,6 +84,7 @@ def rest(args: argparse.Namespace) -> int:
         print(f"{label}: outcome changes on seed 0: {'; '.join(changed) or 'none'}")
     if args.write:
         payload = {"seeds": args.seeds, "variants": list(variants), "sentence": sentence, "changes": changes,
+                   "spreads": seed_study.variant_spreads(table, changes),
                    "table": json.loads(table.to_json(orient="records")),
                    "command": "python benchmarks/seed_spread.py rest " + " ".join(
                        [f"--training {args.training}", "--seeds", *map(str, args.seeds)]

@@ -249,3 +249,24 @@ def test_privleak_is_ranked_by_its_distance_from_0_and_kendalls_w_agrees_with_th
     assert table.loc["privleak", "kendall W"] == pytest.approx(1.0) and table.loc["privleak", "W p (Friedman)"] < 0.05
     assert table.loc["model utility", "methods not collapsed"] == 3
     assert table.loc["model utility", "mean tau not collapsed"] == pytest.approx(1.0)
+
+
+def test_the_spreads_sentence_and_the_readmes_table_count_the_same_after_the_json_round_trip():
+    """An infinite ratio (a shift where the training seeds span nothing) reads back from JSON as null: the README's
+    table once counted 9 of 75 beyond the range where the sentence, computed before the round trip, said 10. Both now
+    render the numbers stored once (variant_spreads)."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+    from unlearnkit import report
+
+    table = pd.DataFrame({"key": ["a", "b", "c"], "v: shift / range": [0.5, np.inf, 2.0]})
+    changes = {"v": ["a/b: holds -> fails"]}
+    sentence = seed_study.rest_sentence(table, changes, 6)
+    assert "(2 of 3 quantities beyond that range)" in sentence
+    payload = {"variants": ["v"], "sentence": sentence, "changes": changes, "command": "x",
+               "spreads": seed_study.variant_spreads(table, changes),
+               "table": json.loads(table.to_json(orient="records"))}
+    assert payload["table"][1]["v: shift / range"] is None  # the lossy round trip the counts must not go through
+    assert "| v | 1.25 | 2 of 3 | a/b: holds -> fails |" in report.spread_section(json.loads(json.dumps(payload)))

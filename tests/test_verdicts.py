@@ -279,8 +279,10 @@ def test_readme_results_match_the_committed_summary():
     assert report.write_readme(check=True), "README.md's results section is stale: run `make readme`"
     section = report.readme_section(summary)
     assert section in report.README.read_text()
+    page = report.results_page(summary)  # docs/results.md: every table, the former findings' among them
+    assert page == paths.RESULTS_PAGE.read_text()
     for row in summary["findings"]:
-        assert f"**{row['verdict']}**" in section
+        assert f"**{row['verdict']}**" in page
         if row["figure"]:
             assert (paths.FIGURES / f"{row['figure']}.png").exists(), f"README links a missing figure {row['figure']}"
         # every verdict follows from the file's own per-seed outcomes by the rule

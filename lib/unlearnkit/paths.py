@@ -25,6 +25,8 @@ FIGURES = ROOT / "figures"
 #: summary of the findings over seeds, and the training seed against the rest (benchmarks/seed_spread.py rest).
 README = ROOT / "README.md"
 SUMMARY = ROOT / "docs" / "findings.json"
+#: The full results of the summary, which the README links (make readme writes it with the README's section).
+RESULTS_PAGE = ROOT / "docs" / "results.md"
 SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
 #: The former findings (schema 0: judged over six seeds of one corpus draw) and the table of what replaced them.
 FORMER_SUMMARY = ROOT / "docs" / "findings-former.json"
@@ -37,7 +39,7 @@ CLAIMS = ROOT / "docs" / "claims.yaml"
 #: (UNLEARNKIT_PAPERS names another folder); only the registry's quote check reads them.
 PAPERS = Path(os.environ.get("UNLEARNKIT_PAPERS", ROOT.parent / "shared" / "papers")).resolve()
 #: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
-WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS, OLD_TO_NEW)
+WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS_PAGE, RESULTS, OLD_TO_NEW)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 

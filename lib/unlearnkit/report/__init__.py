@@ -26,13 +26,18 @@ from .readme import (  # noqa: F401
     START,
     SUMMARY,
     _spread_text,
+    claim_figure,
+    effect_cell,
     overview_table,
     read_seed_spread,
     readme_section,
+    results_body,
+    results_page,
     seed_figures,
     seed_study_section,
     seeds_cell,
     spread_section,
+    story,
     write_readme,
 )
 from .sanitise import ALLOWED_ATTRIBUTES, ALLOWED_CSS, ALLOWED_PROTOCOLS, ALLOWED_TAGS, clean_html  # noqa: F401

@@ -13,7 +13,7 @@ from typing import Any
 from .. import paths, runs
 from ..claims import Verdict
 
-README, SUMMARY, SEED_SPREAD = paths.README, paths.SUMMARY, paths.SEED_SPREAD
+README, SUMMARY, SEED_SPREAD, RESULTS_PAGE = paths.README, paths.SUMMARY, paths.SEED_SPREAD, paths.RESULTS_PAGE
 FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
 #: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
@@ -57,45 +57,104 @@ def seeds_cell(row: Mapping[str, Any]) -> str:
     return ". ".join(p for p in parts if p)
 
 
-def readme_section(summary: Mapping[str, Any]) -> str:
-    """The results section, from a findings summary (notebook 09's ``docs/findings.json``)."""
+def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
+    """Every table of a findings summary (notebook 09's ``docs/findings.json``): the registered claims with their
+    quoted sentences and per-seed outcomes, the former findings at their former bars, each finding's margin per seed,
+    the seed study and its figures. ``root``: the way from the page to the repository ("../" from docs/)."""
     rows = summary["findings"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
     seeds = summary.get("seeds", [])
-    lines = [START, "", f"## Results on the `{summary['profile']}` profile", "",
-             "Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), written "
-             "here by `make readme`; a test fails if this section and the summary differ. The verdicts judge the "
-             "papers' findings at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
-             f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}. "
-             f"{summary.get('rule', '')} In all: {counts}.", "",
-             "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
+    lines = [f"Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), written "
+             f"here by `make readme`; a test fails if this page and the summary differ. The verdicts judge the "
+             f"papers' claims at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
+             f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}"
+             f"{', each drawing its own corpus' if summary.get('claims') else ''}.", ""]
     if summary.get("claims"):
         from .claims import readme_lines
 
-        lines[4] = (f"Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), "
-                    f"written here by `make readme`; a test fails if this section and the summary differ. The "
-                    f"verdicts judge the papers' claims at this profile's scale: a tiny model trained from scratch on "
-                    f"a synthetic corpus, on 2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} "
-                    f"{', '.join(map(str, seeds))}, each drawing its own corpus.")
-        lines[5:5] = [*readme_lines(summary), "", "### The former findings, at their former bars", "",
-                      "The findings these claims replace (docs/verdicts-old-to-new.md), judged over the same seeds "
-                      f"by the former rule: {summary.get('rule', '')} In all: {counts}.", ""]
+        lines += [*readme_lines(summary), "", "### The former findings, at their former bars", "",
+                  "The findings these claims replace (docs/verdicts-old-to-new.md), judged over the same seeds "
+                  f"by the former rule: {summary.get('rule', '')} In all: {counts}.", ""]
+    else:
+        lines += [f"{summary.get('rule', '')} In all: {counts}.", ""]
+    lines += [f"![{OVERVIEW}]({root}figures/{OVERVIEW}.png)", "",
+              "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
     for row in rows:
-        figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
+        figure = f"[{row['figure']}]({root}figures/{row['figure']}.png)" if row.get("figure") else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(seeds_cell(row))} | "
                      f"**{row['verdict']}** | {figure} |")
     named = {row.get("figure") for row in rows}
     shown = [name for name in README_FIGURES if name in named]
-    at = lines.index("| paper | finding | over the seeds | verdict | figure |")
-    lines[at:at] = [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", ""]
     if len(seeds) > 1:
         lines += ["", "Each finding's deciding quantity on each seed, as its margin from the threshold the claim sets "
                   "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
-                  f"![{MARGINS}](figures/{MARGINS}.png)"]
-    lines += seed_study_section(summary.get("seed_study"))
+                  f"![{MARGINS}]({root}figures/{MARGINS}.png)"]
+    lines += seed_study_section(summary.get("seed_study"), root)
     lines += spread_section(read_seed_spread())
     if shown:
-        lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
+        lines += ["", *[f"![{name}]({root}figures/{name}.png)" for name in shown]]
+    return [line.replace("](figures/", f"]({root}figures/") for line in lines]
+
+
+def results_page(summary: Mapping[str, Any]) -> str:
+    """docs/results.md: the full results of the summary, one page a reader can finish (:func:`results_body`)."""
+    return "\n".join([f"# Results on the `{summary['profile']}` profile, in full", "",
+                      "The README shows each finding's effect and verdict; this page adds the quoted sentences, every "
+                      "seed's outcome, the former findings and the seed study.", "", *results_body(summary, "../")]) + "\n"
+
+
+def claim_figure(row: Mapping[str, Any], summary: Mapping[str, Any]) -> str | None:
+    """The figure that shows a registered claim: that of the first former finding it replaces that names one."""
+    figures = {f.get("key"): f.get("figure") for f in summary.get("findings", [])}
+    return next((figures[k] for k in row.get("replaces") or () if figures.get(k)), None)
+
+
+def effect_cell(row: Mapping[str, Any]) -> str:
+    """A claim's effect over its testable seeds, as the README shows it: mean [95 % t-interval], n seeds."""
+    if row.get("mean") is None:
+        return "no testable seed"
+    interval = "" if row.get("low") is None else f" [{row['low']:+.3g}, {row['high']:+.3g}]"
+    return f"{row['mean']:+.3g}{interval}, {row['n']} seed{'s' if row['n'] != 1 else ''}"
+
+
+def story(summary: Mapping[str, Any]) -> list[str]:
+    """What the findings say, in sentences rendered from the summary's numbers: the seeds, the counts by verdict, the
+    findings reproduced, contradicted and not testable, by name."""
+    rows = [r for r in summary.get("claims") or [] if r["kind"] == "finding"]
+    seeds = summary.get("seeds", [])
+    counts = summary.get("claims_counts") or {}
+    told = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    lines = [f"Judged over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))} of the "
+             f"`{summary['profile']}` profile (a tiny model trained from scratch on a synthetic corpus that each seed "
+             f"redraws, on 2 CPU cores), the {len(rows)} quoted findings come to: {told}."]
+    for verdict in ("reproduced", "contradicted", "not testable here"):
+        named = [f"{r['id']} ({r['paper']})" for r in rows if r["verdict"] == verdict]
+        if named:
+            lines.append(f"**{verdict.capitalize()}**: {', '.join(named)}.")
+    return [" ".join(lines[:1]), "", " ".join(lines[1:])] if len(lines) > 1 else lines
+
+
+def readme_section(summary: Mapping[str, Any]) -> str:
+    """The README's results section, from a findings summary (notebook 09's ``docs/findings.json``): what the findings
+    say and one line per registered claim (paper, finding, effect and interval, verdict, figure); the rest is in
+    docs/results.md (:func:`results_page`). A summary without registered claims shows its findings' table."""
+    lines = [START, "", "## What the findings say", ""]
+    if not summary.get("claims"):
+        lines += results_body(summary)
+        return "\n".join(lines + ["", END])
+    from .claims import CLAIMS_OVERVIEW
+
+    lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
+              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
+              "| paper | finding | effect [95 % interval] | verdict | figure |", "|---|---|---|---|---|"]
+    for row in summary["claims"]:
+        kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
+        figure = claim_figure(row, summary)
+        shown = f"[{figure}](figures/{figure}.png)" if figure else ""
+        lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
+                     f"{_cell(effect_cell(row))} | **{row['verdict']}** | {shown} |")
+    lines += ["", "Each claim's quoted sentence, every seed's outcome, the former findings and the seed study: "
+              "[docs/results.md](docs/results.md)."]
     return "\n".join(lines + ["", END])
 
 
@@ -114,16 +173,20 @@ def spread_section(spread: Mapping[str, Any] | None) -> list[str]:
              "| variant of seed 0 | median shift / training-seed range | quantities beyond the range | outcomes "
              "changed |", "|---|---|---|---|"]
     for label in spread["variants"]:
-        ratios = [r[f"{label}: shift / range"] for r in spread["table"] if r.get(f"{label}: shift / range") is not None]
-        finite = [x for x in ratios if x != float("inf")]
-        median = statistics.median(finite) if finite else float("nan")
-        beyond = sum(x > 1 for x in ratios)
+        if label in spread.get("spreads", {}):  # the numbers the sentence was rendered from
+            median, beyond = spread["spreads"][label]["median"], spread["spreads"][label]["beyond"]
+        else:  # a file written before they were stored: its table, where an infinite ratio reads back as null
+            ratios = [r[f"{label}: shift / range"] for r in spread["table"]
+                      if r.get(f"{label}: shift / range") is not None]
+            finite = [x for x in ratios if x != float("inf")]
+            median = statistics.median(finite) if finite else float("nan")
+            beyond = sum(x > 1 for x in ratios)
         lines.append(f"| {label} | {median:.2f} | {beyond} of {len(spread['table'])} | "
                      f"{_cell('; '.join(spread['changes'].get(label, [])) or 'none')} |")
     return lines
 
 
-def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
+def seed_study_section(study: Mapping[str, Any] | None, root: str = "") -> list[str]:
     """The README's lines on the seed study (docs/metrics.md §8.2): the workbook's own questions, with its answers
     computed from the summary; nothing when the summary has none."""
     from ..studies import seeds as seed_study
@@ -141,7 +204,7 @@ def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
         lines.append(f"| {r['pair']} | {r['metric']} ({r['better']} is better) | {r['wins']} of {r['seeds']} seeds "
                      f"(ties {r['ties']}) | {r['p (two-sided sign test)']:.3f} | {_cell(r['difference'])} "
                      f"{r['mean difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | **{r['outcome']}** |")
-    return lines + ["", f"![{RANKS}](figures/{RANKS}.png)"]
+    return lines + ["", f"![{RANKS}]({root}figures/{RANKS}.png)"]
 
 
 def _split(readme: str) -> tuple[str, str, str]:
@@ -164,15 +227,18 @@ def overview_table(summary: Mapping[str, Any]):
 
 def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False,
                  figures: Path | None = None) -> bool:
-    """Rewrite README's results section from the summary and draw its overview figure (``figures/`` by default)
-    from the same summary; with ``check``, only say whether the section is up to date. Returns True when the README
-    is (or now is) up to date."""
+    """Rewrite README's results section and docs/results.md (beside another ``readme``: its results.md) from the
+    summary and draw its overview figures (``figures/`` by default) from the same summary; with ``check``, only say
+    whether both are up to date. Returns True when they are (or now are)."""
     summary = json.loads(summary_path.read_text())
     head, current, tail = _split(readme.read_text())
     wanted = readme_section(summary)
+    page = RESULTS_PAGE if readme == README else readme.with_name(RESULTS_PAGE.name)  # docs/results.md, beside
+    full = results_page(summary)
     if check:
-        return current == wanted
+        return current == wanted and page.exists() and page.read_text() == full
     readme.write_text(head + wanted + tail)
+    runs.atomic_write_text(page, full)
     if summary.get("claims") and FORMER_SUMMARY.exists() and summary_path == SUMMARY:
         from .claims import old_to_new
 

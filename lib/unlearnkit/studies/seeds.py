@@ -472,15 +472,25 @@ def outcome_changes(base: Sequence[Any], variant: Sequence[Any]) -> list[str]:
             and theirs[f.key] != f.outcome]
 
 
-def rest_sentence(table: pd.DataFrame, changes: Mapping[str, Sequence[str]], seeds: int) -> str:
-    """The seed study's sentence on the training seed against the rest, computed from :func:`against_the_rest`."""
-    parts = []
+def variant_spreads(table: pd.DataFrame, changes: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """Per variant of seed 0, computed once from :func:`against_the_rest` (before any JSON round trip, which turns an
+    infinite ratio into null): the median shift over the training seeds' range, the quantities beyond that range,
+    how many quantities, and the findings whose outcome it changes. The sentence and the README's table both render
+    these numbers."""
+    out = {}
     for label, changed in changes.items():
-        ratio = table[f"{label}: shift / range"].replace([np.inf], np.nan).dropna()
-        beyond = int((table[f"{label}: shift / range"] > 1).sum())
-        parts.append(f"{label} moves the median deciding quantity by {ratio.median():.2f} of the range the "
-                     f"{seeds} training seeds span ({beyond} of {len(table)} quantities beyond that range) and "
-                     f"changes {len(changed)} findings' outcome on seed 0")
+        ratios = table[f"{label}: shift / range"]
+        finite = ratios.replace([np.inf], np.nan).dropna()
+        out[label] = {"median": float(finite.median()) if len(finite) else math.nan,
+                      "beyond": int((ratios > 1).sum()), "quantities": int(len(table)), "changed": len(changed)}
+    return out
+
+
+def rest_sentence(table: pd.DataFrame, changes: Mapping[str, Sequence[str]], seeds: int) -> str:
+    """The seed study's sentence on the training seed against the rest, rendered from :func:`variant_spreads`."""
+    parts = [f"{label} moves the median deciding quantity by {s['median']:.2f} of the range the {seeds} training "
+             f"seeds span ({s['beyond']} of {s['quantities']} quantities beyond that range) and changes {s['changed']} "
+             "findings' outcome on seed 0" for label, s in variant_spreads(table, changes).items()]
     return "On seed 0, " + "; ".join(parts) + "."
 
 

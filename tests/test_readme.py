@@ -1,0 +1,173 @@
+"""The front door: a README a newcomer can finish (the two commands on its first screen, at most 150 lines), every
+link of the README, docs/ and the notebooks resolving (from the repository, and from `make lab`, which roots
+JupyterLab there), and every number the README shows recomputed from docs/findings.json by a second path: the
+per-seed effects and outcomes, through scipy, never the renderer."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+from scipy import stats
+from unlearnkit import paths, report, runner
+
+README = paths.README
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_short_and_opens_with_the_two_commands():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines"
+    first_screen = "\n".join(lines[:30])
+    assert "make all" in first_screen and "make test" in first_screen
+    assert not re.search(r"\b(?:commit|at) [0-9a-f]{7,}\b", README.read_text()), "a commit hash in the README's prose"
+
+
+def _documents() -> list[tuple[Path, str]]:
+    docs = [(README, README.read_text()), *((p, p.read_text()) for p in sorted((paths.ROOT / "docs").glob("*.md")))]
+    for nb in runner.all_source_notebooks():
+        cells = json.loads(nb.read_text())["cells"]
+        docs.append((nb, "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")))
+    return docs
+
+
+def _anchors(path: Path) -> set[str]:
+    text = path.read_text()
+    if path.suffix == ".ipynb":
+        text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "markdown")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return {report.github_slug(h) for h in re.findall(r"^#{1,6}\s+(.*?)\s*$", text, re.M)}
+
+
+def broken_links(path: Path, text: str, root: Path) -> list[str]:
+    """The relative links of one document that do not land on a file under ``root`` (and, with an anchor into a
+    Markdown file or notebook, on one of its headings)."""
+    broken = []
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    for match in LINK.finditer(text):
+        target = match.group(1) or match.group(2)
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        where = (path.parent / file).resolve() if file else path
+        if not where.exists() or not where.is_relative_to(root):
+            broken.append(f"{path.relative_to(root)}: {target}")
+        elif anchor and where.suffix in (".md", ".ipynb") and anchor not in _anchors(where):
+            broken.append(f"{path.relative_to(root)}: {target} (no such heading)")
+    return broken
+
+
+def test_every_link_of_the_readme_the_docs_and_the_notebooks_resolves():
+    broken = [b for path, text in _documents() for b in broken_links(path, text, paths.ROOT)]
+    assert broken == []
+
+
+def test_make_lab_roots_jupyterlab_where_the_notebooks_links_land():
+    """From `make lab` a notebook's link is served under JupyterLab's root: the repository, opened at notebooks/."""
+    recipe = (paths.ROOT / "Makefile").read_text().split("\nlab:", 1)[1].split("\n\n", 1)[0]
+    assert '--ServerApp.root_dir="$(CURDIR)"' in recipe and "/lab/tree/notebooks" in recipe
+    linked = [text for path, text in _documents() if path.suffix == ".ipynb"]
+    assert any("../docs/glossary.md" in text for text in linked)  # resolves under the root: the test above
+
+
+def test_a_broken_link_is_found(tmp_path):
+    page = tmp_path / "docs" / "page.md"
+    page.parent.mkdir()
+    (tmp_path / "docs" / "there.md").write_text("# A heading\n")
+    text = "[ok](there.md#a-heading) [gone](missing.md) [bad](there.md#nope) [out](../../x.md) [web](https://x.org)"
+    page.write_text(text)
+    found = broken_links(page, text, tmp_path)
+    assert [b.split(": ", 1)[1] for b in found] == ["missing.md", "there.md#nope (no such heading)", "../../x.md"]
+
+
+# --------------------------------------------------------------------------- the README's numbers, a second path
+
+
+def _recomputed(row: dict) -> dict:
+    """A claim's verdict and effect from its per-seed records alone: the effect's mean and 95 % t-interval over the
+    testable seeds, and the verdict by the one-sided 95 % Clopper-Pearson bound of the consistent (inconsistent)
+    share against 1/2."""
+    tested = [r for r in row["per_seed"] if r["outcome"] != "not testable"]
+    n = len(tested)
+    if n == 0:
+        return {"verdict": "not testable here", "effect": None}
+    effects = [r["effect"] for r in tested]
+
+    def lower(k: int) -> float:
+        return 0.0 if k == 0 else float(stats.beta.ppf(0.05, k, n - k + 1))
+
+    consistent = sum(r["outcome"] == "consistent" for r in tested)
+    inconsistent = sum(r["outcome"] == "inconsistent" for r in tested)
+    verdict = ("reproduced" if lower(consistent) > 0.5 else "contradicted" if lower(inconsistent) > 0.5
+               else "inconclusive")
+    mean = statistics.fmean(effects)
+    interval = None
+    if n > 1:
+        half = stats.t.ppf(0.975, n - 1) * statistics.stdev(effects) / math.sqrt(n)
+        interval = (mean - half, mean + half)
+    return {"verdict": verdict, "effect": (mean, interval, n)}
+
+
+def _close(shown: str, value: float) -> bool:
+    """A number printed with three significant digits is the value, rounded."""
+    return math.isclose(float(shown), value, rel_tol=6e-3, abs_tol=1e-9)
+
+
+def _readme_rows() -> dict[str, dict]:
+    section = README.read_text().split(report.START, 1)[1].split(report.END, 1)[0]
+    header = "| paper | finding | effect [95 % interval] | verdict | figure |"
+    table = section.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    rows = {}
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[1].split(":", 1)[0]] = {"effect": cells[2], "verdict": cells[3].strip("*")}
+    return rows
+
+
+def test_every_number_the_readme_shows_follows_from_the_summary_by_a_second_path():
+    summary = json.loads(paths.SUMMARY.read_text())
+    rows = _readme_rows()
+    claims = {c["id"]: c for c in summary["claims"]}
+    assert set(rows) == set(claims), "the README's table and the summary name other claims"
+    for cid, shown in rows.items():
+        want = _recomputed(claims[cid])
+        assert shown["verdict"] == want["verdict"], cid
+        if want["effect"] is None:
+            assert shown["effect"] == "no testable seed", cid
+            continue
+        mean, interval, n = want["effect"]
+        numbers = re.fullmatch(r"([-+][\d.e+-]+)(?: \[([-+][\d.e+-]+), ([-+][\d.e+-]+)\])?, (\d+) seeds?",
+                               shown["effect"])
+        assert numbers, (cid, shown["effect"])
+        assert _close(numbers.group(1), mean) and int(numbers.group(4)) == n, cid
+        if interval:
+            assert _close(numbers.group(2), interval[0]) and _close(numbers.group(3), interval[1]), cid
+    # the story's counts and names, from the recomputed verdicts of the findings (setup checks and questions apart)
+    verdicts = {cid: _recomputed(c)["verdict"] for cid, c in claims.items() if c["kind"] == "finding"}
+    story = README.read_text().split("## What the findings say", 1)[1].split("| paper |", 1)[0]
+    told = re.search(r"the (\d+) quoted findings come to: ([^.]+)\.", story)
+    assert told and int(told.group(1)) == len(verdicts)
+    counted = {v: int(k) for k, v in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", told.group(2))}
+    assert counted == {v: list(verdicts.values()).count(v) for v in set(verdicts.values())}
+    for verdict in ("reproduced", "contradicted", "not testable here"):
+        named = re.search(rf"\*\*{verdict.capitalize()}\*\*: ([^*]+?)\.(?: \*\*|\n|$)", story)
+        expected = sorted(cid for cid, v in verdicts.items() if v == verdict)
+        assert sorted(re.findall(r"([\w.]+) \(", named.group(1)) if named else []) == expected, verdict
+    seeds = re.search(r"training seeds? ([\d, ]+) of", story).group(1)
+    assert [int(s) for s in seeds.split(", ")] == sorted({r["seed"] for c in claims.values() for r in c["per_seed"]})
+
+
+@pytest.mark.parametrize("broken", ["verdict", "mean"])
+def test_the_second_path_catches_a_summary_that_says_more_than_its_seeds(broken):
+    summary = json.loads(paths.SUMMARY.read_text())
+    row = next(c for c in summary["claims"] if c["verdict"] == "reproduced")
+    if broken == "verdict":
+        row["per_seed"][0]["outcome"] = "inconclusive"  # five of six consistent cannot reproduce
+        assert _recomputed(row)["verdict"] != row["verdict"]
+    else:
+        row["per_seed"][0]["effect"] += 10 * abs(row["mean"]) + 1
+        assert not _close(f"{row['mean']:+.3g}", _recomputed(row)["effect"][0])
