@@ -242,3 +242,25 @@ def test_the_calibration_tolerances_take_the_runs_seed_from_params():
     tolerances = Tolerances.of(params)
     assert (tolerances.seed, tolerances.retain) == (3, 0.2)
     assert tolerances.resamples == params.bootstrap_resamples and tolerances.confidence == params.criterion_confidence
+
+
+def test_the_kernel_is_not_interrupted_on_its_way_out_but_is_while_it_runs(monkeypatch):
+    """jupyter_client sends SIGINT before a shutdown request; a kernel answering a message then logged
+    "KeyboardInterrupt caught in kernel" into the runner's output after a clean run."""
+    import asyncio
+
+    from jupyter_client.manager import AsyncKernelManager
+    from unlearnkit.runner import execute
+
+    sent = []
+
+    async def interrupt(self):
+        sent.append(self.shutting_down)
+
+    monkeypatch.setattr(AsyncKernelManager, "_async_interrupt_kernel", interrupt)
+    manager = execute.kernel_manager_class()()
+    assert isinstance(manager, AsyncKernelManager)
+    asyncio.run(manager._async_interrupt_kernel())  # a cell's timeout: the interrupt goes
+    manager.shutting_down = True
+    asyncio.run(manager._async_interrupt_kernel())  # the shutdown's: left out
+    assert sent == [False]

@@ -4,6 +4,7 @@ a ``method`` run once per unlearning run of the profile."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -34,6 +35,23 @@ def _kernel_config(socket_dir: str | os.PathLike):
     from traitlets.config import Config
 
     return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(socket_dir) / "kernel")}})
+
+
+@functools.cache
+def kernel_manager_class():
+    """jupyter_client's kernel manager, but for the SIGINT it sends a kernel just before asking it to shut down: the
+    workbook's kernels have run their last cell by then, and a kernel still answering a message logged
+    "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel" into the runner's output after a clean run. An
+    interrupt asked for while the kernel runs (a cell's timeout) still goes; only the one of the shutdown is left out."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
+    return QuietShutdownKernelManager
 
 
 def injected_parameters(notebook: Path, params: config.Params, own: dict | None = None,
@@ -103,7 +121,8 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         try:
             papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
                                        cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
-                                       progress_bar=False, log_output=False, config=_kernel_config(sockets))
+                                       progress_bar=False, log_output=False, config=_kernel_config(sockets),
+                                       kernel_manager_class=kernel_manager_class())
         except BaseException as exc:
             failed = failed_copy(out)
             if running.exists():
