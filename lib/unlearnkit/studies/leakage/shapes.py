@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ... import config
+from ...config import Params
 from ...metrics.sampling import (
     SampledScores,
 )
@@ -83,7 +82,6 @@ class FlaggedQuestions(NamedTuple):
 # --------------------------------------------------------------------------- questions and models
 
 
-def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+def forget_rows(source, params: Params) -> list[dict[str, Any]]:
     """The forget questions of the profile (``forget_split``), at most ``sample_max_items``, evenly spaced."""
-    params = config.as_params(params)
     return evenly_spaced(source.load(params.forget_split), params.sample_max_items)
