@@ -12,21 +12,8 @@ import pandas as pd
 from ... import runs, workers
 from ...config import Params
 from ...data.hp_qa import SYNTHETIC, hp_qa_rows
-from ...metrics.sampling import (
-    SampledScores,
-    model_for,
-    sample_and_score_with,
-    split_sampler,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import SampledScores, model_for, sample_and_score_with, split_sampler
+from ...metrics.scored import evenly_spaced, score_saved_model
 from .shapes import KEYWORD_COLUMNS, KeywordQA, ModelReport
 from .tables import _keys_text, bound_table
 

@@ -14,18 +14,8 @@ from ... import models, pipeline, runs, stations, workers
 from ...config import Params
 from ...generation import greedy_answers
 from ...metrics.judges import leak_judge
-from ...metrics.sampling import (
-    leak_keys,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import leak_keys
+from ...metrics.scored import Scored, retain_rows
 from ...metrics.tofu import rouge_l
 
 # --------------------------------------------------------------------------- models in the paper's regime

@@ -8,18 +8,8 @@ import numpy as np
 import pandas as pd
 
 from ...config import Params
-from ...metrics.sampling import (
-    SampledScores,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import SampledScores
+from ...metrics.scored import evenly_spaced
 
 #: Columns of the summaries shown side by side in the notebook, one list per section.
 LEAK_COLUMNS = ["greedy_leak_rate", "leak_rate", "leak_lower_bound_mean", "binary_leak_bound_mean",
