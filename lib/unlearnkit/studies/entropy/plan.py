@@ -104,18 +104,18 @@ def lambda_f_points(params: Params) -> tuple[Params, list[SweepPoint]]:
     return params, points
 
 
-def lambda_r_points(params: Params, lambda_f: float = 1.0) -> tuple[Params, list[SweepPoint]]:
+#: The paper's forget entropy weight.
+PAPER_LAMBDA_F = 1.0
+
+
+def lambda_r_points(params: Params) -> tuple[Params, list[SweepPoint]]:
     """Fig. 5a's grid: ``eo_method`` with λ_f = 1 (the paper's) and each λ_r of ``eo_lambda_r_grid``, at the
     profile's learning rate."""
     points = []
     for lambda_r in params.eo_lambda_r_grid:
-        params, point = sweep_run(params, params.eo_method, lambda_f, lambda_r, params.unlearn_lr)
+        params, point = sweep_run(params, params.eo_method, PAPER_LAMBDA_F, lambda_r, params.unlearn_lr)
         points.append(point)
     return params, points
-
-
-#: The paper's forget entropy weight.
-PAPER_LAMBDA_F = 1.0
 
 
 def paper_points(points: Sequence[SweepPoint], params: Params) -> tuple[SweepPoint, SweepPoint]:
