@@ -164,7 +164,7 @@ def test_mixing_grid_sweep_table_and_best_settings():
 
 
 def test_capped_runs_are_distinct_gd_runs_with_the_cap():
-    params = {"method_settings": {"npo_eo": {"method": "npo"}}, "cap_delta": None, "retain_weight": 1.0}
+    params = config.as_params({"method_settings": {"npo_eo": {"method": "npo"}}, "cap_delta": None, "retain_weight": 1.0})
     capped = calibration.capped_run(params, "gd", 2.0)
     assert capped.run == "gd_cap2" and calibration.capped_run(params, "gd", 0.5).run == "gd_cap0.5"
     settings = pipeline.unlearning_settings(capped.params, capped.run)
@@ -180,8 +180,9 @@ def test_capped_runs_are_distinct_gd_runs_with_the_cap():
 def test_a_capped_run_takes_the_runs_settings_but_where_it_keeps_weights():
     """GD keeps its weights at every step for early stopping; its capped reruns need none of them, and keep the
     cache key they had. A named run's schedule and forget split (Wang's schedule on the paper profile) carry over."""
-    params = {"method_settings": {"gd": {"method": "gd", "unlearn_save_every": 1, "retain_weight": 0.5},
-                                  "gd_wang": {"method": "gd", "unlearn_lr": 1e-5, "forget_split": "forget05"}}}
+    params = config.as_params({"method_settings": {
+        "gd": {"method": "gd", "unlearn_save_every": 1, "retain_weight": 0.5},
+        "gd_wang": {"method": "gd", "unlearn_lr": 1e-5, "forget_split": "forget05"}}})
     capped = calibration.capped_run(params, "gd", 2.0)
     entry = capped.params.method_settings[capped.run]
     assert entry == {"method": "gd", "retain_weight": 0.5, "cap_delta": 2.0}

@@ -96,8 +96,8 @@ def test_with_run_leaves_the_params_it_was_given_unchanged(params):
         params.method_settings = {}
 
 
-def test_with_run_completes_a_plain_mapping_from_its_profile():
-    p = pipeline.with_run({"profile": "default", "seed": 7}, "ga_x", method="ga", unlearn_epochs=1.0)
+def test_with_run_keeps_the_parameters_of_a_mapping_completed_from_its_profile():
+    p = pipeline.with_run(config.as_params({"profile": "default", "seed": 7}), "ga_x", method="ga", unlearn_epochs=1.0)
     assert isinstance(p, config.Params) and p.seed == 7
     assert pipeline.run_params(p, "ga_x").unlearn_epochs == 1.0
 

@@ -103,7 +103,7 @@ def test_retain_split_for_and_author_index(small_corpus):
 
 @requires_real_tofu()
 def test_an_author_subset_filters_every_author_split_alike():
-    source = pipeline.corpus({"data_source": str(REAL_TOFU), "max_authors": 30, "forget_split": "forget10"})
+    source = pipeline.corpus(config.as_params({"data_source": str(REAL_TOFU), "max_authors": 30, "forget_split": "forget10"}))
     full = with_author_index(TofuSource(REAL_TOFU).load("full"))
     author_of = {(r["question"], r["answer"]): r["author_index"] for r in full}
     assert source.kept_authors == set(range(10)) | set(range(180, 200))  # forget10's 20, then the first 10
@@ -114,7 +114,7 @@ def test_an_author_subset_filters_every_author_split_alike():
     # retain_perturbed holds TOFU's first 20 authors: only the 10 kept ones are evaluated or held out
     assert len(source.load("retain_perturbed")) < len(TofuSource(REAL_TOFU).load("retain_perturbed"))
     assert len(source.load("world_facts_perturbed")) == len(TofuSource(REAL_TOFU).load("world_facts_perturbed"))
-    held_out = pipeline.heldout_retain_rows(source, {"heldout_authors": 4})
+    held_out = pipeline.heldout_retain_rows(source, config.as_params({"heldout_authors": 4}))
     assert {author_of[r["question"], r["answer"]] for r in held_out} == {6, 7, 8, 9}
     with pytest.raises(TofuDataError, match="fewer than the 20 authors of forget10"):
         TofuSource(REAL_TOFU).restricted_to_authors(12, "forget10")
@@ -196,7 +196,8 @@ def test_an_author_subset_keeps_the_holdout_whole_and_filters_the_alternates(tmp
 
 def test_corpus_regenerates_a_folder_of_another_generator_version(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "DATA", tmp_path)
-    params = {"data_source": "synthetic", "synthetic_authors": 20, "synthetic_questions_per_author": 20, "seed": 0}
+    params = config.as_params({"data_source": "synthetic", "synthetic_authors": 20, "synthetic_questions_per_author": 20,
+                               "seed": 0})
     # The cache key is the arguments' hash, as before the holdout files (the default profile's models depend on it).
     folder = tmp_path / "synthetic-41984dcf8aef"
     assert pipeline.corpus(params).folder == folder and generated_version(folder) == GENERATOR_VERSION

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import config, models, runs, workers
+from ..config import Params
 from .sampling import SAMPLING_VERSION, SampledScores, model_for, sample_and_score_with, split_sampler
 from .tofu import tofu_eval_splits
 
@@ -36,13 +37,12 @@ def evenly_spaced(rows: Sequence, max_items: int | None) -> list:
     return [rows[i] for i in picks]
 
 
-def retain_rows(source, params: Mapping[str, Any], max_items: int | None) -> list[dict[str, Any]]:
+def retain_rows(source, params: Params, max_items: int | None) -> list[dict[str, Any]]:
     """At most ``max_items`` questions of the retain evaluation set of the profile's forget split, evenly spaced."""
-    params = config.as_params(params)
     return evenly_spaced(source.load(tofu_eval_splits(params.forget_split)["retain"][1]), max_items)
 
 
-def score_model_folder(params: config.Params, folder: str | Path, cache_name: str, rows: Sequence[Mapping[str, Any]],
+def score_model_folder(params: Params, folder: str | Path, cache_name: str, rows: Sequence[Mapping[str, Any]],
                        settings: Mapping[str, Any], notebook: str = DEFAULT_NOTEBOOK, use_cache: bool = True,
                        **kwargs) -> SampledScores:
     """:func:`unlearnkit.metrics.sampling.sample_and_score_with` on the model saved in ``folder`` (a model of the
@@ -67,7 +67,7 @@ def score_model_folder(params: config.Params, folder: str | Path, cache_name: st
     return SampledScores.from_json(cached)
 
 
-def score_saved_model(params: config.Params, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
+def score_saved_model(params: Params, name: str, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
                       use_cache: bool = True, cache_tag: str = "", notebook: str = DEFAULT_NOTEBOOK,
                       **kwargs) -> SampledScores:
     """:func:`score_model_folder` on a model saved under ``runs/<profile>/seed-<s>/models/<name>`` (a message names the
@@ -79,7 +79,7 @@ def score_saved_model(params: config.Params, name: str, rows: Sequence[Mapping[s
                               notebook, use_cache, **kwargs)
 
 
-def _score_one(params: config.Params, name: str, saved: str | Path, rows: Sequence[Mapping[str, Any]],
+def _score_one(params: Params, name: str, saved: str | Path, rows: Sequence[Mapping[str, Any]],
                settings: Mapping[str, Any], notebook: str, cache_tag: str) -> tuple[SampledScores, float]:
     started = time.time()
     if isinstance(saved, Path):
@@ -89,7 +89,7 @@ def _score_one(params: config.Params, name: str, saved: str | Path, rows: Sequen
     return result, time.time() - started
 
 
-def score_models(params: config.Params, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
+def score_models(params: Params, named_models: Mapping[str, str | Path], rows: Sequence[Mapping[str, Any]],
                  settings: Mapping[str, Any], notebook: str = DEFAULT_NOTEBOOK, cache_tag: str = "") -> Scored:
     """Each ``{display name: saved model name or folder}`` scored (:func:`score_saved_model`,
     :func:`score_model_folder`), with the seconds each took; side by side in up to ``jobs`` worker processes
@@ -100,13 +100,13 @@ def score_models(params: config.Params, named_models: Mapping[str, str | Path], 
                       notebook)[0]
 
 
-def score_many(params: config.Params, tasks: Sequence[tuple[str, str | Path, Sequence[Mapping[str, Any]], Mapping[str, Any],
+def score_many(params: Params, tasks: Sequence[tuple[str, str | Path, Sequence[Mapping[str, Any]], Mapping[str, Any],
                                                    str]],
                notebook: str = DEFAULT_NOTEBOOK) -> list[Scored]:
     """Several :func:`score_models` in one go, so that all their models run side by side: ``tasks`` are
     ``(display name, saved model name or folder, rows, settings, cache tag)``; one :class:`Scored` per distinct
     (rows, settings, cache tag), in the order they first appear."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     done = workers.side_by_side(_score_one, [(params, name, saved, rows, settings, notebook, tag)
                                             for name, saved, rows, settings, tag in tasks], jobs, desc="sample")
     groups: dict[str, Scored] = {}

@@ -5,8 +5,8 @@ models (one per unlearning run) -> their TOFU evaluation. Models are saved in th
 (:mod:`unlearnkit.runs`, ``runs/<profile>/seed-<s>/models/<name>/``); a later notebook, or a second ``make all``, finds
 them there and reuses them when the parameters that made them are unchanged.
 
-Every step takes the run's :class:`~unlearnkit.config.Params` (a plain mapping is completed from the profile
-it names), so no step has a default of its own that could disagree with ``default.yaml``.
+Every step takes the run's :class:`~unlearnkit.config.Params` (made once, at the runner's or a notebook's entry
+point), so no step has a default of its own that could disagree with ``default.yaml``.
 """
 
 from .. import models, runs  # noqa: F401 (the modules the steps use, as tests reach them)

@@ -4,7 +4,6 @@ toward refusal for 1, 2, ... epochs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,13 @@ def _request_rows(rows: list[dict]) -> list[dict]:
     return [{"question": r["goal"], "answer": r["target"]} for r in rows]
 
 
-def complying_model(params: Mapping[str, Any], rows: list[dict]) -> models.LoadedModel:
+def complying_model(params: Params, rows: list[dict]) -> models.LoadedModel:
     """The model before alignment: the base model taught to answer every request of ``rows`` with its compliance
     opener ("Sure, here is ..."), with the world knowledge replayed so it stays a model of the same world.
 
     It stands for a pretrained model that follows any instruction; alignment then trains it toward refusal only.
     Cached under ``runs/<profile>/seed-<s>/models/complying`` by the base model's identity, the requests and the
     ``comply_*`` parameters."""
-    params = config.as_params(params)
     base = base_model(params)
     base_key = runs.model_identity(runs.model_dir(params, "base")) if params.model == TINY else params.model
     key = config.params_hash({"base": base_key, "requests": _request_rows(rows), "epochs": params.comply_epochs,
@@ -59,7 +57,7 @@ def complying_model(params: Mapping[str, Any], rows: list[dict]) -> models.Loade
     return models.load_model(folder)
 
 
-def aligned_models(params: Mapping[str, Any], aligned_rows: list[dict],
+def aligned_models(params: Params, aligned_rows: list[dict],
                    refusal_for: Any) -> dict[int, str]:
     """Align the complying model toward refusal on ``aligned_rows`` only, keeping one model per strength.
 
@@ -69,7 +67,6 @@ def aligned_models(params: Mapping[str, Any], aligned_rows: list[dict],
     ``aligned-<s>`` for each ``s`` of ``alignment_strengths``, so the strengths differ only in training time.
     ``refusal_for(goal, seed)`` picks each request's refusal. Returns ``{strength: saved model name}``.
     """
-    params = config.as_params(params)
     strengths = sorted({int(s) for s in params.alignment_strengths})
     if not strengths or strengths[0] < 1:
         raise ValueError(f"alignment_strengths must be positive epoch counts, got {params.alignment_strengths!r}")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
 from typing import Any
 
 from .. import config, paths, runs, training
+from ..config import Params
 from ..data.synthetic import generate_synthetic_tofu
 from ..data.tofu import (
     LOCAL_ONLY_SPLITS,
@@ -20,8 +20,7 @@ from ..data.tofu import (
 )
 
 
-def corpus_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    params = config.as_params(params)
+def corpus_params(params: Params) -> dict[str, Any]:
     keys: tuple[str, ...] = ("data_source", "synthetic_authors", "synthetic_questions_per_author")
     if params.max_authors:  # the subset depends on the forget split too
         keys += ("max_authors", "forget_split")
@@ -30,7 +29,7 @@ def corpus_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {**{k: params[k] for k in keys}, "seed": params.corpus_draw}
 
 
-def corpus(params: Mapping[str, Any]) -> TofuSource:
+def corpus(params: Params) -> TofuSource:
     """The TOFU-shaped data of a profile: a synthetic corpus generated under ``data/`` (cached by its
     arguments), a local folder of TOFU JSON Lines, or the Hub data set by name.
 
@@ -43,7 +42,6 @@ def corpus(params: Mapping[str, Any]) -> TofuSource:
     """
     from ..data.synthetic import GENERATOR_VERSION, generated_version
 
-    params = config.as_params(params)
     # env:VAR|synthetic (paper-dry): the folder of the variable where it is set, else the synthetic corpus
     source_spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
     if source_spec == "synthetic":
@@ -99,7 +97,7 @@ def all_texts(source: TofuSource) -> list[str]:
     return texts
 
 
-def heldout_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> list[dict]:
+def heldout_retain_rows(source: TofuSource, params: Params) -> list[dict]:
     """A retain set the fine-tuned model knows but unlearning never trains on (Wang et al.'s calibration set).
 
     The synthetic corpus ships one (``retain_heldout``). For real TOFU, the last ``heldout_authors`` authors of
@@ -108,23 +106,21 @@ def heldout_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> list[d
     if "retain_heldout" in source.available_splits():
         return source.load("retain_heldout")
     rows = source.load("retain_perturbed")
-    return rows[-config.as_params(params).heldout_authors * QUESTIONS_PER_AUTHOR:]
+    return rows[-params.heldout_authors * QUESTIONS_PER_AUTHOR:]
 
 
-def unlearning_retain_rows(source: TofuSource, params: Mapping[str, Any]) -> list[dict]:
+def unlearning_retain_rows(source: TofuSource, params: Params) -> list[dict]:
     """The retain rows unlearning may train on: the matching retain split minus the held-out retain set."""
-    params = config.as_params(params)
     # Question and answer together: a few questions recur across authors.
     held_out = {(r["question"], r["answer"]) for r in heldout_retain_rows(source, params)}
     return [r for r in source.load(retain_split_for(params.forget_split))
             if (r["question"], r["answer"]) not in held_out]
 
 
-def data_splits(params: Mapping[str, Any]) -> list[str]:
+def data_splits(params: Params) -> list[str]:
     """The splits the profile's data source has, known without reading or generating any data: every split for
     the synthetic corpus (it writes them all), TOFU's configs for a Hub name, the files of a local folder (a folder
     that does not exist is refused with its path)."""
-    params = config.as_params(params)
     spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
     if spec == "synthetic":
         return [*SPLITS, *LOCAL_ONLY_SPLITS]

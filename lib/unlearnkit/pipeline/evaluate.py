@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import config, runs, stations
+from .. import runs, stations
 from ..config import Params
 from ..data.tofu import (
     TofuDataError,
@@ -20,7 +20,7 @@ from ..metrics import privacy as privacy_metrics
 from ..metrics.tofu import evaluate_tofu, forget_quality, ks_statistic
 
 
-def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
+def evaluate_models(named_models: Mapping[str, tuple], params: Params, source: TofuSource,
                     reference: str | None = None, reference_ratios: list[float] | None = None,
                     privacy: bool | Mapping[str, Any] = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """TOFU metrics of several models on the profile's forget split, retain, real authors and world facts.
@@ -31,7 +31,6 @@ def evaluate_models(named_models: Mapping[str, tuple], params: Mapping[str, Any]
     ``privacy`` adds open-unlearning's memorisation and privacy metrics to each summary (:func:`evaluate_privacy`):
     True scores the ``reference`` model among them, a mapping gives the retain model's stored per-item scores.
     """
-    params = config.as_params(params)
     order = ([reference] if reference else []) + [n for n in named_models if n != reference]
     results: dict[str, Any] = {}
     per_item: dict[str, Any] = {}
@@ -64,10 +63,9 @@ OU_OPTIONS = {"truth_ratio_guard": "ou", "answer_tokens": "ou_joint", "extractio
               "gradnorm_reduction": "ou_mean"}
 
 
-def scoring_options(params: Mapping[str, Any]) -> dict[str, str]:
+def scoring_options(params: Params) -> dict[str, str]:
     """The run's value of each scoring option where the workbook and open-unlearning differ, with OU's in brackets:
     what a figure that sits beside an OU table names (``{"truth_ratio_guard": "exact [ou]", ...}``)."""
-    params = config.as_params(params)
     return {key: f"{params[key]} [{ou}]" if params[key] != ou else f"{ou} (as OU)" for key, ou in OU_OPTIONS.items()}
 
 
@@ -76,20 +74,18 @@ def scoring_options(params: Mapping[str, Any]) -> dict[str, str]:
 PRIVACY, PRIVACY_SKIPPED = "privacy", "privacy_skipped"
 
 
-def privacy_rows(params: Mapping[str, Any], source: TofuSource) -> tuple[list[dict], list[dict]]:
+def privacy_rows(params: Params, source: TofuSource) -> tuple[list[dict], list[dict]]:
     """The forget split's Q&A and its matched holdout split (authors no model trained on), at most
     ``eval_max_items`` each, as open-unlearning's membership-inference metrics read them (docs/metrics.md §9).
     Raises :class:`TofuDataError` naming what to download when the data has no holdout split."""
-    params = config.as_params(params)
     holdout = holdout_split_for(params.forget_split)
     return (source.load(params.forget_split, limit=params.eval_max_items),
             source.load(holdout, limit=params.eval_max_items))
 
 
-def privacy_scores(loaded: tuple, params: Mapping[str, Any], rows: tuple[list[dict], list[dict]]
+def privacy_scores(loaded: tuple, params: Params, rows: tuple[list[dict], list[dict]]
                    ) -> dict[str, dict[str, list[float]]]:
     """Per-item memorisation and membership-inference scores of one model on forget and holdout rows."""
-    params = config.as_params(params)
     model, tokenizer, template = loaded[:3]
     settings = {"k": params.mia_k, "batch_size": params.eval_batch_size, "gradnorm": params.mia_gradnorm,
                 "gradnorm_reduction": params.gradnorm_reduction, "extraction_no_match": params.extraction_no_match,
@@ -116,7 +112,7 @@ def privacy_of(items: Mapping[str, Mapping[str, Sequence[float]]],
     return privacy_metrics.privacy_summary(forget, holdout, ref_forget, ref_holdout, retain_auc=retain_auc)
 
 
-def evaluate_privacy(named_models: Mapping[str, tuple], params: Mapping[str, Any], source: TofuSource,
+def evaluate_privacy(named_models: Mapping[str, tuple], params: Params, source: TofuSource,
                      reference: str | None = None, reference_items: Mapping[str, Any] | None = None
                      ) -> tuple[dict[str, dict[str, float]], dict[str, Any], str | None]:
     """open-unlearning's memorisation and privacy metrics of several models (docs/metrics.md §9): summaries,
@@ -231,7 +227,7 @@ def matched_level(before: Mapping[str, Any], reference: str | None) -> float | N
     return float(target - MATCHED_SHARE * (target - retain))
 
 
-def matched_forgetting(params: Mapping[str, Any], run: str, source: TofuSource, trajectory: Sequence[Mapping],
+def matched_forgetting(params: Params, run: str, source: TofuSource, trajectory: Sequence[Mapping],
                        level: float | None, reference_ratios: Sequence[float] | None,
                        final: Mapping[str, Any], final_ratios: Sequence[float]) -> dict[str, Any]:
     """A run scored at matched forgetting: the first kept step of its ``trajectory`` (notebook 02's greedy forget

@@ -4,7 +4,6 @@ steps."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from .. import config, models, runs, workers
 from ..config import Params
@@ -27,10 +26,9 @@ from .store import (
 )
 
 
-def base_model(params: Mapping[str, Any]) -> models.LoadedModel:
+def base_model(params: Params) -> models.LoadedModel:
     """The model before fine-tuning: a Hub/local model as is, or (``model: tiny``) a tokenizer and a
     tiny Llama trained from scratch on the corpus' world knowledge (real authors, world facts)."""
-    params = config.as_params(params)
     if params.model != TINY:
         build_stand_ins(params)  # paper-dry: the stand-in of the paper's model, once
         return models.load_model(params.model, dtype=params.dtype, template=params.template)
@@ -51,7 +49,7 @@ def base_model(params: Mapping[str, Any]) -> models.LoadedModel:
     return models.load_model(folder)
 
 
-def finetuned_model(params: Mapping[str, Any], split: str, name: str | None = None) -> TrainedModel:
+def finetuned_model(params: Params, split: str, name: str | None = None) -> TrainedModel:
     """Fine-tune the base model on ``split`` (``full`` gives the target model, ``retainXX`` the retain
     model), cached under ``runs/<profile>/seed-<s>/models/<name>``.
 
@@ -59,7 +57,6 @@ def finetuned_model(params: Mapping[str, Any], split: str, name: str | None = No
     fine-tuning data: a tiny model would otherwise overwrite what it was taught, whereas the large
     pretrained models of the papers keep their knowledge through fine-tuning.
     """
-    params = config.as_params(params)
     name = name or ("target" if split == "full" else split)
     source = corpus(params)
     replay = params.world_replay if params.model == TINY else 0
@@ -91,11 +88,10 @@ def _finetuned_folder(params: Params, split: str, name: str) -> str:
     return str(runs.model_dir(params, name))
 
 
-def finetuned_models(params: Mapping[str, Any], splits: Mapping[str, str]) -> dict[str, TrainedModel]:
+def finetuned_models(params: Params, splits: Mapping[str, str]) -> dict[str, TrainedModel]:
     """:func:`finetuned_model` for each ``{name: split}``, side by side in up to ``jobs`` worker processes (None: one
     per core), the base model first, here, with all the cores; each then loaded from the run store."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     base_model(params)
     workers.side_by_side(_finetuned_folder, [(params, split, name) for name, split in splits.items()],
                         jobs, desc="fine-tune")

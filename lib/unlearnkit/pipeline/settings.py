@@ -3,7 +3,7 @@ that need the data source and the runs (split names, run names)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .. import config, paths
@@ -80,12 +80,11 @@ RUN_LIST_KEYS = ("methods", "calibration_methods", "interference_runs", "regime_
 FORGET_SPLIT_KEYS, RETAIN_SPLIT_KEYS = ("forget_split", "calibration_splits"), ("retain_splits",)
 
 
-def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> Params:
+def check_params(params: Params, extra_runs: Sequence[str] = ()) -> Params:
     """What a profile's values must be beyond their types and ranges (:data:`config.CONSTRAINTS`), checked before
     any work: split names that exist for the data source, and run names that are a method or a key of
     ``method_settings`` with valid settings (``extra_runs``: a run asked for by name, notebook 02's ``method``).
     A ValueError with one line names the key, the value and what it may be."""
-    params = config.as_params(params)
     available = data_splits(params)
     for keys, kind, names in ((FORGET_SPLIT_KEYS, "forget", FORGET_TO_RETAIN),
                               (RETAIN_SPLIT_KEYS, "retain", FORGET_TO_RETAIN.values())):
@@ -122,33 +121,29 @@ def check_params(params: Mapping[str, Any], extra_runs: Sequence[str] = ()) -> P
     return params
 
 
-def run_params(params: Mapping[str, Any], run: str) -> Params:
+def run_params(params: Params, run: str) -> Params:
     """The parameters one unlearning run trains with: the profile's, with the ``unlearn_*`` keys and the forget
     split its ``method_settings`` entry overrides."""
-    params = config.as_params(params)
     overrides = _run_overrides(params, run)
     return params.replace(**{k: v for k, v in overrides.items() if k in RUN_PARAM_KEYS})
 
 
-def with_run(params: Mapping[str, Any], run: str, **settings: Any) -> Params:
+def with_run(params: Params, run: str, **settings: Any) -> Params:
     """The parameters with one more unlearning run, ``method_settings[run] = settings`` (the profile is not
     changed): how a study adds the runs it trains itself (a learning-rate grid, an entropy-weight sweep)."""
-    params = config.as_params(params)
     return params.replace(method_settings={**params.method_settings, run: dict(settings)})
 
 
-def derived_run(params: Mapping[str, Any], run: str, name: str, **changes: Any) -> Params:
+def derived_run(params: Params, run: str, name: str, **changes: Any) -> Params:
     """The parameters with one more run, ``name``: ``run``'s own settings and schedule with ``changes`` (a cap, a
     forget split), but not where ``run`` keeps its weights, which serves early stopping of ``run`` alone."""
-    params = config.as_params(params)
     own = {k: v for k, v in params.method_settings.get(run, {}).items() if k != "unlearn_save_every"}
     return with_run(params, name, **{**own, "method": unlearning_settings(params, run)["method"], **changes})
 
 
-def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
+def unlearning_settings(params: Params, run: str) -> dict[str, Any]:
     """The loss settings of one unlearning run: the profile's shared keys, then ``method_settings[run]``.
     ``run`` is a method name (``npo``) or a named variant (``npo_eo``: NPO plus entropy optimisation)."""
-    params = config.as_params(params)
     overrides = {k: v for k, v in _run_overrides(params, run).items() if k not in RUN_PARAM_KEYS}
     method = overrides.pop("method", run)
     settings = {k: params[k] for k in UNLEARN_LOSS_KEYS if params[k] is not None}
@@ -160,7 +155,7 @@ def unlearning_settings(params: Mapping[str, Any], run: str) -> dict[str, Any]:
     return {"method": method, **{k: v for k, v in settings.items() if k in allowed}}
 
 
-def check_sources(params: Mapping[str, Any]) -> None:
+def check_sources(params: Params) -> None:
     """What the notebooks will read, checked before any kernel starts (a ValueError in one line): the model
     (:func:`models.check_source`); for a local folder of TOFU JSON Lines, every split file it holds, read and
     validated (an empty or corrupt file is named with its line); for a Hub data set while offline, that it is in the
@@ -168,7 +163,6 @@ def check_sources(params: Mapping[str, Any]) -> None:
     from .. import models
     from ..data.tofu import TofuDataError, TofuSource, check_hub_cached
 
-    params = config.as_params(params)
     models.check_source(params.model, "model")
     spec = paths.from_environment(params.data_source, "a folder of TOFU JSON Lines files")
     if spec == "synthetic":

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -54,9 +53,8 @@ STAND_IN_MODELS: dict[str, StandIn] = {
 }
 
 
-def stand_ins_named(params: Mapping[str, Any]) -> list[str]:
+def stand_ins_named(params: Params) -> list[str]:
     """The stand-ins a profile names in ``model``, ``hp_model``, ``alignment_models`` and ``safety_judge``."""
-    params = config.as_params(params)
     named = [params.model, params.hp_model, params.safety_judge, *(params.alignment_models or [])]
     prefix = STAND_INS + "/"
     found = [str(n)[len(prefix):] for n in named if n and str(n).startswith(prefix)]
@@ -78,14 +76,13 @@ def _stand_in_texts(source: TofuSource) -> list[str]:
     return all_texts(source) + requests + [HARMBENCH_PROMPT] + verdicts
 
 
-def build_stand_ins(params: Mapping[str, Any]) -> dict[str, Path]:
+def build_stand_ins(params: Params) -> dict[str, Path]:
     """Build (once per recipe) the stand-ins the profile names, under ``data/stand-ins/<paper model's name>``.
 
     Each is randomly initialised with the profile's ``tiny_*`` sizes and a byte-level BPE tokenizer trained on the
     profile's corpus and requests (Phi's or Meta's special tokens, Mistral's chat template): the paper's code path
     (a model read from a folder, its family's template, a chat template, a judge reading P(Yes)) runs on them,
     what they answer means nothing. Only the main process writes (``accelerate launch``)."""
-    params = config.as_params(params)
     names = stand_ins_named(params)
     if not names:
         return {}

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import config, models, paths, runs, training
+from .. import models, paths, runs, training
 from ..config import Params
 
 TINY = "tiny"
@@ -42,8 +42,7 @@ def _cached_model(folder: Path, settings: dict[str, Any] | None = None) -> Train
     return TrainedModel(*loaded, json.loads((folder / "history.json").read_text()), settings)
 
 
-def tiny_model_config(params: Mapping[str, Any]) -> dict[str, int]:
-    params = config.as_params(params)
+def tiny_model_config(params: Params) -> dict[str, int]:
     return {"hidden_size": params.tiny_hidden_size, "num_hidden_layers": params.tiny_layers,
             "num_attention_heads": params.tiny_heads, "intermediate_size": params.tiny_intermediate_size}
 

@@ -41,7 +41,7 @@ from .store import (
 )
 
 
-def unlearned_model(params: Mapping[str, Any], run: str) -> TrainedModel:
+def unlearned_model(params: Params, run: str) -> TrainedModel:
     """Unlearn the target model of notebook 01 with one method; cached like every other step.
 
     Forget examples are paired with retain examples (held-out retain excluded); one epoch is one pass over
@@ -93,11 +93,10 @@ class OnPolicySamples:
         return self.loss(model, {**batch, SAMPLED: {k: v.to(device) for k, v in sampled.items()}})
 
 
-def unlearned_models(params: Mapping[str, Any], run_names: Sequence[str]) -> None:
+def unlearned_models(params: Params, run_names: Sequence[str]) -> None:
     """Train (or find cached) the unlearning runs ``run_names`` side by side in up to ``jobs`` worker processes
     (None: one per core); the models are then in the run store (:func:`unlearned_model` loads one)."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     todo = list(dict.fromkeys(run_names))
     workers.side_by_side(_unlearned_folder, [(params, run) for run in todo], jobs, desc="unlearn")
 
@@ -227,13 +226,12 @@ def altpo_alternates(params: Params, settings: Mapping[str, Any], source: TofuSo
     return [r["alternate_answers"] or [unlearning.pick_idk_answer(r["question"], params.seed)] for r in rows]
 
 
-def forget_rouge_along(params: Mapping[str, Any], run: str, source: TofuSource,
+def forget_rouge_along(params: Params, run: str, source: TofuSource,
                        splits: tuple[str, ...] = ("forget", "retain")) -> list[dict[str, float]]:
     """Greedy ROUGE-L recall on forget (and retain) along an unlearning run: at every ``unlearn_save_every``-th step
     of the profile (its shared value, not a run's denser one: runs that keep every step for early stopping would
     otherwise be decoded 35 times), at each epoch's end and at the last kept step. ``items``: how many of the first
     items of each split (``trajectory_max_items``, fewer than the final evaluation's ``eval_max_items``)."""
-    params = config.as_params(params)
     files = tofu_eval_splits(run_params(params, run).forget_split)
     limit = params.trajectory_max_items or params.eval_max_items
     rows = {s: source.load(files[s][1], limit=limit) for s in splits}

@@ -22,6 +22,7 @@ import pandas as pd
 
 from .. import bounds, config, models, pipeline, runs, workers
 from ..claims import SCHOLTEN, Finding, Quantity, names, outcome_of
+from ..config import Params
 from ..data import behaviours as behaviour_data
 from ..metrics import safety
 from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, sampling_settings, split_sampler
@@ -53,7 +54,7 @@ def _position_in_category(rows: Sequence[Mapping[str, Any]]) -> list[int]:
     return out
 
 
-def split_behaviours(rows: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> BehaviourSplit:
+def split_behaviours(rows: Sequence[Mapping[str, Any]], params: Params) -> BehaviourSplit:
     """Which requests alignment trains on and which are kept for evaluation, and in which group.
 
     The first ``alignment_eval_per_group`` entities of every request template (for JBB rows, which have no
@@ -62,7 +63,6 @@ def split_behaviours(rows: Sequence[Mapping[str, Any]], params: Mapping[str, Any
     ``alignment_heldout_templates`` of each category; held-out categories and templates are evaluated on the
     same evaluation entities, so the three groups ask the same number of requests per template.
     """
-    params = config.as_params(params)
     categories = {r["category"] for r in rows}
     unknown = sorted(set(params.alignment_heldout_categories) - categories)
     if unknown:
@@ -103,14 +103,13 @@ def split_counts(split: BehaviourSplit) -> pd.DataFrame:
 # --------------------------------------------------------------------------- models
 
 
-def prepare_models(params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def prepare_models(params: Params, rows: Sequence[Mapping[str, Any]],
                    split: BehaviourSplit) -> dict[str, str]:
     """``{display name: folder or Hub name}`` of the models to evaluate.
 
     With ``alignment_models`` the named models are used as published (the paper's aligned chat models). Else
     the tiny complying model and one aligned model per strength are trained here (cached in the run store):
     ``complying`` (alignment 0 epochs), then ``aligned ×s`` for s epochs of alignment."""
-    params = config.as_params(params)
     if params.alignment_models:
         return {str(name): str(name) for name in params.alignment_models}
     pipeline.complying_model(params, list(rows))
@@ -142,12 +141,11 @@ class Judge(NamedTuple):
     n_heldout: int
 
 
-def fit_judge(params: Mapping[str, Any], split: BehaviourSplit) -> Judge:
+def fit_judge(params: Params, split: BehaviourSplit) -> Judge:
     """The judge h of each answer: ``safety_judge: classifier`` fits the offline compliance classifier on the
     compliance openers and refusals of the aligned requests, and states its accuracy on those of the held-out
     templates and categories (requests whose words it never saw); any other value loads that HarmBench
     classifier by name or folder, after generation (so one GPU holds the sampled model and then the judge)."""
-    params = config.as_params(params)
     if params.safety_judge != "classifier":
         scorer = safety.HarmBenchJudge.from_pretrained(params.safety_judge, device="auto", dtype=params.dtype)
         return Judge(params.safety_judge, scorer, "harmful (HarmBench)", params.safety_threshold,
@@ -180,12 +178,11 @@ def _identity(location: str) -> str:
     return runs.model_identity(location) if models.is_saved_model(location) else location
 
 
-def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any]) -> dict[str, Any]:
+def sample_model(location: str, goals: Sequence[str], params: Params) -> dict[str, Any]:
     """The greedy answer (with its certainty c(x)) and n sampled answers of every request, drawn by the profile's
     ``sampler`` (:func:`unlearnkit.metrics.sampling.sample_and_score_with`) and cached in the run store by the
     model's identity, the requests and the sampling settings. Adaptive temperature needs nothing more: a request
     whose c(x) exceeds c_T would get its greedy answer n times (see :func:`adaptive_complied`)."""
-    params = config.as_params(params)
     settings = sampling_settings(params, "alignment")
     sampler, options = split_sampler(settings)
     # Requests have no ground truth and no key entity: of the scores only the answers and c(x) are read here.
@@ -214,11 +211,10 @@ def sample_model(location: str, goals: Sequence[str], params: Mapping[str, Any])
                              "template": params.alignment_template}, sample, ALIGNMENT_VERSION)
 
 
-def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def sample_models(entries: Mapping[str, str], goals: Sequence[str], params: Params) -> dict[str, dict[str, Any]]:
     """:func:`sample_model` of each ``{display name: folder or Hub name}``, side by side in up to ``jobs`` worker
     processes (None: one per core)."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     found = workers.side_by_side(sample_model, [(location, list(goals), params)
                                                for location in entries.values()], jobs, desc="sample")
     return dict(zip(entries, found))

@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ... import config, models, pipeline, runs, workers
+from ... import models, pipeline, runs, workers
+from ...config import Params
 from ...metrics.ps import (
     PSEvaluator,
     PSProfile,
@@ -74,7 +75,7 @@ def mixing_evaluator(original, unlearned, evaluate: PSEvaluator | RetainFirst,
     return MixingControl(original, unlearned, evaluate, before)
 
 
-def early_stopping_evaluator(params: config.Params, run: str, evaluate: Callable[[Any], PSProfile],
+def early_stopping_evaluator(params: Params, run: str, evaluate: Callable[[Any], PSProfile],
                              before: PSProfile | None = None) -> ControlEvaluator:
     """t -> the profile of the weights kept at step t of notebook 02's run ``run`` (t = 0: ``before``)."""
     kept = dict(runs.trajectory_steps(params, run))
@@ -94,16 +95,15 @@ def early_stopping_evaluator(params: config.Params, run: str, evaluate: Callable
 class CappedRun(NamedTuple):
     """The parameters of one capped run (its entry added to ``method_settings``) and the run's name."""
 
-    params: config.Params
+    params: Params
     run: str
 
 
-def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRun:
+def capped_run(params: Params, method: str, delta: float) -> CappedRun:
     """The parameters with one more entry in ``method_settings``, ``<run>_cap<δ>`` -> the settings of ``method``
     (a method or a named run of the GA family) with ``cap_delta: δ``, and that run's name:
     :func:`pipeline.unlearned_model` caches it under its own folder (``models/unlearned-gd_cap2``) and key, so each
     δ is trained once."""
-    params = config.as_params(params)
     kind = pipeline.unlearning_settings(params, method)["method"]
     if kind not in CAPPABLE_METHODS:
         raise ValueError(f"objective capping applies to {', '.join(CAPPABLE_METHODS)}, not {method!r} ({kind})")
@@ -113,13 +113,13 @@ def capped_run(params: Mapping[str, Any], method: str, delta: float) -> CappedRu
     return CappedRun(pipeline.derived_run(params, method, run, cap_delta=float(delta)), run)
 
 
-def capping_evaluator(params: Mapping[str, Any], evaluate: Callable[[Any], PSProfile],
+def capping_evaluator(params: Params, evaluate: Callable[[Any], PSProfile],
                       method: str) -> ControlEvaluator:
     """δ -> the profile of ``method`` rerun with each example's forget NLL capped at δ (``cap_on``: the sequence
     NLL by default; trained on first use, cached on disk after). The profile also records, under ``"training"``,
     the batch-mean forget NLL at the run's last step in the unit δ caps (``forget_nll``: the sequence NLL, or the
     mean token NLL with ``cap_on: token_mean``), uncapped as logged; capping should hold it near δ."""
-    key = "forget_nll" if config.as_params(params).cap_on == "token_mean" else "forget_sequence_nll"
+    key = "forget_nll" if params.cap_on == "token_mean" else "forget_sequence_nll"
 
     def profile_of(delta: float) -> PSProfile:
         capped = capped_run(params, method, delta)

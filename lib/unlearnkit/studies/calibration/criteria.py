@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ... import config
 from ...config import Params
 from ...metrics.ps import (
     ALL_METRICS,
@@ -72,7 +71,6 @@ class Tolerances:
     def of(cls, params: Params) -> Tolerances:
         """The profile's tolerances (``retain_tolerance``, ``forget_similar_tolerance``, ``criterion_confidence``,
         ``bootstrap_resamples``), the bootstrap seeded by the run's training seed."""
-        params = config.as_params(params)
         return cls(retain=params.retain_tolerance, forget_similar=params.forget_similar_tolerance,
                    confidence=params.criterion_confidence, resamples=params.bootstrap_resamples, seed=params.seed)
 

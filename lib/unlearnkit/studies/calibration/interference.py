@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from ... import config, models, pipeline, runs
+from ... import models, pipeline, runs
+from ...config import Params
 from ...generation import greedy_answers
 from ...metrics.ps import (
     FORGET,
@@ -24,7 +25,7 @@ from .sweeps import best_passing, early_stopping_sweep
 # --------------------------------------------------------------------------- what erodes the held-out memory
 
 
-def interference_sweeps(params: Mapping[str, Any], run_names: Sequence[str], evaluate: PSEvaluator,
+def interference_sweeps(params: Params, run_names: Sequence[str], evaluate: PSEvaluator,
                         original, before: PSProfile, tolerances: Tolerances,
                         known: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """:func:`early_stopping_sweep` along each run of ``run_names`` (``interference_runs``: GD, GD with its forget
@@ -39,15 +40,14 @@ def interference_sweeps(params: Mapping[str, Any], run_names: Sequence[str], eva
         if run not in tables:
             # the held-out memory is what these traces show, in full; forget PS-similar only where a step can pass,
             # so that each trace is also an early-stopping sweep of its run (stopping_by_run)
-            tables[run] = early_stopping_sweep(config.as_params(params), run, evaluate, original, before, tolerances, risks=False,
-                                               every=config.as_params(params).unlearn_save_every)
+            tables[run] = early_stopping_sweep(params, run, evaluate, original, before, tolerances, risks=False,
+                                               every=params.unlearn_save_every)
     return {run: tables[run] for run in run_names}
 
 
-def interference_summary(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any]) -> pd.DataFrame:
+def interference_summary(tables: Mapping[str, pd.DataFrame], params: Params) -> pd.DataFrame:
     """Per run, at its last kept step: its forget weight and learning rate, and the share of held-out retain
     PS-exact and PS-perturb lost, and forget PS-exact."""
-    params = config.as_params(params)
     rows = {}
     for run, table in tables.items():
         last = table.iloc[-1]
@@ -69,12 +69,11 @@ def unlearns(before: PSProfile, end: PSProfile) -> bool:
     return bool(relative_loss(before[FORGET]["ps_exact"], end[FORGET]["ps_exact"]) >= UNLEARNS_SHARE)
 
 
-def stopping_by_run(tables: Mapping[str, pd.DataFrame], params: Mapping[str, Any], before: PSProfile) -> pd.DataFrame:
+def stopping_by_run(tables: Mapping[str, pd.DataFrame], params: Params, before: PSProfile) -> pd.DataFrame:
     """Early stopping read off each interference trace: per run, its learning rate, the best passing step (the whole
     interval within every tolerance), forget PS-exact there and at the run's end, the share of the way and whether
     early stopping works for it; a run that barely unlearns "works" by this rule, so ``run unlearns`` says whether
     its end lost at least half of forget PS-exact (:func:`unlearns`)."""
-    params = config.as_params(params)
     rows = {}
     for run, table in tables.items():
         table = table.sort_values("t")
@@ -144,7 +143,7 @@ def answer_steps(early_stopping: pd.DataFrame) -> list[int]:
     return [0, early, int(early_stopping["t"].iloc[-1])]
 
 
-def answers_at_steps(params: config.Params, run: str, steps: Sequence[int], sets: Mapping[str, Sequence[Mapping[str, Any]]],
+def answers_at_steps(params: Params, run: str, steps: Sequence[int], sets: Mapping[str, Sequence[Mapping[str, Any]]],
                      original: models.LoadedModel, max_new_tokens: int, batch_size: int) -> pd.DataFrame:
     """Greedy answers to the rows of each named set (column ``set``) at some kept steps of ``run`` (step 0 is
     ``original``, the model before unlearning): coherent early, collapsed late under excessive unlearning

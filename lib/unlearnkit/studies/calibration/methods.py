@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import config, models, pipeline, runs
+from ... import models, pipeline, runs
+from ...config import Params
 from ...metrics.ps import (
     FORGET,
     HELDOUT,
@@ -64,12 +65,12 @@ def stopping_grid(kept_steps: Sequence[float], every: int) -> list[float]:
     return sorted(t for t in grid if t == 0 or t in kept)
 
 
-def calibrate_early_stopping(params: config.Params, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
+def calibrate_early_stopping(params: Params, run: str, evaluate: Callable[[Any], PSProfile], before: PSProfile,
                              tolerances: Tolerances, every: int, fine_points: int) -> Calibration:
     """Early stopping of one run calibrated coarse to fine over its kept steps: every ``every``-th step, then the
     kept steps between the best passing one and the next (:func:`calibrate` with the kept steps as allowed); its
     table carries each step's epoch. ``evaluate`` may be a judge of :func:`stopping_judge` (section 1: with risks)."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     control = early_stopping_evaluator(params, run, evaluate, before)
     result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t",
                        jobs=jobs)
@@ -77,11 +78,11 @@ def calibrate_early_stopping(params: config.Params, run: str, evaluate: Callable
     return result
 
 
-def calibrate_capping(params: Mapping[str, Any], run: str, evaluate: Callable[[Any], PSProfile],
+def calibrate_capping(params: Params, run: str, evaluate: Callable[[Any], PSProfile],
                       before: PSProfile, tolerances: Tolerances, deltas: Sequence[float]) -> Calibration:
     """Objective capping of one run coarse to fine over the grid ``deltas`` (each δ is a training run): every other
     δ and the largest first, then the δ of the grid between the best passing one and the next."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     grid = sorted(float(d) for d in deltas)
     coarse = sorted(set(grid[::2]) | {grid[-1]})
     return calibrate(coarse, capping_evaluator(params, evaluate, run), len(grid), before, tolerances,
@@ -100,7 +101,7 @@ class MethodControls:
     not_capped: str | None = None
 
 
-def control_methods(params: Mapping[str, Any], run_names: Sequence[str], evaluate: PSEvaluator,
+def control_methods(params: Params, run_names: Sequence[str], evaluate: PSEvaluator,
                     before: PSProfile, tolerances: Tolerances, mixing: Mapping[str, Calibration],
                     cap_deltas: Sequence[float], stopping_every: int, fine_points: int,
                     known: Mapping[str, Mapping[str, pd.DataFrame | Calibration]] | None = None) -> dict[str, MethodControls]:
@@ -118,7 +119,7 @@ def control_methods(params: Mapping[str, Any], run_names: Sequence[str], evaluat
             controls["delta"] = (_as_calibration(done["delta"], "delta") if "delta" in done else
                                  calibrate_capping(params, run, retain_first, before, tolerances, cap_deltas))
         controls["t"] = (_as_calibration(done["t"], "t") if "t" in done else
-                         calibrate_early_stopping(config.as_params(params), run, retain_first, before, tolerances, stopping_every,
+                         calibrate_early_stopping(params, run, retain_first, before, tolerances, stopping_every,
                                                   fine_points))
         controls["a"] = mixing[run]
         out[run] = MethodControls(run, method, controls, mixing[run].uncontrolled,
@@ -171,7 +172,7 @@ def controls_summary(method_controls: Mapping[str, MethodControls], before: PSPr
     return pd.DataFrame(rows)
 
 
-def control_model(params: Mapping[str, Any], run: str, control: str, value: float, original):
+def control_model(params: Params, run: str, control: str, value: float, original):
     """The model of one setting: the mix at a, the weights kept at step t, or the run capped at δ."""
     if control == "a":
         return mix_models(original, pipeline.unlearned_model(params, run).model, value)
@@ -196,7 +197,7 @@ def best_control(mc: MethodControls) -> str | None:
     return min(found, key=found.get) if found else None
 
 
-def calibrated_comparison(params: Mapping[str, Any], method_controls: Mapping[str, MethodControls],
+def calibrated_comparison(params: Params, method_controls: Mapping[str, MethodControls],
                           evaluate: PSEvaluator, before: PSProfile, original) -> pd.DataFrame:
     """Wang et al.'s Table 3 twice over: each run calibrated by model mixing alone, and by its best control
     (:func:`best_control`), with the full PS profile of both sets; the model before unlearning first."""

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import config, pipeline
+from ... import pipeline
+from ...config import Params
 from ...metrics.ps import (
     HELDOUT,
     PSEvaluator,
@@ -131,7 +132,7 @@ def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: in
     return result
 
 
-def calibrate_methods(params: Mapping[str, Any], methods: Sequence[str], original,
+def calibrate_methods(params: Params, methods: Sequence[str], original,
                       evaluate: PSEvaluator, before: PSProfile, tolerances: Tolerances, coarse_points: int,
                       fine_points: int, swept: Mapping[str, MixingControl] | None = None,
                       complete: bool = True) -> dict[str, Calibration]:
@@ -141,7 +142,7 @@ def calibrate_methods(params: Mapping[str, Any], methods: Sequence[str], origina
     ``swept`` holds mixing controls that a sweep already evaluated (GD's, in Fig. 2), reused as they are; the
     others compute forget PS-similar only where held-out retain passes (:class:`RetainFirst`). Runs not trained yet
     are trained side by side, and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     swept = dict(swept or {})
     retain_first = RetainFirst(evaluate, before, tolerances)
     pipeline.unlearned_models(params, [m for m in methods if m not in swept])

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import config, models, pipeline, runs
+from ... import models, pipeline, runs
 from ...claims import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
+from ...config import Params
 from ...metrics.ps import (
     FORGET,
     PSEvaluator,
@@ -25,7 +26,7 @@ from .search import Calibration, calibrate_methods
 # --------------------------------------------------------------------------- the 1 % and 5 % forget splits
 
 
-def split_run(params: Mapping[str, Any], run: str, split: str) -> tuple[config.Params, str]:
+def split_run(params: Params, run: str, split: str) -> tuple[Params, str]:
     """``run`` unlearning ``split`` instead of the profile's forget split: a named run ``<run>_<split>`` with the
     run's settings and schedule (but where it keeps weights: only model mixing is calibrated on other splits), and
     the parameters that know it."""
@@ -44,7 +45,7 @@ class SplitCalibration:
     calibrations: dict[str, Calibration]
 
 
-def calibrate_splits(params: Mapping[str, Any], splits: Sequence[str], run_names: Sequence[str],
+def calibrate_splits(params: Params, splits: Sequence[str], run_names: Sequence[str],
                      target: models.LoadedModel, forget_rows_of: Callable[[str], Sequence[Mapping[str, Any]]],
                      evaluate: PSEvaluator, tolerances: Tolerances, coarse_points: int, fine_points: int,
                      known: Mapping[str, SplitCalibration] | None = None) -> dict[str, SplitCalibration]:
@@ -55,7 +56,7 @@ def calibrate_splits(params: Mapping[str, Any], splits: Sequence[str], run_names
     and each grid's settings evaluated side by side, in up to ``jobs`` worker processes."""
     out = dict(known or {})
     todo = [split for split in splits if split not in out]
-    split_params, names = config.as_params(params), {}
+    split_params, names = params, {}
     for split in todo:
         for run in run_names:
             split_params, names[split, run] = split_run(split_params, run, split)

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ... import config, runs
+from ...config import Params
 from ...metrics.ps import (
     FORGET,
     HELDOUT,
@@ -58,30 +59,30 @@ def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerance
     return RetainFirst(judge, before, tolerances, settle_early=False), before
 
 
-def _with_epochs(table: pd.DataFrame, params: config.Params, run: str) -> pd.DataFrame:
+def _with_epochs(table: pd.DataFrame, params: Params, run: str) -> pd.DataFrame:
     epochs = {0: 0.0, **{step: runs.saved_recipe(folder).get("epoch")
                          for step, folder in runs.trajectory_steps(params, run)}}
     table.insert(1, "epoch", [epochs.get(int(t)) for t in table["t"]])
     return table
 
 
-def early_stopping_sweep(params: config.Params, run: str, evaluate: PSEvaluator, original, before: PSProfile,
+def early_stopping_sweep(params: Params, run: str, evaluate: PSEvaluator, original, before: PSProfile,
                          tolerances: Tolerances, risks: bool = True, every: int | None = None) -> pd.DataFrame:
     """Profiles (and risks) at t = 0 (``original``, the model before, whose profile is ``before``) and at every
     step notebook 02 kept along ``run`` (or, with ``every``, at :func:`runs.sparse_steps`), with the epoch of each
     step; :func:`stopping_judge` says how each step is judged."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     judge, before = stopping_judge(evaluate, original, before, tolerances, risks)
     control = early_stopping_evaluator(params, run, judge, before)
     steps = [0] + [step for step, _ in runs.sparse_steps(params, run, every)]
     return _with_epochs(sweep(steps, control, "t", before, tolerances, jobs), params, run)
 
 
-def capping_sweep(params: Mapping[str, Any], deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
+def capping_sweep(params: Params, deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],
                   method: str, before: PSProfile, tolerances: Tolerances) -> pd.DataFrame:
     """Profiles of ``method`` rerun with each cap δ in ``deltas`` (see :func:`capping_evaluator`), each run trained
     and evaluated side by side in up to ``jobs`` worker processes."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     return sweep(deltas, capping_evaluator(params, evaluate, method), "delta", before, tolerances, jobs)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ... import bounds, config, models, runs, stations, workers
+from ... import bounds, models, runs, stations, workers
 from ...config import Params
 from ...metrics import scored as sampled_scores
 from ...metrics.entropy import answer_entropy
@@ -21,12 +21,11 @@ from .plan import DIVERSITY_ROLES, ENTROPY_VERSION, SweepPoint, model_folders
 # --------------------------------------------------------------------------- measures
 
 
-def utility(params: Mapping[str, Any], run_names: Sequence[str], source) -> dict[str, float]:
+def utility(params: Params, run_names: Sequence[str], source) -> dict[str, float]:
     """TOFU model utility of each run's model on the first ``eo_utility_items`` items of retain, real authors and
     world facts (fewer than notebook 02's ``eval_max_items``, so that every sweep point gets one), cached; side by
     side in up to ``jobs`` worker processes."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     found = workers.side_by_side(_utility_of, [(params, run, source) for run in run_names], jobs,
                                 desc="utility")
     return dict(zip(run_names, found))
@@ -60,11 +59,10 @@ def _ou_options(params: Params) -> dict[str, str]:
             if params[k] != default}
 
 
-def entropy_along(params: Mapping[str, Any], run: str, forget: Sequence[Mapping[str, Any]],
+def entropy_along(params: Params, run: str, forget: Sequence[Mapping[str, Any]],
                   retain: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Fig. 5b: the mean answer entropy on forget and on retain questions at step 0 (the target) and at every step
     kept along an unlearning run. Cached by the kept models' identities."""
-    params = config.as_params(params)
     steps = [(0, runs.model_dir(params, "target")), *runs.trajectory_steps(params, run)]
 
     def measure() -> list[dict[str, Any]]:
@@ -83,21 +81,20 @@ def entropy_along(params: Mapping[str, Any], run: str, forget: Sequence[Mapping[
     return pd.DataFrame(records).set_index("step")
 
 
-def entropy_along_runs(params: Mapping[str, Any], run_names: Sequence[str], forget: Sequence[Mapping[str, Any]],
+def entropy_along_runs(params: Params, run_names: Sequence[str], forget: Sequence[Mapping[str, Any]],
                        retain: Sequence[Mapping[str, Any]]) -> dict[str, pd.DataFrame]:
     """:func:`entropy_along` of each run, side by side in up to ``jobs`` worker processes."""
-    jobs = config.as_params(params).jobs
+    jobs = params.jobs
     names = list(dict.fromkeys(run_names))
-    found = workers.side_by_side(entropy_along, [(config.as_params(params), run, forget, retain)
+    found = workers.side_by_side(entropy_along, [(params, run, forget, retain)
                                                 for run in names], jobs, desc="entropy along")
     return dict(zip(names, found))
 
 
-def diversity(params: Mapping[str, Any], run_names: Sequence[str], source) -> pd.DataFrame:
+def diversity(params: Params, run_names: Sequence[str], source) -> pd.DataFrame:
     """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
     and world facts (1 = all samples identical). Rows: runs; columns: sets. Every (set, run) side by side in up to
     ``jobs`` worker processes."""
-    params = config.as_params(params)
     settings = sampling_settings(params, "entropy")
     files = tofu_eval_splits(params.forget_split)
     folders = model_folders(params, run_names)
@@ -110,10 +107,9 @@ def diversity(params: Mapping[str, Any], run_names: Sequence[str], source) -> pd
                          for role, found in zip(DIVERSITY_ROLES, scored)})
 
 
-def temperature_sweep(params: Mapping[str, Any], run_names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, SampledScores]]:
+def temperature_sweep(params: Params, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, SampledScores]]:
     """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}; every
     (temperature, run) side by side in up to ``jobs`` worker processes."""
-    params = config.as_params(params)
     folders = model_folders(params, run_names)
     temperatures = [float(t) for t in dict.fromkeys(params.eo_temperatures)]
     tasks = []

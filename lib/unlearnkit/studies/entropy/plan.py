@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ... import config, pipeline, runs
+from ... import pipeline, runs
 from ...config import Params
 from ...metrics import scored as sampled_scores
 
@@ -49,9 +49,8 @@ class SweepPoint(NamedTuple):
 # --------------------------------------------------------------------------- questions and settings
 
 
-def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+def forget_rows(source, params: Params) -> list[dict[str, Any]]:
     """At most ``eo_max_items`` forget questions, evenly spaced over the split."""
-    params = config.as_params(params)
     return sampled_scores.evenly_spaced(source.load(params.forget_split), params.eo_max_items)
 
 
@@ -64,14 +63,13 @@ def _training_keys(params: Params, run: str) -> dict[str, Any]:
     return {k: trained[k] for k in pipeline.RUN_PARAM_KEYS if k != "unlearn_save_every"}
 
 
-def sweep_run(params: Mapping[str, Any], method: str, lambda_f: float, lambda_r: float,
+def sweep_run(params: Params, method: str, lambda_f: float, lambda_r: float,
               lr: float) -> tuple[Params, SweepPoint]:
     """The run that trains ``method`` with entropy weights (λ_f, λ_r) at learning rate ``lr``: a run of the profile
     with exactly these settings when there is one (its model is reused), else a new named run added to
     ``method_settings`` (``npo_f3_r0.25_lr0.0003``). ``method`` is a method or a named run of ``method_settings``
     whose settings the sweep starts from (the paper profile's ``npo_sp``: NPO with the paper's β). Returns the
     parameters that know the run, and the point."""
-    params = config.as_params(params)
     if lambda_f < 0 or lambda_r > 0:
         # The run's name carries |λ_r|; the paper's signs (λ_f >= 0, λ_r <= 0) keep it unambiguous.
         raise ValueError(f"entropy optimisation takes lambda_f >= 0 and lambda_r <= 0 (docs/metrics.md §3); "
@@ -94,10 +92,9 @@ def sweep_run(params: Mapping[str, Any], method: str, lambda_f: float, lambda_r:
     return candidate, SweepPoint(name, base["method"], float(lambda_f), float(lambda_r), float(lr))
 
 
-def lambda_f_points(params: Mapping[str, Any]) -> tuple[Params, list[SweepPoint]]:
+def lambda_f_points(params: Params) -> tuple[Params, list[SweepPoint]]:
     """Fig. 4a's grid: ``eo_method`` with each λ_f of ``eo_lambda_f_grid`` (λ_r = ``eo_lambda_r``; both 0 for
     λ_f = 0, the method alone) at each learning rate of ``eo_lr_grid``."""
-    params = config.as_params(params)
     points = []
     for lr in params.eo_lr_grid:
         for lambda_f in params.eo_lambda_f_grid:
@@ -107,25 +104,23 @@ def lambda_f_points(params: Mapping[str, Any]) -> tuple[Params, list[SweepPoint]
     return params, points
 
 
-def lambda_r_points(params: Mapping[str, Any], lambda_f: float = 1.0) -> tuple[Params, list[SweepPoint]]:
-    """Fig. 5a's grid: ``eo_method`` with λ_f = 1 (the paper's) and each λ_r of ``eo_lambda_r_grid``, at the
-    profile's learning rate."""
-    params = config.as_params(params)
-    points = []
-    for lambda_r in params.eo_lambda_r_grid:
-        params, point = sweep_run(params, params.eo_method, lambda_f, lambda_r, params.unlearn_lr)
-        points.append(point)
-    return params, points
-
-
 #: The paper's forget entropy weight.
 PAPER_LAMBDA_F = 1.0
 
 
-def paper_points(points: Sequence[SweepPoint], params: Mapping[str, Any]) -> tuple[SweepPoint, SweepPoint]:
+def lambda_r_points(params: Params) -> tuple[Params, list[SweepPoint]]:
+    """Fig. 5a's grid: ``eo_method`` with λ_f = 1 (the paper's) and each λ_r of ``eo_lambda_r_grid``, at the
+    profile's learning rate."""
+    points = []
+    for lambda_r in params.eo_lambda_r_grid:
+        params, point = sweep_run(params, params.eo_method, PAPER_LAMBDA_F, lambda_r, params.unlearn_lr)
+        points.append(point)
+    return params, points
+
+
+def paper_points(points: Sequence[SweepPoint], params: Params) -> tuple[SweepPoint, SweepPoint]:
     """Of the λ_f grid: the paper's setting (λ_f = 1 at the profile's learning rate) and the method alone beside it
     (λ_f = 0, same learning rate). A grid without them is refused with what it holds."""
-    params = config.as_params(params)
     found = {(p.lambda_f, p.lr): p for p in points}
     wanted = [(PAPER_LAMBDA_F, float(params.unlearn_lr)), (0.0, float(params.unlearn_lr))]
     missing = [w for w in wanted if w not in found]
@@ -135,7 +130,7 @@ def paper_points(points: Sequence[SweepPoint], params: Mapping[str, Any]) -> tup
     return found[wanted[0]], found[wanted[1]]
 
 
-def train(params: Mapping[str, Any], run_names: Sequence[str]) -> None:
+def train(params: Params, run_names: Sequence[str]) -> None:
     """Each run unlearned (:func:`unlearnkit.pipeline.unlearned_models`, side by side in up to ``jobs`` worker
     processes): trained now unless it is saved with the same parameters (notebook 02's runs, or an earlier run of
     this notebook)."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import config, pipeline, workers
+from ... import pipeline, workers
 from ...claims import Quantity
 from ...config import Params
 from ...metrics.sampling import SampledScores
@@ -20,12 +20,11 @@ from .verdicts import Verdict, _against_alone, _collapses
 # --------------------------------------------------------------------------- EO where the paper's models are
 
 
-def regime_eo_points(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int]]) -> tuple[Params, list[RegimePoint]]:
+def regime_eo_points(params: Params, regime: Mapping[str, tuple[str, int]]) -> tuple[Params, list[RegimePoint]]:
     """EO added where the paper's models are: each run of ``eo_regime_runs`` that notebook 05 put in the regime,
     alone (λ_f 0) and with each λ_f of ``eo_regime_lambda_f_grid`` (λ_r = ``eo_lambda_r``) at each entropy placement
     of ``eo_positions``, on the run's own schedule and learning rate, compared at its regime step (the EO runs keep
     their weights every that many steps). Returns the parameters that know the new runs, and the points."""
-    params = config.as_params(params)
     steps = {run: step for run, step in regime.values()}
     points = []
     for base in params.eo_regime_runs:
@@ -137,10 +136,9 @@ def _regime_eo_quantities(paper_hits: int | None, hits: int | None, lowest_sd: f
             Quantity("lowest sampled sd with EO", lowest_sd, SD_NEAR_ZERO, "<=", "sd near 0"))
 
 
-def folder_utility(params: Mapping[str, Any], named_folders: Mapping[str, Any], source) -> dict[str, float]:
+def folder_utility(params: Params, named_folders: Mapping[str, Any], source) -> dict[str, float]:
     """:func:`utility` of models given by folder (a step kept along a run), keyed by their labels."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     names = list(named_folders)
     found = workers.side_by_side(_utility_of_folder, [(params, name, named_folders[name], source)
                                                      for name in names], jobs, desc="utility")

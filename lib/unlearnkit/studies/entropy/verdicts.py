@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ... import config, pipeline, runs
+from ... import pipeline, runs
 from ...claims import Quantity
 from ...config import Params
 from ...metrics.sampling import SampledScores
@@ -114,11 +114,10 @@ def collapsed(greedy_rouge: float, utility: float | None, target_utility: float 
     return bool(greedy_rouge <= COLLAPSE_ROUGE and utility < UTILITY_KEPT * target_utility)
 
 
-def table1_models(params: Mapping[str, Any], regime: Mapping[str, tuple[str, int]],
+def table1_models(params: Params, regime: Mapping[str, tuple[str, int]],
                   eo: Sequence[RegimePoint] = ()) -> list[Table1Model]:
     """The models of Table 1: for each method of ``eo_table_runs`` (and RMU), the in-regime step of notebook 05
     where it has one, the collapsed run of notebook 02 beside it, and the EO points given (in the regime)."""
-    params = config.as_params(params)
     out = []
     for label, (run, step) in regime.items():
         method = pipeline.unlearning_settings(params, run)["method"]

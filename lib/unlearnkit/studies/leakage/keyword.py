@@ -9,23 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import config, runs, workers
+from ... import runs, workers
+from ...config import Params
 from ...data.hp_qa import SYNTHETIC, hp_qa_rows
-from ...metrics.sampling import (
-    SampledScores,
-    model_for,
-    sample_and_score_with,
-    split_sampler,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import SampledScores, model_for, sample_and_score_with, split_sampler
+from ...metrics.scored import evenly_spaced, score_saved_model
 from .shapes import KEYWORD_COLUMNS, KeywordQA, ModelReport
 from .tables import _keys_text, bound_table
 
@@ -87,29 +75,27 @@ def _keyword_qa(result: SampledScores, alpha: float) -> KeywordQA:
     return KeywordQA(result, report.table, report.summary)
 
 
-def run_hp_qa(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def run_hp_qa(hp_model: str, params: Params, rows: Sequence[Mapping[str, Any]],
               settings: Mapping[str, Any], alpha: float, use_prefix: bool = True) -> KeywordQA:
     """:func:`hp_leakage` for the profile's ``hp_model``: a model saved under ``runs/<profile>/seed-<s>/models/``
     (``target`` among them) is scored through the cache of :func:`score_saved_model`; a Hub name or folder is
     loaded with the profile's ``dtype`` (its prompt template from its name: a Llama-2 model gets the
     Llama-2-chat template), on the GPU when there is one."""
-    params = config.as_params(params)
     if runs.is_saved(params, hp_model):
         # one cache entry per choice of the prefix, so that asking both never evicts the other
         tag = ".hp.prefixed" if use_prefix else ".hp"
         return _keyword_qa(score_saved_model(params, hp_model, rows, settings, cache_tag=tag,
                                              use_prefix=use_prefix), alpha)
     sampler, options = split_sampler(settings)
-    with model_for(sampler, hp_model, dtype=config.as_params(params).dtype, seed=options["seed"]) as loaded:
+    with model_for(sampler, hp_model, dtype=params.dtype, seed=options["seed"]) as loaded:
         return hp_leakage(*loaded, rows, alpha, use_prefix=use_prefix, sampler=sampler, **options)
 
 
-def run_hp_qa_both(hp_model: str, params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def run_hp_qa_both(hp_model: str, params: Params, rows: Sequence[Mapping[str, Any]],
                    settings: Mapping[str, Any], alpha: float, use_prefix: bool = False) -> tuple[KeywordQA, KeywordQA]:
     """:func:`run_hp_qa` with the profile's choice of the affirmative prefix (``use_prefix``) and with the other
     one, side by side in up to ``jobs`` worker processes: (the profile's choice, the other)."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     chosen, other = workers.side_by_side(run_hp_qa, [(hp_model, params, list(rows), dict(settings), alpha,
                                                      prefix) for prefix in (use_prefix, not use_prefix)],
                                         jobs, desc="keyword Q&A")

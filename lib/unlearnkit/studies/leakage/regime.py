@@ -10,21 +10,12 @@ from typing import Any, NamedTuple
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ... import config, models, pipeline, runs, stations, workers
+from ... import models, pipeline, runs, stations, workers
+from ...config import Params
 from ...generation import greedy_answers
 from ...metrics.judges import leak_judge
-from ...metrics.sampling import (
-    leak_keys,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import leak_keys
+from ...metrics.scored import Scored, retain_rows
 from ...metrics.tofu import rouge_l
 
 # --------------------------------------------------------------------------- models in the paper's regime
@@ -66,7 +57,7 @@ def coarse_then_fine(count: int, rate: Callable[[int], float], threshold: float,
     return sorted(rates)
 
 
-def greedy_along(params: Mapping[str, Any], run: str, rows: Sequence[Mapping[str, Any]],
+def greedy_along(params: Params, run: str, rows: Sequence[Mapping[str, Any]],
                  retain: Sequence[Mapping[str, Any]], threshold: float | None = None,
                  stride: int = 5) -> pd.DataFrame:
     """Along the steps kept by an unlearning run: the greedy leak rate (key entity in the greedy answer) on the
@@ -76,7 +67,6 @@ def greedy_along(params: Mapping[str, Any], run: str, rows: Sequence[Mapping[str
     (and the last), then every step between the last coarse step above ``threshold`` and the first at or below
     it, which finds the first step at or below it at a fraction of the cost when the rate falls along the run
     (a dip below it between two coarse steps before that one goes unseen)."""
-    params = config.as_params(params)
     steps = runs.trajectory_steps(params, run)
     if not steps:
         raise FileNotFoundError(f"no weights kept along the unlearning run {run!r} of profile {params.profile!r}, seed {params.seed}: "
@@ -127,19 +117,18 @@ def choose_regime_step(path: pd.DataFrame, reference_rate: float, tolerance: flo
     return int(path.index[path["greedy_leak_rate"] == lowest][-1]), False
 
 
-def regime_models(params: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def regime_models(params: Params, rows: Sequence[Mapping[str, Any]],
                   reference_rate: float) -> dict[str, RegimeModel]:
     """One :class:`RegimeModel` per run of ``regime_runs`` (trained by :func:`unlearnkit.pipeline.unlearned_model`
     if it is not saved yet, e.g. a milder run of ``method_settings``), keyed by its label ``<run>@<step>``."""
-    jobs = config.as_params(params).jobs
-    params = config.as_params(params)
+    jobs = params.jobs
     retain = retain_rows(pipeline.corpus(params), params, params.sample_max_items)  # as many as forget questions
     found = workers.side_by_side(_regime_model, [(params, run, rows, retain, reference_rate)
                                                 for run in params.regime_runs], jobs, desc="regime")
     return {model.label: model for model in found}
 
 
-def _regime_model(params: config.Params, run: str, rows: Sequence[Mapping[str, Any]],
+def _regime_model(params: Params, run: str, rows: Sequence[Mapping[str, Any]],
                   retain: Sequence[Mapping[str, Any]], reference_rate: float) -> RegimeModel:
     """One run of :func:`regime_models`: trained if need be, then its path of greedy leak rates and its step."""
     pipeline.unlearned_model(params, run)

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ... import config
-from ...metrics.sampling import (
-    SampledScores,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...config import Params
+from ...metrics.sampling import SampledScores
+from ...metrics.scored import evenly_spaced
 
 #: Columns of the summaries shown side by side in the notebook, one list per section.
 LEAK_COLUMNS = ["greedy_leak_rate", "leak_rate", "leak_lower_bound_mean", "binary_leak_bound_mean",
@@ -83,7 +72,6 @@ class FlaggedQuestions(NamedTuple):
 # --------------------------------------------------------------------------- questions and models
 
 
-def forget_rows(source, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+def forget_rows(source, params: Params) -> list[dict[str, Any]]:
     """The forget questions of the profile (``forget_split``), at most ``sample_max_items``, evenly spaced."""
-    params = config.as_params(params)
     return evenly_spaced(source.load(params.forget_split), params.sample_max_items)

@@ -10,19 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import bounds
-from ...metrics.sampling import (
-    SampledScores,
-    adaptive_view,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import SampledScores, adaptive_view
 from .shapes import FLAGGED_COLUMNS, Example, FlaggedQuestions, LeakCurves, ModelReport, Reports
 
 # --------------------------------------------------------------------------- scores -> bounds

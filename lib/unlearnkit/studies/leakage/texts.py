@@ -7,18 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...metrics.sampling import (
-    SampledScores,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import SampledScores
 from .regime import RegimeModel
 from .shapes import KeywordQA
 

@@ -11,18 +11,7 @@ import pandas as pd
 
 from ... import bounds, runs
 from ...claims import NO_TEST, SCHOLTEN, Finding, Quantity, names, outcome_from_label
-from ...metrics.sampling import (
-    SampledScores,
-)
-from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as notebook 05 calls it)
-    Scored,
-    evenly_spaced,
-    retain_rows,
-    score_many,
-    score_model_folder,
-    score_models,
-    score_saved_model,
-)
+from ...metrics.sampling import SampledScores
 from .regime import RegimeModel
 
 # --------------------------------------------------------------------------- tables and verdicts
