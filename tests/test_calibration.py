@@ -349,13 +349,15 @@ def test_an_early_stopping_sweep_searches_forget_similar_only_where_retain_holds
     # the "model" of step t is t; its profile is fake_mixing(t / 5): step 2 holds held-out retain, step 4 does not
     monkeypatch.setattr(ps, "ps_profile", lambda model, *a, **k: fake_ps_profile(model / 5, *a, **k))
     evaluate = ps.PSEvaluator(None, None, [{}], [{}], metrics=calibration.CALIBRATION_METRICS)
-    table = calibration.early_stopping_sweep(SMOKE, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False)
+    # one process: a worker (jobs: null is one per core) would load the steps without this test's fakes
+    here = SMOKE.replace(jobs=1)
+    table = calibration.early_stopping_sweep(here, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False)
     assert list(table["t"]) == [0, 2, 4] and list(table["epoch"]) == [0.0, 0.5, 1.0]
     assert [round(a * 5) for a in searched] == [2]
     assert list(table["passes"]) == [True, True, False]
     assert table["heldout_retain_ps_perturb"].notna().all()  # drawn in full, even where the step fails
     # every other kept step: the sparse grid keeps multiples of `every`, epoch ends and the last
-    assert list(calibration.early_stopping_sweep(SMOKE, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False,
+    assert list(calibration.early_stopping_sweep(here, "gd", evaluate, 0, fake_mixing(0.0), WANG, risks=False,
                                                  every=4)["t"]) == [0, 4]
 
 
