@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from unlearnkit import config, models, pipeline
 from unlearnkit.metrics import ps
+from unlearnkit.runs import saved
 from unlearnkit.studies import calibration
 from unlearnkit.studies.calibration import Tolerances
 
@@ -342,8 +343,9 @@ def test_an_early_stopping_sweep_searches_forget_similar_only_where_retain_holds
         return {split: {m: full[split][m] for m in wanted} for split, wanted in metrics.items()}
 
     kept = [(2, tmp_path / "step-00002"), (4, tmp_path / "step-00004")]  # a = 0.2 passes, a = 0.8 fails
-    monkeypatch.setattr(calibration.runs, "trajectory_steps", lambda profile, run: kept)
-    monkeypatch.setattr(calibration.runs, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 4})
+    for where in (calibration.runs, saved):  # the package face, and the module whose runs.sparse_steps reads them
+        monkeypatch.setattr(where, "trajectory_steps", lambda profile, run: kept)
+        monkeypatch.setattr(where, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 4})
     monkeypatch.setattr(calibration.models, "load_model",
                         lambda folder: models.LoadedModel(int(folder.name[5:]), None, None))
     # the "model" of step t is t; its profile is fake_mixing(t / 5): step 2 holds held-out retain, step 4 does not

@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 from unlearnkit import config, pipeline
+from unlearnkit.runs import saved
 
 LOSS_OF_NPO = {"method": "npo", "beta": 0.1, "forget_weight": 1.0, "retain_weight": 1.0, "lambda_f": 0.0,
                "lambda_r": 0.0}
@@ -122,8 +123,9 @@ def test_the_rouge_trajectory_of_a_densely_kept_run_is_decoded_at_the_profiles_s
     params = config.Params.load("default").replace(unlearn_save_every=5)
     kept = [(step, tmp_path / f"step-{step:05d}") for step in range(1, 16)]  # 7 steps per epoch, 15 kept
     decoded = []
-    monkeypatch.setattr(pipeline.runs, "trajectory_steps", lambda profile, run: kept)
-    monkeypatch.setattr(pipeline.runs, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 7})
+    for where in (pipeline.runs, saved):  # the package face, and the module whose runs.sparse_steps reads them
+        monkeypatch.setattr(where, "trajectory_steps", lambda profile, run: kept)
+        monkeypatch.setattr(where, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 7})
     monkeypatch.setattr(pipeline.models, "load_model", lambda folder: (int(folder.name[5:]), None, None))
 
     def answers(model, tokenizer, template, questions, max_new_tokens, batch_size):
