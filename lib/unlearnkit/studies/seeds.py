@@ -9,7 +9,8 @@ metric, the two-sided exact sign test (``scipy.stats.binomtest``, ties left out)
 bootstrap interval over seeds (:func:`unlearnkit.claims.bootstrap_interval`).
 
 These are the workbook's own questions, not a paper's: no paper reports a ranking over training seeds. Pure arithmetic
-on the run store's metrics.json files; no model is loaded.
+on the run store's metrics.json files; no model is loaded. A setting against the seeds' spread (the training seed
+against the rest) is :mod:`unlearnkit.studies.seed_spread`'s, re-exported here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ import pandas as pd
 from .. import results, runs
 from ..claims import bootstrap_interval
 from ..config import Params
+from .seed_spread import (  # noqa: F401 (the names notebook 09, the README and benchmarks reach here)
+    SPREAD_TOLERANCE,
+    against_the_rest,
+    outcome_changes,
+    quantity_values,
+    rest_sentence,
+    spread_table,
+    variant_spreads,
+    within_spread,
+)
 
 #: The registered threshold: a metric's ranking of the methods is *stable* when the mean Kendall τ over every two
 #: seeds is at least this.
@@ -383,120 +394,3 @@ def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
                                                          f"[{r['low']:+.3g}, {r['high']:+.3g}]",
                      "outcome": r["outcome"], "the paper's reason": r["source"]})
     return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- a setting against the seeds' spread
-
-
-def quantity_values(per_seed: Mapping[int, Sequence[Any]]) -> pd.DataFrame:
-    """One row per (finding key, judged quantity, seed): the value and whether it is read in log10 (a p-value),
-    from ``{seed: that seed's Findings}`` (:func:`unlearnkit.studies.verdicts.of_seeds`)."""
-    rows = []
-    for seed, found in per_seed.items():
-        for f in found:
-            if not f.tested:
-                continue
-            for q in f.quantities:
-                if q.judged:
-                    rows.append({"key": f.key, "quantity": q.name, "seed": int(seed), "value": float(q.value),
-                                 "log": q.fmt.endswith("e")})
-    return pd.DataFrame(rows, columns=["key", "quantity", "seed", "value", "log"])
-
-
-def _scaled(value: float, log: bool) -> float:
-    if not log:
-        return value
-    return math.log10(value) if value > 0 else -300.0
-
-
-#: Relative slack of :func:`within_spread`'s bounds: a value that equals a bound up to float rounding is inside.
-SPREAD_TOLERANCE = 1e-6
-
-
-def within_spread(reference: pd.DataFrame, candidate: pd.DataFrame, machine: pd.DataFrame | None = None
-                  ) -> pd.DataFrame:
-    """Per deciding quantity: the range of ``reference``'s seeds (:func:`quantity_values`), widened on each side by
-    the cross-machine spread (the largest |difference| between ``machine``'s value and the reference's on the same
-    seed; in log10 for p-values), and whether every seed of ``candidate`` lies inside it. What decides whether a
-    setting that trains other bits (packing) may become the default: it must not move a deciding quantity beyond
-    what another seed or another machine moves it."""
-    rows = []
-    for (key, name), ref in reference.groupby(["key", "quantity"], sort=False):
-        log = bool(ref["log"].iloc[0])
-        ref_values = {int(s): _scaled(v, log) for s, v in zip(ref["seed"], ref["value"])}
-        slack = 0.0
-        if machine is not None and len(machine):
-            other = machine[(machine["key"] == key) & (machine["quantity"] == name)]
-            gaps = [abs(_scaled(v, log) - ref_values[int(s)]) for s, v in zip(other["seed"], other["value"])
-                    if int(s) in ref_values]
-            slack = max(gaps, default=0.0)
-        low, high = min(ref_values.values()) - slack, max(ref_values.values()) + slack
-        cand = candidate[(candidate["key"] == key) & (candidate["quantity"] == name)]
-        values = [_scaled(v, log) for v in cand["value"]]
-        # equal to a bound up to float rounding counts as inside (privleak's -100 is -99.99999998 give or take 3e-9)
-        tol = SPREAD_TOLERANCE * max(1.0, abs(low), abs(high))
-        rows.append({"key": key, "quantity": name, "scale": "log10" if log else "value",
-                     "reference seeds": len(ref_values), "low": low, "high": high, "machine spread": slack,
-                     "candidate": values,
-                     "inside": bool(values) and all(low - tol <= v <= high + tol for v in values)})
-    return pd.DataFrame(rows)
-
-
-def against_the_rest(training: pd.DataFrame, variants: Mapping[str, pd.DataFrame], seed: int = 0) -> pd.DataFrame:
-    """Per deciding quantity (:func:`quantity_values`): its range over the training seeds (greatest minus least, in
-    log10 for p-values) and, for each variant of ``seed`` (another corpus draw, another instruction set), how far the
-    variant's value lies from that seed's, also as a share of the training seeds' range (above 1: the variant moves
-    it more than a reseed does)."""
-    rows = []
-    for (key, name), group in training.groupby(["key", "quantity"], sort=False):
-        log = bool(group["log"].iloc[0])
-        values = {int(s): _scaled(v, log) for s, v in zip(group["seed"], group["value"])}
-        if seed not in values:
-            continue
-        row = {"key": key, "quantity": name, "scale": "log10" if log else "value", "training seeds": len(values),
-               "training range": max(values.values()) - min(values.values())}
-        for label, variant in variants.items():
-            mine = variant[(variant["key"] == key) & (variant["quantity"] == name) & (variant["seed"] == seed)]
-            shift = abs(_scaled(float(mine["value"].iloc[0]), log) - values[seed]) if len(mine) else math.nan
-            row[f"{label}: shift"] = shift
-            row[f"{label}: shift / range"] = shift / row["training range"] if row["training range"] > 0 else (
-                0.0 if shift == 0 else math.inf)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def outcome_changes(base: Sequence[Any], variant: Sequence[Any]) -> list[str]:
-    """The tested findings whose outcome on a variant differs from the base run's (same seed), as "key: a -> b"."""
-    theirs = {f.key: f.outcome for f in variant if f.tested}
-    return [f"{f.key}: {f.outcome} -> {theirs[f.key]}" for f in base if f.tested and f.key in theirs
-            and theirs[f.key] != f.outcome]
-
-
-def variant_spreads(table: pd.DataFrame, changes: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
-    """Per variant of seed 0, computed once from :func:`against_the_rest` (before any JSON round trip, which turns an
-    infinite ratio into null): the median shift over the training seeds' range, the quantities beyond that range,
-    how many quantities, and the findings whose outcome it changes. The sentence and the README's table both render
-    these numbers."""
-    out = {}
-    for label, changed in changes.items():
-        ratios = table[f"{label}: shift / range"]
-        finite = ratios.replace([np.inf], np.nan).dropna()
-        out[label] = {"median": float(finite.median()) if len(finite) else math.nan,
-                      "beyond": int((ratios > 1).sum()), "quantities": int(len(table)), "changed": len(changed)}
-    return out
-
-
-def rest_sentence(table: pd.DataFrame, changes: Mapping[str, Sequence[str]], seeds: int) -> str:
-    """The seed study's sentence on the training seed against the rest, rendered from :func:`variant_spreads`."""
-    parts = [f"{label} moves the median deciding quantity by {s['median']:.2f} of the range the {seeds} training "
-             f"seeds span ({s['beyond']} of {s['quantities']} quantities beyond that range) and changes {s['changed']} "
-             "findings' outcome on seed 0" for label, s in variant_spreads(table, changes).items()]
-    return "On seed 0, " + "; ".join(parts) + "."
-
-
-def spread_table(spread: Mapping[str, Any]) -> pd.DataFrame:
-    """docs/seed_spread.json's table for a reader: per deciding quantity, the training seeds' range and each variant's
-    shift as a share of it, largest first."""
-    table = pd.DataFrame(spread["table"])
-    ratios = [c for c in table.columns if c.endswith("shift / range")]
-    return table.sort_values(ratios[0], ascending=False) if ratios else table

@@ -1,57 +1,28 @@
-"""Every notebook's findings, and their verdicts over training seeds (notebook 09 collects them).
-
-Each notebook ends with :func:`show`, which prints its findings on this run (one training seed): the paper's
-claim, the deciding quantities with their thresholds, and this seed's outcome (holds, partly, fails). The studies
-judge their own findings when they run (``calibration.findings``, ``formats.findings``, ``leakage.findings``,
-``entropy.findings``, ``alignment.findings``) and store them as data in their ``metrics.json``; notebooks 00-02
-are judged here against TOFU's and open-unlearning's expectations, from their stored results. Notebook 09 puts the
-findings of every seed present together and judges each by the one rule across seeds
-(:func:`unlearnkit.claims.judge_over_seeds`): nothing is parsed back from prose, nothing is typed.
-"""
+"""The findings of each notebook on one seed: notebooks 00-02 judged here against TOFU's and open-unlearning's
+expectations, from their stored results (``_BY_NOTEBOOK``); notebooks 03-08 read from the findings their studies
+stored in their ``metrics.json``; and the finding across notebook 02's unlearning runs (ROUGE against membership
+inference)."""
 
 from __future__ import annotations
 
-import html
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import config, results, runs
-from ..claims import (
-    ATTACKS,
+from ... import results, runs
+from ...claims import (
     FACT,
-    FAILS,
-    HOLDS,
-    JOSHI,
     NO_TEST,
-    NOT,
     OPEN_UNLEARNING,
-    PARTLY,
-    PARTLY_HOLDS,
-    REPRODUCED,
-    SCHOLTEN,
-    SEEDS_FOR_A_VERDICT,
     TOFU,
-    VERDICTS,
-    WANG,
     Finding,
     Quantity,
-    Verdict,
-    counts,
-    judge_all,
     names,
     outcome_of,
 )
-from ..config import Params
-from .effects import base as effect_base
-from .effects.base import mia_gaps
-
-__all__ = ["Finding", "Quantity", "Verdict", "REPRODUCED", "PARTLY", "NOT", "FACT", "NO_TEST", "HOLDS",
-           "PARTLY_HOLDS", "FAILS", "VERDICTS"]
-
-PAPERS = (TOFU, WANG, JOSHI, SCHOLTEN, OPEN_UNLEARNING, ATTACKS)
+from ...config import Params
+from ..effects import base as effect_base
+from ..effects.base import mia_gaps
 
 #: TOFU's expectation of an unlearning run (notebook 02), against the target and the retain model of notebook 01:
 #: forget quality rises by at least this factor over the target's,
@@ -305,255 +276,3 @@ def _rouge_vs_mia(before: Mapping[str, Any], unlearned: Mapping[str, Mapping[str
             f"{'; '.join(parts[False]) or 'none'}")
     return Finding(runs.UNLEARNING, OPEN_UNLEARNING, claim, text, outcome_of(len(held), len(tested)), figure, short,
                    quantities, tuple((run, run in held) for run in tested))
-
-
-# --------------------------------------------------------------------------- a notebook's own findings
-
-
-def show(params: Params, notebook: str) -> list[Finding]:
-    """Print one notebook's findings on this run (its last cell)."""
-    found = of_notebook(params, notebook)
-    print(text(found))
-    return found
-
-
-def text(found: Sequence[Finding]) -> str:
-    blocks = []
-    for f in found:
-        seed = f"seed {f.seed}" if f.seed is not None else "this run"
-        blocks.append(f"{f.paper}\n  paper:    {f.claim}\n  {seed + ':':<9} {f.reading}\n  outcome:  {f.outcome.upper()} "
-                      f"(one seed; the verdict over seeds is notebook 09's)")
-    return "\n\n".join(blocks)
-
-
-# --------------------------------------------------------------------------- over training seeds (notebook 09)
-
-
-def seeds_with_results(profile: str) -> list[int]:
-    """The training seeds of ``profile`` whose run store or committed results hold at least one notebook's results
-    and that no runner is running now (:func:`seeds_in_progress`): a seed half run would count the notebooks it has
-    finished."""
-    return [s for s in results.seeds(profile) if results.SeedResults(profile, s).notebooks()]
-
-
-def seeds_in_progress(profile: str) -> list[int]:
-    """The training seeds of ``profile`` a runner is running now (``runner seed``/``seeds``/``all`` holds their
-    ``.running`` lock): left out of the verdicts until they finish."""
-    return [s for s in runs.seeds(profile) if runs.in_progress(profile, s)]
-
-
-def of_seeds(params: Params, seeds: Sequence[int] | None = None) -> dict[int, list[Finding]]:
-    """``{seed: its findings}`` for ``seeds`` (default: every seed of the profile with results)."""
-    chosen = seeds_with_results(params.profile) if seeds is None else list(seeds)
-    return {seed: of_seed(params.replace(seed=int(seed))) for seed in chosen}
-
-
-def across_seeds(params: Params, seeds: Sequence[int] | None = None,
-                 committed: Mapping[str, Verdict] | None = None) -> list[Verdict]:
-    """Every finding judged over the seeds present (or ``seeds``) by the one rule; ``committed`` (the committed seed
-    study's verdicts by key) flags findings whose margin lies inside that study's spread."""
-    return judge_all(of_seeds(params, seeds), committed)
-
-
-def table(verdicts: Sequence[Verdict], seed: int | None = None,
-          committed: Mapping[str, Verdict] | None = None):
-    """The cross-paper table: one row per finding, its verdict over the seeds and what the seeds say; with ``seed``,
-    that seed's own outcome beside it; with ``committed``, the committed verdict too."""
-    import pandas as pd
-
-    rows = []
-    for v in verdicts:
-        row = {"notebook": v.notebook, "paper": v.paper, "short": v.short, "finding": v.claim,
-               "seeds": ", ".join(map(str, v.seeds))}
-        if seed is not None:
-            own = next((r for r in v.per_seed if r["seed"] == seed), None)
-            row[f"seed {seed}"] = own["outcome"] if own else "not run"
-            row[f"seed {seed}: numbers"] = own["text"] if own else ""
-        row["over the seeds"] = v.text
-        row["verdict"] = v.verdict
-        row["tile"] = tile(v)
-        if committed is not None:
-            row["committed verdict"] = committed[v.key].verdict if v.key in committed else "none"
-        row["figure"] = v.figure
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-#: What the overview shows of a finding tested on fewer seeds than a verdict needs: what those seeds agree on.
-EVERY_SEED_HOLDS, EVERY_SEED_FAILS, SEEDS_DIFFER = "holds on every seed", "fails on every seed", "partly or mixed"
-
-
-def tile(v: Verdict) -> str:
-    """How the overview colours a finding: its verdict where it rests on enough seeds (or is a fact / untested),
-    else what its few seeds agree on (holds on every one, fails on every one, or partly or mixed), so that a one-seed
-    run's front page shows that seed's outcomes instead of a wall of "partly"."""
-    if v.verdict in (FACT, NO_TEST) or v.n >= SEEDS_FOR_A_VERDICT:
-        return v.verdict
-    if v.k == v.n:
-        return EVERY_SEED_HOLDS
-    if v.fails == v.n:
-        return EVERY_SEED_FAILS
-    return SEEDS_DIFFER
-
-
-def _failing_parts(v: Verdict) -> list[tuple[str, int]]:
-    """The parts of a finding that failed, with the number of seeds each failed on, most frequent first."""
-    counted: dict[str, int] = {}
-    for record in v.per_seed:
-        for name, holds in (record.get("parts") or {}).items():
-            if not holds:
-                counted[name] = counted.get(name, 0) + 1
-    return sorted(counted.items(), key=lambda item: -item[1])
-
-
-def _page(v: Verdict) -> str:
-    return f"{v.notebook}.html"
-
-
-def story(verdicts: Sequence[Verdict]) -> str:
-    """The front page's opening, generated from the findings: per paper, how many of its findings hold over the seeds
-    and, for each that does not, which of its parts fail and on how many seeds, linking the page that explains it."""
-    seeds = sorted({s for v in verdicts for s in v.seeds})
-    caution = ("one training seed: read every verdict as that seed's outcome" if len(seeds) == 1 else
-               f"{len(seeds)} training seeds ({', '.join(map(str, seeds))})" + (
-                   "; fewer than five, so no verdict here is confident (docs/metrics.md §8)"
-                   if len(seeds) < SEEDS_FOR_A_VERDICT else ""))
-    lines = [f"Judged over {caution}."]
-    few = len(seeds) < SEEDS_FOR_A_VERDICT
-    for paper in PAPERS:
-        mine = [v for v in verdicts if v.paper == paper and v.verdict in (REPRODUCED, PARTLY, NOT)]
-        if not mine:
-            continue
-        by = {verdict: [v for v in mine if v.verdict == verdict] for verdict in (REPRODUCED, PARTLY, NOT)}
-        if few:  # no verdict can be confident: say what the seeds agree on, and list what did not hold
-            held = [v for v in mine if tile(v) == EVERY_SEED_HOLDS]
-            failed = [v for v in mine if tile(v) == EVERY_SEED_FAILS]
-            every = "on its seed" if len(seeds) == 1 else "on every seed"
-            head = (f"**{paper}**: of {len(mine)} findings, {len(held)} hold {every}"
-                    + (f" ({html.escape(names(v.short for v in held))})" if 0 < len(held) <= 8 else "")
-                    + f", {len(failed)} fail {every}, {len(mine) - len(held) - len(failed)} hold in part"
-                    + ("" if len(seeds) == 1 else " or differ between seeds") + ".")
-            shown = [v for v in mine if tile(v) != EVERY_SEED_HOLDS]
-        else:
-            head = (f"**{paper}**: {len(by[REPRODUCED])} of {len(mine)} findings reproduced"
-                    + (f" ({html.escape(names(v.short for v in by[REPRODUCED]))})" if 0 < len(by[REPRODUCED]) <= 6
-                       else "")
-                    + f", {len(by[PARTLY])} partly, {len(by[NOT])} not reproduced.")
-            shown = by[NOT] + by[PARTLY]
-        lines.append("\n" + head + "\n")
-        for v in shown:
-            failing = _failing_parts(v)
-            on = lambda n, v=v: f"{n} of {v.n} seed{'s' if v.n > 1 else ''}"  # noqa: E731
-            partly = v.n - v.k - v.fails
-            if failing:
-                why = "; ".join(f"{name} fails on {on(n)}" for name, n in failing[:3])
-            elif v.fails:
-                why = f"fails on {on(v.fails)}"
-            elif partly:
-                why = f"holds in part on {on(partly)}"
-            else:
-                why = f"holds on {on(v.k)}"
-            why, short = html.escape(why), html.escape(v.short)  # run and part names are text, never markup
-            if few:
-                lines.append(f"- [{short}]({_page(v)}): {why}.")
-                continue
-            if v.verdict == PARTLY and v.n < SEEDS_FOR_A_VERDICT:
-                why += f" (tested on too few seeds for a verdict: {SEEDS_FOR_A_VERDICT} needed)"
-            lines.append(f"- [{short}]({_page(v)}), *{v.verdict}*: {why}.")
-    return "\n".join(lines)
-
-
-def key_figures(verdicts: Sequence[Verdict]) -> list[str]:
-    """The figures the findings point at, once each, in the order of the findings."""
-    return list(dict.fromkeys(v.figure for v in verdicts if v.figure))
-
-
-def notebooks_showing(verdicts: Sequence[Verdict], figure: str) -> list[str]:
-    return list(dict.fromkeys(v.notebook for v in verdicts if v.figure == figure))
-
-
-# --------------------------------------------------------------------------- the summary (docs/findings.json)
-
-#: The rule in a sentence, stored with the summary (docs/metrics.md says it in full, with the papers' sentences).
-RULE = ("Per finding, k of the n seeds on which it was tested hold and f fail; reproduced when the one-sided 95 % "
-        "Clopper-Pearson lower bound of k/n exceeds 1/2 (at least five seeds, all holding; of six, all six), not "
-        "reproduced when that of f/n does, partly otherwise; each deciding quantity's mean over seeds with a 95 % "
-        "percentile bootstrap interval.")
-
-
-def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, Any] | None = None,
-            claims: Sequence[Any] | None = None) -> dict[str, Any]:
-    """What notebook 09 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
-    schema version, the seeds, the registered claims judged over them (``claims``: their ClaimVerdicts, read with the
-    registry by :mod:`unlearnkit.report.claims`), the claims not testable here, and the former findings with the
-    former rule, counts, per-seed outcomes and values, k, n and intervals, so that each verdict can be recomputed
-    from the file alone; with ``seed_study`` (:func:`unlearnkit.studies.seeds.study`), how the methods rank across
-    the seeds."""
-    from .. import registry
-    from .effects import records as claim_records
-
-    seeds = sorted({s for v in verdicts for s in v.seeds} | {r.seed for c in claims or () for r in c.per_seed})
-    reg = registry.load()
-    rows = claim_records.records(reg, claims or (), verdicts)
-    out = {"schema_version": claim_records.SCHEMA_VERSION, "profile": profile, "seeds": seeds,
-           "claims_rule": claim_records.RULE, "claims_counts": claim_records.counts(rows), "claims": rows,
-           "untested": claim_records.untested_records(reg),
-           "rule": RULE, "counts": counts(verdicts), "findings": [v.as_dict() for v in verdicts]}
-    if seed_study is not None:
-        out["seed_study"] = dict(seed_study)
-    return out
-
-
-def read_summary(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def summary_verdicts(data: Mapping[str, Any] | None) -> dict[str, Verdict]:
-    """The verdicts of a stored summary, by key (empty for none)."""
-    if not data:
-        return {}
-    return {row["key"]: Verdict.from_dict(row) for row in data.get("findings", []) if "key" in row}
-
-
-def summary_seeds(data: Mapping[str, Any] | None) -> list[int]:
-    return [int(s) for s in (data or {}).get("seeds", [])]
-
-
-def may_replace(committed: Mapping[str, Any] | None, seeds: Sequence[int]) -> bool:
-    """A summary judged over ``seeds`` may replace the committed one only when its seeds include the committed
-    file's (a one-seed run never replaces a six-seed table). The former findings' summary (schema 0, six seeds on one
-    corpus draw) was moved to docs/findings-former.json once, by hand, when the registered claims replaced it."""
-    return set(summary_seeds(committed)) <= set(seeds)
-
-
-def profile_summary_path(profile: str) -> Path:
-    return runs.profile_dir(profile) / runs.FINDINGS_ACROSS_SEEDS
-
-
-def write_profile_summary(profile: str, verdicts: Sequence[Verdict],
-                          seed_study: Mapping[str, Any] | None = None, claims: Sequence[Any] | None = None) -> Path:
-    path = profile_summary_path(profile)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    runs.atomic_write_text(path, json.dumps(config.jsonable(summary(profile, verdicts, seed_study, claims)), indent=1,
-                                              ensure_ascii=False) + "\n")
-    return path
-
-
-def _styles() -> dict[str, str]:
-    return {REPRODUCED: "background-color: #d9f0d3", PARTLY: "background-color: #fee8b0",
-            NOT: "background-color: #f8d0cc", NO_TEST: "color: #777", FACT: "color: #777",
-            HOLDS: "background-color: #d9f0d3", PARTLY_HOLDS: "background-color: #fee8b0",
-            FAILS: "background-color: #f8d0cc"}
-
-
-def styled(frame):
-    """The findings table with its verdict and outcome columns coloured, text left-aligned and wrapped (for
-    notebooks and the HTML report)."""
-    style = _styles()
-    frame = frame.drop(columns=["tile"], errors="ignore")  # the overview's colour: the verdict and outcomes say it
-    coloured = [c for c in frame.columns if c == "verdict" or c == "committed verdict"
-                or (c.startswith("seed ") and not c.endswith("numbers"))]
-    return (frame.style.hide(axis="index").format(escape="html")
-            .map(lambda v: style.get(v, ""), subset=coloured)
-            .set_properties(**{"text-align": "left", "white-space": "normal", "vertical-align": "top"}))
-
