@@ -1,4 +1,5 @@
-"""`make lab` opens JupyterLab on notebooks/ with the workbook's kernel, and that kernel runs the workbook's own
+"""`make lab` opens JupyterLab at notebooks/, rooted at the repository (so the notebooks' links to docs/ resolve), with
+the workbook's kernel, and that kernel runs the workbook's own
 environment (the one `make setup` installed it from), not whatever Python a user's Jupyter finds first."""
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def test_make_lab_opens_jupyterlab_on_the_notebooks():
     dry = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     command = [line for line in dry.splitlines() if "jupyter lab" in line]
     assert command, dry
-    assert "-m jupyter lab --notebook-dir=notebooks" in command[-1] and "/bin/python" in command[-1]
+    assert "-m jupyter lab --ServerApp.root_dir=" in command[-1] and "/bin/python" in command[-1]
+    assert f'--ServerApp.root_dir="{ROOT}"' in command[-1] and "--LabApp.default_url=/lab/tree/notebooks" in command[-1]
     extra = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--no-browser --allow-root"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout
-    assert "--notebook-dir=notebooks --no-browser --allow-root" in extra  # a container running as root needs these
+    assert "/lab/tree/notebooks --no-browser --allow-root" in extra  # a container running as root needs these
