@@ -443,9 +443,16 @@ def test_the_reader_checks_catch_what_they_are_for():
     problems = report.page_problems(page(md("<h2>A</h2>"), out("PosixPath('/home/me/runs/x.json')"),
                                          out("/usr/lib/x.py:3: UserWarning: careful", "application/vnd.jupyter.stderr")))
     assert [p.split(":")[0] for p in problems] == ["a local path", "a pathlib repr", "a warning"]
-    known = {"verdict", "finding", "m_bin", "seed <s>"}
+    known = {"verdict", "finding", "m_bin", "seed <s>", "step <t>", "<run> (after)", "<model>, q<i> (sd <s>)",
+             "retain shots ×<k>"}
     table = "<table><thead><tr><th>finding</th><th>seed 3</th><th>verdict</th><th>odd</th></tr></thead></table>"
     assert report.glossary_gaps(page(out(table, "text/html"), out("M_bin 0.2, M_zeta 0.1")), known) == ["M_zeta", "odd"]
+    # every table of an output, findings table or not, its headers that carry a run, a step, a question or a count
+    # named as the glossary names them; a table of the notebook's prose only when it is a findings table
+    head = lambda *names: "<table><thead><tr>" + "".join(f"<th>{n}</th>" for n in names) + "</tr></thead></table>"  # noqa: E731
+    answers = head("npo_eo (after)", "step 12", "rmu@25, q3 (sd 0.05)", "retain shots ×5", "steps", "0.5")
+    assert report.glossary_gaps(page(out(answers, "text/html"), md(head("section", "what")),
+                                     md(head("verdict", "why"))), known) == ["steps", "why"]
 
 
 def test_every_notebook_links_the_glossary_and_every_link_lands_on_a_term():

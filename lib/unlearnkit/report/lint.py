@@ -62,10 +62,18 @@ def page_problems(page: str) -> list[str]:
 
 
 GLOSSARY = paths.ROOT / "docs" / "glossary.md"
-#: A table is a findings or summary table when one of its column headers is one of these: every header of such a
-#: table must be a term of the glossary.
+#: A table is a findings or summary table when one of its column headers is one of these. Every header of a table in
+#: an output must be a term of the glossary; a table the notebook's own prose writes (markdown) is checked only when
+#: it is a findings or summary table.
 _SUMMARY_MARKERS = {"verdict", "forget_quality", "model_utility", "greedy_safe_share", "over the seeds"}
 _SYMBOL = re.compile(r"\bM_(?:[A-Za-z]+|μ|σ)")
+#: Headers that carry a step, a run, a question or a count, and the generic name the glossary gives each (after a
+#: seed's ``seed <s>``): ``step 2`` (notebook 03's answers along a run), ``npo (after)`` (notebook 02's answers),
+#: ``rmu@25, q3 (sd 0.05)`` (notebook 05's bounds against n), ``retain shots ×2`` (notebook 08's probes).
+_GENERIC = ((re.compile(r"^step \d+$"), "step <t>"),
+            (re.compile(r"^\S+ \(after\)$"), "<run> (after)"),
+            (re.compile(r"^.+, q\d+ \(sd [\d.]+\)$"), "<model>, q<i> (sd <s>)"),
+            (re.compile(r"^(retain|forget) shots ×\d+$"), r"\1 shots ×<k>"))
 
 
 def glossary_terms(path: Path = GLOSSARY) -> set[str]:
@@ -76,22 +84,28 @@ def glossary_terms(path: Path = GLOSSARY) -> set[str]:
 
 
 def _generic(term: str) -> str:
-    """A header as the glossary names it: a seed's column as ``seed <s>``."""
-    return re.sub(r"^seed \d+", "seed <s>", term.strip()).lower()
+    """A header as the glossary names it: a seed's column as ``seed <s>``, and a step's, a run's, a question's or a
+    number of shots' as :data:`_GENERIC` says."""
+    term = re.sub(r"^seed \d+", "seed <s>", term.strip())
+    for pattern, name in _GENERIC:
+        term = pattern.sub(name, term)
+    return term.lower()
 
 
 def glossary_gaps(page: str, known: set[str]) -> list[str]:
-    """The symbols M_… in a page's visible text, and the column headers of its findings and summary tables, that
-    the glossary (``known``, :func:`glossary_terms`) does not define."""
+    """The symbols M_… in a page's visible text, and the column headers of every table in its outputs (and of the
+    findings and summary tables its markdown writes), that the glossary (``known``, :func:`glossary_terms`) does
+    not define."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(page, "html.parser")
     gaps: set[str] = set()
     for block in soup.select(".jp-RenderedMarkdown, .jp-OutputArea-output"):
         gaps |= {s for s in _SYMBOL.findall(block.get_text(" ")) if s.lower() not in known}
+        output = "jp-OutputArea-output" in block.get("class", [])
         for table in block.select("table"):
             headers = [th.get_text(" ").strip() for th in table.select("thead th")]
-            if _SUMMARY_MARKERS & {h.lower() for h in headers}:
+            if output or _SUMMARY_MARKERS & {h.lower() for h in headers}:
                 gaps |= {h for h in headers if h and not re.fullmatch(r"[-+.\deE%]+", h)
                          and _generic(h) not in known}
     return sorted(gaps)
