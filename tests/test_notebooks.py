@@ -349,8 +349,8 @@ def test_the_report_renders_offline_in_a_headless_browser(smoke_report):
 
 
 def _reader_problems(folder) -> dict[str, list[str]]:
-    """Every page's problems a reader would trip on (report.page_problems), and the symbols and findings/summary
-    table columns its pages print that the glossary lacks."""
+    """Every page's problems a reader would trip on (report.page_problems), and the symbols and the column headers of
+    every printed table its pages show that the glossary lacks."""
     from unlearnkit import report
 
     known = report.glossary_terms()
@@ -366,7 +366,7 @@ def _reader_problems(folder) -> dict[str, list[str]]:
 
 def test_the_reader_view_is_quiet_and_every_printed_symbol_is_in_the_glossary(smoke_report):
     """No local path, no pathlib repr, no Python warning, no empty section on any page of the smoke report, and every
-    symbol M_… and every column of a findings or summary table defined in docs/glossary.md."""
+    symbol M_… and every column header of every printed table defined in docs/glossary.md."""
     assert _reader_problems(smoke_report.parent) == {}
 
 
