@@ -105,7 +105,9 @@ class Params(Mapping):
     pack_batches: bool = param('fine-tuning', "true packs each batch's examples into fewer rows (no padding: 1.2-1.3x the tokens/s of the base, fine-tuning and complying models); the same examples and loss up to float rounding, but it trains another model, and the default's verdicts move with such differences (see README)")
     checkpoint_every: int = param('fine-tuning', 'optimizer steps between resumable checkpoints', _NON_NEGATIVE)
     methods: list = param('unlearning', '')
-    method_settings: dict = param('unlearning', "named runs: a method with other settings, its own unlearn_* training keys included (ga, gd, kl, idk, npo: every step kept, for early stopping in notebook 03; gd_retain_only, gd_lr1e-4: what erodes held-out memory, notebook 03; npo_eo, gd_eo: entropy optimisation, notebook 06; *_mild: gentler runs with every step kept, notebook 05; simnpo, wga, satimp, ceu, undial, altpo: open-unlearning's methods with its forget weights, SimNPO 0.125 and SatImp 0.1, on the shared schedule)")
+    method_settings: dict = param('unlearning', "named runs: a method with other settings, its own unlearn_* "
+                                  "training keys included; one file each in notebooks/params/named-runs/<profile>/, "
+                                  "listed in order in named-runs/<profile>.yaml, which says what each is for")
     unlearn_epochs: float = param('unlearning', '', _POSITIVE)
     unlearn_lr: float = param('unlearning', '', _POSITIVE)
     unlearn_batch_size: int = param('unlearning', '', _BATCH)
