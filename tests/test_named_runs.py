@@ -119,6 +119,14 @@ def test_what_is_not_a_run_is_refused_in_one_line(params_dir):
         config.load_profile("mine")
     (params_dir / "mine.yaml").write_text("extends: default\n")
     assert config.load_profile("mine")["method_settings"]["ga"] == {"method": "ga"}
+    # a profile without files of its own may still set the runs inline, as before, and a profile extending it
+    # layers its files over them
+    (params_dir / "inline.yaml").write_text("extends: default\nmethod_settings: {x: {method: npo}}\n")
+    assert config.load_profile("inline")["method_settings"] == {"x": {"method": "npo"}}
+    (params_dir / "below.yaml").write_text("extends: inline\n")
+    (runs / "below").mkdir()
+    (runs / "below" / "y.yaml").write_text("method: gd\n")
+    assert config.load_profile("below")["method_settings"] == {"x": {"method": "npo"}, "y": {"method": "gd"}}
 
 
 def test_the_runner_sets_the_runs_whole_as_before(capsys):
