@@ -9,7 +9,7 @@ import torch
 from method_checks import N
 from unlearnkit import config, pipeline, training
 from unlearnkit import unlearning as ul
-from unlearnkit.unlearning.registry import Method, Option, register
+from unlearnkit.unlearning.registry import Method, Option, declared, register
 
 ALL_PARTS_SETTINGS = [
     {"method": m} for m in ul.METHODS
@@ -93,6 +93,12 @@ def test_every_option_that_is_a_profile_key_has_the_profiles_default_and_no_rule
         assert option.rule is config.CONSTRAINTS.get(name, option.constraint), name
         if option.constraint is not None and name in config.CONSTRAINTS:
             assert option.constraint.text == config.CONSTRAINTS[name].text, name
+        # read off the key's one declaration (#49): its help, rule, type and the default profile's value
+        assert option == declared(name) and option.doc == config.HELP[name], name
+    assert ul.OPTIONS["ceu_ignore_first"].convert is int and ul.OPTIONS["cap_delta"].convert is None
+    with pytest.raises(ValueError, match="option 'undial_positions': the library takes answer, all, the profile key "
+                                         "one of answer, all_ou"):
+        declared("undial_positions", ("answer", "all"))
     # the disagreements found before (#35): cap_delta took any finite number, retain_weight anything
     with pytest.raises(ValueError, match="cap_delta must be null or > 0"):
         ul.UnlearningLoss("ga", cap_delta=-1.0)

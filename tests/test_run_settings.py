@@ -97,6 +97,19 @@ def test_with_run_leaves_the_params_it_was_given_unchanged(params):
         params.method_settings = {}
 
 
+def test_a_runs_own_settings_are_read_one_way(params):
+    """pipeline.own_settings: what derived_run, the entropy sweeps and effects.method_of read (#49)."""
+    assert pipeline.own_settings(params, "npo_mild") == params.method_settings["npo_mild"]
+    assert pipeline.own_settings(params, "npo_mild", without=("unlearn_lr", "absent")) == {
+        "method": "npo", "unlearn_save_every": 1}
+    assert pipeline.own_settings(params, "rmu") == {"method": "rmu"}  # a bare method
+    stored = {"method_settings": {"x": {"method": "gd", "beta": 0.2}}}  # the parameters a run record stored
+    assert pipeline.own_settings(stored, "x", without=("beta",)) == {"method": "gd"}
+    assert pipeline.own_settings({"method_settings": None}, "ga") == {"method": "ga"}
+    derived = pipeline.derived_run(params, "npo_mild", "npo_mild_x", forget_split="forget05")
+    assert derived.method_settings["npo_mild_x"] == {"method": "npo", "unlearn_lr": 3.0e-4, "forget_split": "forget05"}
+
+
 def test_with_run_keeps_the_parameters_of_a_mapping_completed_from_its_profile():
     p = pipeline.with_run(config.as_params({"profile": "default", "seed": 7}), "ga_x", method="ga", unlearn_epochs=1.0)
     assert isinstance(p, config.Params) and p.seed == 7

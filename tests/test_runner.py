@@ -37,8 +37,11 @@ def test_every_profile_loads_typed_and_holds_only_its_differences():
 
 
 def test_a_profile_extends_another_and_overrides_win(tmp_path, monkeypatch):
+    import shutil
+
     for f in paths.PARAMS.glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())
+    shutil.copytree(paths.PARAMS / config.RUNS, tmp_path / config.RUNS)  # the named runs, one file each
     (tmp_path / "small-paper.yaml").write_text("extends: paper\nn_samples: 16\n")
     monkeypatch.setattr(paths, "PARAMS", tmp_path)
     params = config.Params.load("small-paper", seed=3)
@@ -183,7 +186,7 @@ def test_every_declared_constraint_names_a_declared_key_and_holds_on_every_profi
     from unlearnkit.unlearning import ENTROPY_POSITIONS
 
     assert config.CONSTRAINTS["sampler"].choices == tuple(SAMPLERS)
-    assert config._POSITIONS.choices == tuple(ENTROPY_POSITIONS)
+    assert config.constraints._POSITIONS.choices == tuple(ENTROPY_POSITIONS)
     from unlearnkit.metrics.privacy import EXTRACTION_NO_MATCH, GRADNORM_REDUCTIONS
 
     assert config.CONSTRAINTS["gradnorm_reduction"].choices == tuple(GRADNORM_REDUCTIONS)

@@ -70,6 +70,7 @@ from .settings import (  # noqa: F401
     check_params,
     check_sources,
     derived_run,
+    own_settings,
     run_params,
     unlearning_settings,
     with_run,

@@ -3,7 +3,7 @@ that need the data source and the runs (split names, run names)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import config, paths
@@ -134,10 +134,19 @@ def with_run(params: Params, run: str, **settings: Any) -> Params:
     return params.replace(method_settings={**params.method_settings, run: dict(settings)})
 
 
+def own_settings(params: Mapping[str, Any], run: str, without: Iterable[str] = ()) -> dict[str, Any]:
+    """``run``'s own settings as the profile writes them, ``method_settings[run]`` (``{"method": run}`` for a bare
+    method), less the keys ``without`` (those a run derived from it sets itself): the one way a study reads a run's
+    settings to derive another (:func:`derived_run`, the entropy sweeps), or the method of a stored run.
+    ``params``: a :class:`Params`, or the parameters a run record stored."""
+    settings = (params.get("method_settings") or {}).get(run, {"method": run})
+    return {k: v for k, v in settings.items() if k not in without}
+
+
 def derived_run(params: Params, run: str, name: str, **changes: Any) -> Params:
     """The parameters with one more run, ``name``: ``run``'s own settings and schedule with ``changes`` (a cap, a
     forget split), but not where ``run`` keeps its weights, which serves early stopping of ``run`` alone."""
-    own = {k: v for k, v in params.method_settings.get(run, {}).items() if k != "unlearn_save_every"}
+    own = own_settings(params, run, without=("unlearn_save_every",))
     return with_run(params, name, **{**own, "method": unlearning_settings(params, run)["method"], **changes})
 
 

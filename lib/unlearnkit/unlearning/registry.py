@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -29,8 +30,8 @@ Term = Callable[[Any], torch.Tensor]  # of the step (loss.Step) it is computed i
 @dataclass(frozen=True)
 class Option:
     """A keyword parameter of ``UnlearningLoss``: its default, what a given value must be and how it is stored
-    (``convert``). An option that is also a profile key (``beta``, ``rmu_layer``, ...) declares no constraint of its
-    own: its rule is the profile key's (``config.CONSTRAINTS``, the parameter's one home), so a value the front door
+    (``convert``). An option that is also a profile key (``beta``, ``rmu_layer``, ...) is read off the key's one
+    declaration (:func:`declared`): its rule is the profile key's (``config.CONSTRAINTS``), so a value the front door
     lets through is one the loss takes; an option only the loss has (``npo_retain_term``) declares its own, of the
     same :class:`~unlearnkit.config.Constraint` type."""
 
@@ -76,13 +77,36 @@ def count(name: str, default: int, doc: str = "") -> Option:
     return Option(name, default, int, config.COUNT, doc)
 
 
+#: How a profile key's value is stored, by its annotation (a string, or a key that may be null, is stored as given).
+_CONVERT: dict[str, Callable[[Any], Any]] = {"float": float, "int": int}
+
+
+@cache
+def _profile_defaults() -> dict[str, Any]:
+    return config.profile_layer(config.BASE_PROFILE)
+
+
+def declared(name: str, choices: tuple[str, ...] = ()) -> Option:
+    """The option that is profile key ``name``, read off its one declaration, the field of
+    :class:`~unlearnkit.config.Params`: its help, its constraint, its type (``convert``: float or int) and, as its
+    default, the default profile's value (default.yaml gives every parameter's value: Params declares none in code,
+    so the loss's defaults are the default profile's). ``choices``: the library's own list of an enumeration's
+    values (:data:`~.shared.CAP_ON`), which must be the key's."""
+    annotation = str(config.Params.__dataclass_fields__[name].type)
+    constraint = config.CONSTRAINTS.get(name)
+    if choices and (constraint is None or constraint.choices != tuple(choices)):
+        raise ValueError(f"option {name!r}: the library takes {', '.join(choices)}, the profile key "
+                         f"{constraint.text if constraint else 'any value'}")
+    return Option(name, _profile_defaults()[name], _CONVERT.get(annotation), constraint, config.HELP[name])
+
+
 #: Options more than one method reads (each method names those it uses in ``Method.parameters``).
 SHARED_OPTIONS: tuple[Option, ...] = (
     Option("ref_model", None, doc="the frozen reference π_ref (a model, 'disable_adapters' or None)"),
-    positive("beta", 0.1, "the inverse temperature of the log-ratios of NPO, DPO and AltPO"),
-    Option("retain_weight", 1.0, float, doc="weight of the retain term"),
-    Option("cap_delta", None, None, doc="objective capping: the cap δ on each forget example's NLL (GA family)"),
-    one_of("cap_on", "sequence", CAP_ON, "what the cap compares: the sequence NLL or the mean token NLL"),
+    declared("beta"),
+    declared("retain_weight"),
+    declared("cap_delta"),
+    declared("cap_on", CAP_ON),
 )
 
 

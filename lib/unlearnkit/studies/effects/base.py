@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import judge, registry, results, runs
+from ... import judge, pipeline, registry, results, runs
 from ...judge import CONSISTENT, COUNTED, SeedResult, Unit
 from ...registry import Claim
 from ...results import SeedResults
@@ -83,7 +83,7 @@ def parameters(seed: SeedResults) -> dict[str, Any]:
 def method_of(run: str, params: Mapping[str, Any]) -> str:
     """The unlearning method of a run of notebook 02 (or of a label ``run@step``), by the stored method_settings."""
     name = run.split("@", 1)[0]
-    return str((params.get("method_settings") or {}).get(name, {}).get("method", name))
+    return str(pipeline.own_settings(params, name).get("method", name))
 
 
 def before(seed: SeedResults) -> tuple[dict[str, Any], str | None]:

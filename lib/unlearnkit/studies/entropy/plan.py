@@ -74,8 +74,8 @@ def sweep_run(params: Params, method: str, lambda_f: float, lambda_r: float,
         # The run's name carries |λ_r|; the paper's signs (λ_f >= 0, λ_r <= 0) keep it unambiguous.
         raise ValueError(f"entropy optimisation takes lambda_f >= 0 and lambda_r <= 0 (docs/metrics.md §3); "
                          f"got lambda_f={lambda_f}, lambda_r={lambda_r}")
-    base = {k: v for k, v in params.method_settings.get(method, {"method": method}).items()
-            if k not in ("lambda_f", "lambda_r", "unlearn_lr", "unlearn_save_every")}
+    base = pipeline.own_settings(params, method,
+                                 without=("lambda_f", "lambda_r", "unlearn_lr", "unlearn_save_every"))
     settings: dict[str, Any] = {**base, "lambda_f": float(lambda_f), "lambda_r": float(lambda_r)}
     if float(lr) != float(params.unlearn_lr):
         settings["unlearn_lr"] = float(lr)

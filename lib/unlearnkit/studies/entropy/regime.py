@@ -31,8 +31,8 @@ def regime_eo_points(params: Params, regime: Mapping[str, tuple[str, int]]) -> t
         if base not in steps:
             continue
         step = steps[base]
-        own = {k: v for k, v in params.method_settings.get(base, {"method": base}).items()
-               if k not in ("lambda_f", "lambda_r", "entropy_positions", "unlearn_save_every")}
+        own = pipeline.own_settings(params, base,
+                                    without=("lambda_f", "lambda_r", "entropy_positions", "unlearn_save_every"))
         method = pipeline.unlearning_settings(params, base)["method"]
         points.append(RegimePoint(base, base, method, 0.0, 0.0, "none", step))
         for lambda_f in params.eo_regime_lambda_f_grid:

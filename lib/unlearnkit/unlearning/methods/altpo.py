@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..registry import Method, count, positive, register
+from ..registry import Method, declared, register
 from ..shared import log_ratio, retain_nll
 
 #: How an alternate answer is asked of the target model (the workbook's own wording): the question and its true
@@ -56,8 +56,7 @@ ALTPO = register(Method(
     forget=alternate_preference,
     retain=retain_nll,
     parameters=("ref_model", "beta", "retain_weight", "altpo_n_alternates", "altpo_temperature"),
-    options=(count("altpo_n_alternates", 5, "AltPO: alternates sampled per forget question where the corpus ships none"),
-             positive("altpo_temperature", 1.0, "AltPO: the temperature they are sampled at")),
+    options=(declared("altpo_n_alternates"), declared("altpo_temperature")),
     needs_reference=True,
     batch_parts=("forget_alt",),
     forget_reads=("forget_alt", "forget"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..registry import Method, non_negative, register
+from ..registry import Method, declared, register
 from ..shared import masked_pooled_mean
 
 
@@ -47,6 +47,6 @@ CEU = register(Method(
     summary="CE(softmax(sg(z) without the true token), p_θ) at the answer positions (tokens pooled); no retain term",
     forget=cross_entropy_unlearning,
     parameters=("ceu_ignore_first",),
-    options=(non_negative("ceu_ignore_first", 1, "CE-U: answer tokens at the start of each answer left out", int),),
+    options=(declared("ceu_ignore_first"),),
     source="src/trainer/unlearn/ceu.py",
 ))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import torch
 
 from ...training import pooled_mean
-from ..registry import Method, Option, flag, non_negative, positive, register
+from ..registry import Method, Option, declared, flag, register
 from ..shared import decoder_layers, resolve_layer
 
 
@@ -88,8 +88,7 @@ RMU = register(Method(
     forget=steer,
     retain=keep_representation,
     parameters=("ref_model", "retain_weight", "rmu_layer", "rmu_steering_coef", "rmu_seed", "rmu_answer_tokens_only"),
-    options=(non_negative("rmu_layer", 2, "the steered decoder layer (clamped to the model's last)", int),
-             positive("rmu_steering_coef", 2.0, "c, the norm of the steering target c·u"),
+    options=(declared("rmu_layer"), declared("rmu_steering_coef"),
              Option("rmu_seed", 0, int, doc="seed of the steering direction u"),
              flag("rmu_answer_tokens_only", False, "steer only the answer tokens (else every non-padding token)")),
     needs_reference=True,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from ..registry import Method, non_negative, register
+from ..registry import Method, declared, register
 from ..shared import masked_pooled_mean, retain_nll, token_nll
 
 
@@ -35,7 +35,6 @@ SATIMP = register(Method(
     forget=reweighted_ascent,
     retain=retain_nll,
     parameters=("satimp_beta1", "satimp_beta2", "retain_weight"),
-    options=(non_negative("satimp_beta1", 5.0, "SatImp's saturation exponent β1 (weight p^β1)"),
-             non_negative("satimp_beta2", 1.0, "SatImp's importance exponent β2 (weight (1 − p)^β2)")),
+    options=(declared("satimp_beta1"), declared("satimp_beta2")),
     source="src/trainer/unlearn/satimp.py",
 ))

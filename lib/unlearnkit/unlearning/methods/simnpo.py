@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..registry import Method, number, positive, register
+from ..registry import Method, declared, register
 from ..shared import mean_nll, retain_nll
 
 
@@ -37,7 +37,6 @@ SIMNPO = register(Method(
     forget=simple_negative_preference,
     retain=retain_nll,
     parameters=("simnpo_beta", "simnpo_delta", "retain_weight"),
-    options=(positive("simnpo_beta", 4.5, "SimNPO's β, on the length-normalised NLL"),
-             number("simnpo_delta", 0.0, "SimNPO's margin δ subtracted from that NLL")),
+    options=(declared("simnpo_beta"), declared("simnpo_delta")),
     source="src/trainer/unlearn/simnpo.py",
 ))

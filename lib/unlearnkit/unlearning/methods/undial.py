@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ..registry import Method, flag, non_negative, one_of, register
+from ..registry import Method, declared, flag, register
 from ..shared import masked_pooled_mean, retain_nll
 
 #: Where UNDIAL's cross-entropy is averaged: the answer positions, or every position as open-unlearning's code does.
@@ -62,9 +62,7 @@ UNDIAL = register(Method(
     forget=distill,
     retain=retain_nll,
     parameters=("ref_model", "undial_beta", "undial_positions", "retain_weight", "undial_retain_term"),
-    options=(non_negative("undial_beta", 10.0, "UNDIAL: how far the teacher's logit of the true token is lowered"),
-             one_of("undial_positions", "answer", UNDIAL_POSITIONS,
-                    "UNDIAL: answer positions (the definition) or all_ou (every position, as open-unlearning)"),
+    options=(declared("undial_beta"), declared("undial_positions", UNDIAL_POSITIONS),
              flag("undial_retain_term", False, "add the retain NLL to UNDIAL (open-unlearning: α = 0)")),
     needs_reference=True,
     retain_switch="undial_retain_term",

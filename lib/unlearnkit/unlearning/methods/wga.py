@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..registry import Method, non_negative, register
+from ..registry import Method, declared, register
 from ..shared import masked_pooled_mean, retain_nll, token_nll
 
 
@@ -35,6 +35,6 @@ WGA = register(Method(
     forget=weighted_ascent,
     retain=retain_nll,
     parameters=("wga_beta", "retain_weight"),
-    options=(non_negative("wga_beta", 1.0, "WGA's exponent of the token-probability weight"),),
+    options=(declared("wga_beta"),),
     source="src/trainer/unlearn/wga.py",
 ))

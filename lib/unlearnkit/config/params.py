@@ -1,97 +1,43 @@
-"""The workbook's parameters: layered profiles read as one typed, checked :class:`Params`.
-
-A profile is one YAML file in ``notebooks/params/``; every notebook takes the same keys, so one file configures the
-whole workbook. Parameters only: the run store is :mod:`unlearnkit.runs`, station timing :mod:`unlearnkit.stations`,
-provenance :mod:`unlearnkit.provenance`; ``params_hash`` and ``jsonable`` turn parameters into cache keys and JSON.
-"""
+"""The workbook's parameters: every key declared once, as a field of :class:`Params` (its type, section, help and
+constraint), and read from a layered profile as one typed, checked instance; ``params_hash`` and ``jsonable`` turn
+parameters into cache keys and JSON, ``notebook_params`` resolves a notebook's."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from . import paths
-
-BASE_PROFILE = "default"
-
-
-# --------------------------------------------------------------------------- what a declared value may be
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """What a parameter's value must be, where a wrong value would give a wrong result rather than an error:
-    ``text`` for the message (\"in (0, 0.5]\"), ``test`` on the value."""
-
-    text: str
-    test: Callable[[Any], bool]
-    choices: tuple[str, ...] = ()  # the allowed values of an enumeration, which the library's own lists must match
-
-    def holds(self, value: Any) -> bool:
-        try:
-            return bool(self.test(value))
-        except TypeError:
-            return False
-
-
-def is_number(value: Any) -> bool:
-    """A finite int or float (not a bool): NaN and .inf pass no range check, since a notebook cannot use them."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def between(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Constraint:
-    def test(v: Any) -> bool:
-        return is_number(v) and (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
-
-    def shown(x: float) -> str:
-        return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-    return Constraint(f"in {'(' if low_open else '['}{shown(low)}, {shown(high)}{')' if high_open else ']'}", test)
-
-
-def above(low: float, inclusive: bool = False) -> Constraint:
-    return Constraint(f"{'>=' if inclusive else '>'} {low:g}",
-                      lambda v: is_number(v) and (v >= low if inclusive else v > low))
-
-
-def at_most(high: float) -> Constraint:
-    return Constraint(f"<= {high:g}", lambda v: is_number(v) and v <= high)
-
-
-def one_of(*choices: str) -> Constraint:
-    return Constraint(f"one of {', '.join(choices)}", lambda v: v in choices, tuple(choices))
-
-
-def or_null(c: Constraint) -> Constraint:
-    return Constraint(f"null or {c.text}", lambda v: v is None or c.holds(v))
-
-
-def each(c: Constraint, non_empty: bool = False) -> Constraint:
-    return Constraint(f"a{' non-empty' if non_empty else ''} list of values {c.text}",
-                      lambda v: (bool(v) or not non_empty) and all(c.holds(x) for x in v))
-
-
-#: A count: at least 1 and at most a million (a value that would hang or exhaust memory is refused, not run).
-COUNT = between(1, 1_000_000)
-_COUNT, _NON_NEGATIVE, _POSITIVE = COUNT, above(0, inclusive=True), above(0)
-#: Tighter bounds where a count multiplies work or memory: samples per question (the paper profile takes 1,024),
-#: authors of the synthetic corpus, a batch, generated tokens.
-#: authors: the generator's own range (data.synthetic.MIN_AUTHORS, MAX_AUTHORS; a test holds them equal).
-_SAMPLES, _AUTHORS, _BATCH, _TOKENS = between(1, 100_000), between(10, 400), between(1, 65_536), between(1, 32_768)
-_QUESTIONS = between(10, 20)  # questions per synthetic author: data.synthetic's MIN/MAX_QUESTIONS_PER_AUTHOR
-_PROBABILITY, _LEVEL = between(0, 1), between(0, 0.5, low_open=True)
-_SCHEDULES = one_of("linear", "cosine", "constant")
-_POSITIONS = one_of("answer", "all", "sampled")
-_QUANT = one_of("nf4", "int4", "int8")
-_SEED = between(0, 2**32 - 1)  # numpy's seeds; a negative seed used to pass here and fail in notebook 01
+from .. import paths
+from .constraints import (
+    _AUTHORS,
+    _BATCH,
+    _COUNT,
+    _LEVEL,
+    _NON_NEGATIVE,
+    _POSITIONS,
+    _POSITIVE,
+    _PROBABILITY,
+    _QUANT,
+    _QUESTIONS,
+    _SAMPLES,
+    _SCHEDULES,
+    _SEED,
+    _TOKENS,
+    Constraint,
+    above,
+    at_most,
+    between,
+    each,
+    is_number,
+    one_of,
+    or_null,
+)
+from .profiles import BASE_PROFILE, named_runs, profile_chain, profile_layer
 
 
 def param(section: str, help: str, constraint: Constraint | None = None):
@@ -99,7 +45,6 @@ def param(section: str, help: str, constraint: Constraint | None = None):
     comment there, which ``make sync-params`` writes from here) and what its value must be. Its type is its
     annotation; it has no default in code (default.yaml gives every value)."""
     return field(metadata={"section": section, "help": help, "constraint": constraint})
-
 
 
 # --------------------------------------------------------------------------- typed, layered parameters
@@ -160,7 +105,9 @@ class Params(Mapping):
     pack_batches: bool = param('fine-tuning', "true packs each batch's examples into fewer rows (no padding: 1.2-1.3x the tokens/s of the base, fine-tuning and complying models); the same examples and loss up to float rounding, but it trains another model, and the default's verdicts move with such differences (see README)")
     checkpoint_every: int = param('fine-tuning', 'optimizer steps between resumable checkpoints', _NON_NEGATIVE)
     methods: list = param('unlearning', '')
-    method_settings: dict = param('unlearning', "named runs: a method with other settings, its own unlearn_* training keys included (ga, gd, kl, idk, npo: every step kept, for early stopping in notebook 03; gd_retain_only, gd_lr1e-4: what erodes held-out memory, notebook 03; npo_eo, gd_eo: entropy optimisation, notebook 06; *_mild: gentler runs with every step kept, notebook 05; simnpo, wga, satimp, ceu, undial, altpo: open-unlearning's methods with its forget weights, SimNPO 0.125 and SatImp 0.1, on the shared schedule)")
+    method_settings: dict = param('unlearning', "named runs: a method with other settings, its own unlearn_* "
+                                  "training keys included; one file each in notebooks/params/named-runs/<profile>/, "
+                                  "listed in order in named-runs/<profile>.yaml, which says what each is for")
     unlearn_epochs: float = param('unlearning', '', _POSITIVE)
     unlearn_lr: float = param('unlearning', '', _POSITIVE)
     unlearn_batch_size: int = param('unlearning', '', _BATCH)
@@ -400,55 +347,28 @@ def parameter_sections() -> dict[str, list[str]]:
     return sections
 
 
-def profile_names() -> list[str]:
-    return sorted(p.stem for p in paths.PARAMS.glob("*.yaml"))
-
-
-def profile_layer(name: str) -> dict[str, Any]:
-    """One profile file as written: its own keys only (``extends`` included)."""
-    paths.check_name("profile", name)  # a name, never a path: --profile ../x or /abs is refused before it is read
-    path = paths.PARAMS / f"{name}.yaml"
-    if not path.exists():
-        raise ValueError(f"unknown profile {name!r}; known profiles: {', '.join(profile_names())}")
-    try:
-        with open(path) as f:
-            layer = yaml.safe_load(f) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ValueError(f"{paths.shown(path)} is not valid YAML{where}: "
-                         f"{getattr(exc, 'problem', None) or type(exc).__name__}") from None
-    if not isinstance(layer, dict):
-        raise ValueError(f"{path}: a profile is a mapping of parameter names to values")
-    return layer
-
-
-def profile_base(name: str) -> str | None:
-    """The profile ``name`` extends: its ``extends`` key, else default (None for default itself)."""
-    if name == BASE_PROFILE:
-        return None
-    return str(profile_layer(name).get("extends", BASE_PROFILE))
-
-
 def load_profile(name: str) -> dict[str, Any]:
     """The parameters of a profile with its layers merged (default first, then each profile it extends), as
-    papermill injects them. ``profile`` is the profile's own name; ``extends`` is dropped."""
-    chain: list[str] = []
-    current: str | None = name
-    while current is not None:
-        if current in chain:
-            raise ValueError(f"profile {name!r}: 'extends' loops through {' -> '.join(chain + [current])}")
-        chain.append(current)
-        current = profile_base(current)
+    papermill injects them. ``profile`` is the profile's own name; ``extends`` is dropped. Each layer's named runs
+    (``method_settings``) are its files in ``notebooks/params/named-runs/`` (:func:`~unlearnkit.config.named_runs`)."""
+    chain = profile_chain(name)
     merged: dict[str, Any] = {}
-    for layer_name in reversed(chain):
+    for depth in reversed(range(len(chain))):
+        layer_name = chain[depth]
         layer = profile_layer(layer_name)
         layer.pop("extends", None)
         unknown = sorted(set(layer) - set(merged)) if layer_name != BASE_PROFILE else []
         if unknown:
             raise UnknownParameter(unknown_message(unknown, f" in profile {layer_name!r} ({layer_name}.yaml)",
                                                    known=list(merged)))
+        runs = named_runs(chain[depth:], merged.get("method_settings"))
+        if runs is not None:
+            if "method_settings" in layer:
+                raise ValueError(f"profile {layer_name!r} sets method_settings in {layer_name}.yaml and has named "
+                                 f"runs in named-runs/ too: give its runs one home")
+            layer["method_settings"] = runs
         merged.update(layer)
+    merged = {**{k: merged[k] for k in PARAMETER_NAMES if k in merged}, **merged}  # default.yaml's order
     merged["profile"] = name
     return merged
 

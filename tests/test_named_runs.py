@@ -1,0 +1,138 @@
+"""Named runs, one file each (notebooks/params/named-runs/, issue #49): every profile resolves to the very parameters
+it had when ``method_settings`` was one line of its YAML, the runs layer per profile as the profiles do, and a file
+that is not a run, a name that is a path or a run with two homes is refused in one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import pytest
+from unlearnkit import config, paths, runner
+
+#: sha256 of ``json.dumps(dict(config.Params.load(profile)))`` for every profile, computed at 7eee113 (main before
+#: the runs left the profile YAMLs, when default.yaml and paper.yaml held ``method_settings`` inline). Dict order
+#: included: metrics.json records the parameters in this order and cache keys hash the resolved settings, so a
+#: profile that resolves to other bytes would change the committed results.
+RESOLVED_AT_7EEE113 = {
+    "default": "c3f7c144eec2eb993e5f3e39d213856827a9eecfc60ca4ef56c258380a310eb8",
+    "eval-tiny": "3d364dc368344243f0d1c4fbb87b8e5e7b6feafa4ec3e41bd60b236d8629a43c",
+    "paper": "fefe6126b04dc8fa0d616918f1b95a50e835a82302847cdf9807e29559a7ff0f",
+    "paper-dry": "8f42455255e747bdcb37a82ad83af4bf881420bc07e7691e4ede5656bb8119c6",
+    "paper-dry-lora": "5c1fc45375289f7ed6e42e680e5fc6aad262f11b8e1dd0d57fb4efe0c07e7171",
+    "smoke": "0665953e4b04e6dde77d6d4dadf03e956c08dfcfa1adce315aec689ff2d45575",
+    "tofu-local": "97b78e35fc28f2ca1b4a7e8c9945c2bf8f53f0db1aa67cf345cfb5cb163d71da",
+}
+
+
+@pytest.mark.parametrize("profile", sorted(RESOLVED_AT_7EEE113))
+def test_every_profile_resolves_to_the_bytes_it_had_inline(profile):
+    resolved = json.dumps(dict(config.Params.load(profile)))
+    assert hashlib.sha256(resolved.encode()).hexdigest() == RESOLVED_AT_7EEE113[profile], profile
+
+
+def test_the_runs_are_files_and_never_profiles():
+    assert sorted(RESOLVED_AT_7EEE113) == config.profile_names()  # named-runs/*.yaml is not a profile
+    for text in ((paths.PARAMS / f"{p}.yaml").read_text() for p in config.profile_names()):
+        assert not any(line.startswith("method_settings:") for line in text.splitlines())
+    default = config.Params.load("default")
+    assert list(default.method_settings) == config.listed_runs("default")
+    assert default.method_settings["gd_mild"] == config.read_run("default", "gd_mild") == {
+        "method": "gd", "unlearn_lr": 3.0e-4, "unlearn_save_every": 1}
+    # paper lists its own runs (replacing default's), two of them default's files, seen through 'extends'
+    paper = config.Params.load("paper")
+    assert list(paper.method_settings) == config.listed_runs("paper") and "ga" not in paper.method_settings
+    assert paper.method_settings["npo_eo"] == default.method_settings["npo_eo"]
+    assert paper.method_settings["simnpo"] != default.method_settings["simnpo"]
+    assert config.Params.load("paper-dry").method_settings == paper.method_settings  # no runs of its own
+
+
+def test_no_profile_repeats_a_run_it_inherits():
+    for profile in config.profile_names():
+        base = config.profile_base(profile)
+        if base is None or not config.own_runs(profile):
+            continue
+        inherited = config.load_profile(base)["method_settings"]
+        repeated = [r for r in config.own_runs(profile) if inherited.get(r) == config.read_run(profile, r)]
+        assert not repeated, f"named-runs/{profile}/ repeats what {base} already says: {repeated}"
+
+
+@pytest.fixture()
+def params_dir(tmp_path, monkeypatch):
+    for f in paths.PARAMS.glob("*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    shutil.copytree(paths.PARAMS / config.RUNS, tmp_path / config.RUNS)
+    monkeypatch.setattr(paths, "PARAMS", tmp_path)
+    return tmp_path
+
+
+def test_a_profile_sees_its_parents_runs_with_its_own_files_overriding(params_dir):
+    default = config.Params.load("default").method_settings
+    (params_dir / "mine.yaml").write_text("extends: smoke\nseed: 3\n")
+    own = params_dir / config.RUNS / "mine"
+    own.mkdir()
+    (own / "gd_mild.yaml").write_text("method: gd\nunlearn_lr: 1.0e-4\n")
+    (own / "a_new.yaml").write_text("method: npo\nbeta: 0.2\n")
+    runs = config.Params.load("mine").method_settings
+    # the parent's runs in their order, gd_mild overridden in its place, the new run after them
+    assert list(runs) == [*default, "a_new"]
+    assert runs["gd_mild"] == {"method": "gd", "unlearn_lr": 1.0e-4} and runs["ga"] == default["ga"]
+    assert runs["a_new"] == {"method": "npo", "beta": 0.2}
+    # a profile extending it sees them in turn
+    (params_dir / "mine2.yaml").write_text("extends: mine\n")
+    assert config.Params.load("mine2").method_settings == runs
+    # a list: exactly the runs listed, in its order, each its own file or the one it sees through 'extends'
+    (params_dir / config.RUNS / "mine2.yaml").write_text("- a_new\n- ga\n")
+    assert config.Params.load("mine2").method_settings == {"a_new": runs["a_new"], "ga": default["ga"]}
+    # --set (or a parameters cell) still gives the whole mapping
+    given = {"x": {"method": "ga"}}
+    assert config.Params.load("mine2", method_settings=given).method_settings == given
+
+
+def test_what_is_not_a_run_is_refused_in_one_line(params_dir):
+    runs = params_dir / config.RUNS
+    (params_dir / "mine.yaml").write_text("extends: default\n")
+    (runs / "mine").mkdir()
+    (runs / "mine.yaml").write_text("- ga\n- gone\n")
+    with pytest.raises(ValueError, match="lists 'gone', but neither .*named-runs/mine/gone.yaml nor a run of the "
+                                         "profiles it extends \\(default\\) exists"):
+        config.load_profile("mine")
+    (runs / "mine.yaml").write_text("- ga\n")
+    (runs / "mine" / "stray.yaml").write_text("method: ga\n")
+    with pytest.raises(ValueError, match="named-runs/mine/stray.yaml is not a run of profile 'mine'"):
+        config.load_profile("mine")
+    (runs / "mine" / "stray.yaml").unlink()
+    for listed, message in (("- ../default/ga\n", "is not a name"), ("- ga\n- ga\n", "lists ga more than once"),
+                            ("ga: 1\n", "a list of run names"), ("- [ga\n", "is not valid YAML at line")):
+        (runs / "mine.yaml").write_text(listed)
+        with pytest.raises(ValueError, match=message) as refused:
+            config.load_profile("mine")
+        assert "\n" not in str(refused.value)
+    (runs / "mine.yaml").unlink()
+    (runs / "mine" / "ga.yaml").write_text("- ga\n")
+    with pytest.raises(ValueError, match="named-runs/mine/ga.yaml: a named run is a mapping"):
+        config.load_profile("mine")
+    (runs / "mine" / "ga.yaml").write_text("method: ga\n")
+    (params_dir / "mine.yaml").write_text("extends: default\nmethod_settings: {ga: {method: ga}}\n")
+    with pytest.raises(ValueError, match="give its runs one home"):
+        config.load_profile("mine")
+    (params_dir / "mine.yaml").write_text("extends: default\n")
+    assert config.load_profile("mine")["method_settings"]["ga"] == {"method": "ga"}
+    # a profile without files of its own may still set the runs inline, as before, and a profile extending it
+    # layers its files over them
+    (params_dir / "inline.yaml").write_text("extends: default\nmethod_settings: {x: {method: npo}}\n")
+    assert config.load_profile("inline")["method_settings"] == {"x": {"method": "npo"}}
+    (params_dir / "below.yaml").write_text("extends: inline\n")
+    (runs / "below").mkdir()
+    (runs / "below" / "y.yaml").write_text("method: gd\n")
+    assert config.load_profile("below")["method_settings"] == {"x": {"method": "npo"}, "y": {"method": "gd"}}
+
+
+def test_the_runner_sets_the_runs_whole_as_before(capsys):
+    import yaml
+
+    assert runner.main(["params", "--profile", "smoke", "--set", "method_settings={x: {method: ga}}"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["method_settings"] == {"x": {"method": "ga"}}
+    assert printed == dict(config.Params.load("smoke", method_settings={"x": {"method": "ga"}}))
