@@ -892,7 +892,7 @@ def notebook_08(params: config.Params, lengths: Lengths, trained: set[str] | Non
                       f"{len(params.rtt_lr_grid)} lrs, {len(params.quant_schemes)} quantisation schemes, "
                       f"{3 + 2 * len(params.probe_shots)} probes) on {items} forget items")
     if params.quant_regime_share and "npo" in params.methods:
-        regime = pipeline.with_run(params, "npo_regime_matched", **params.method_settings.get("npo", {"method": "npo"}))
+        regime = pipeline.with_run(params, "npo_regime_matched", **pipeline.own_settings(params, "npo"))
         train_unlearning(cost, regime, "npo_regime_matched", lengths, trained)  # NPO's schedule, at another rate
         cost.simplified.append("the regime-matched run counted with NPO's schedule (only its learning rate differs)")
     qa = lengths.qa(forget)

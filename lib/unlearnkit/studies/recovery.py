@@ -68,7 +68,7 @@ def regime_matched_run(params: Params, run: str = "npo", share: float | None = N
     ratio = attacks.bucket_crossing(target.model, unlearned.model, "nf4").median_update_over_bin
     lr = float(pipeline.run_params(params, run).unlearn_lr) * share / max(ratio, 1e-12)
     name = f"{run}_lr{lr:.2g}"
-    settings = {k: v for k, v in params.method_settings.get(run, {"method": run}).items() if k != "unlearn_lr"}
+    settings = pipeline.own_settings(params, run, without=("unlearn_lr",))
     return pipeline.with_run(params, name, **settings, unlearn_lr=lr), name, lr
 
 
