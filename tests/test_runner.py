@@ -267,3 +267,28 @@ def test_the_kernel_is_not_interrupted_on_its_way_out_but_is_while_it_runs(monke
     manager.shutting_down = True
     asyncio.run(manager._async_interrupt_kernel())  # the shutdown's: left out
     assert sent == [False]
+
+
+def test_the_kernels_note_of_its_destroyed_control_task_is_dropped_and_nothing_else():
+    """At a kernel's exit asyncio logs "Task was destroyed but it is pending!" for ipykernel's control task into a
+    closed stderr: "--- Logging error ---" and a traceback after a clean run. The runner's kernels load an extension
+    that drops that record alone."""
+    import logging
+
+    from unlearnkit.runner import execute, kernel
+
+    assert "--IPKernelApp.extensions=unlearnkit.runner.kernel" in execute.KERNEL_ARGUMENTS
+    kernel.load_ipython_extension(None)
+    kernel.load_ipython_extension(None)  # once only
+    logger = logging.getLogger("asyncio")
+    (drop,) = [f for f in logger.filters if isinstance(f, kernel._DropShutdownTask)]
+    try:
+        def record(msg):
+            return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, (), None)
+
+        assert not drop.filter(record("Task was destroyed but it is pending!\ntask: <Task pending name='Task-45' "
+                                      "coro=<Kernel.dispatch_control() running at kernelbase.py:372>>"))
+        assert drop.filter(record("Task was destroyed but it is pending!\ntask: <Task pending coro=<mine()>>"))
+        assert drop.filter(record("Exception in callback"))
+    finally:
+        logger.removeFilter(drop)

@@ -37,6 +37,11 @@ def _kernel_config(socket_dir: str | os.PathLike):
     return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(socket_dir) / "kernel")}})
 
 
+#: What every kernel the runner starts loads first: the extension that drops asyncio's note of the control task it
+#: destroys at exit (runner/kernel.py), which otherwise printed a "Logging error" traceback after a clean run.
+KERNEL_ARGUMENTS = ["--IPKernelApp.extensions=unlearnkit.runner.kernel"]
+
+
 @functools.cache
 def kernel_manager_class():
     """jupyter_client's kernel manager, but for the SIGINT it sends a kernel just before asking it to shut down: the
@@ -122,7 +127,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
             papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
                                        cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
                                        progress_bar=False, log_output=False, config=_kernel_config(sockets),
-                                       kernel_manager_class=kernel_manager_class())
+                                       kernel_manager_class=kernel_manager_class(), extra_arguments=KERNEL_ARGUMENTS)
         except BaseException as exc:
             failed = failed_copy(out)
             if running.exists():
