@@ -45,7 +45,7 @@ forget = [dataclasses.replace(f, set="forget", source_row=i) for i, f in enumera
 retain = [dataclasses.replace(f, set="retain", source_row=i) for i, f in enumerate(fc.corpus) if f.author_index not in half]
 fc = dataclasses.replace(fc, forget=forget, retain=retain, forget_authors=frozenset(half),
                          retain_authors=frozenset(range(50, 100)))
-practice = F.build_all_formats(fc, "forget10", seed=1,
+practice = F.build_all_formats(fc, "forget10", 4, 1,
                                formats=("mcqa", "analogy", "odd_one_out", "comprehension_qa", "comprehension_mcqa"))
 rng = random.Random(0)
 texts = pipeline.all_texts(ev) + pipeline.all_texts(pr)
@@ -79,18 +79,18 @@ t = time.time()
 res = training.train(model, examples, cfg, collate_fn=lambda b: models.collate(b, tok.pad_token_id))
 print("train s", round(time.time() - t), "loss", res.history[-1], flush=True)
 model.eval()
-items = F.build_all_formats(ev, "forget10", max_items_per_set=200)
+items = F.build_all_formats(ev, "forget10", 4, 0, max_items_per_set=200)
 result = {}
 for fmt in ("mcqa", "analogy", "odd_one_out", "comprehension_mcqa"):
     for s in ("forget", "retain"):
-        r = S.score_mcqa(model, tok, items[fmt][s])
+        r = S.score_mcqa(model, tok, items[fmt][s], tmpl)
         k, n = sum(r["correct"]), len(r["correct"])
         result[f"{fmt}/{s}"] = (round(k / n, 3), n, float(binomtest(k, n, 0.25, alternative="greater").pvalue))
 for s in ("forget", "retain"):
-    r = S.score_comprehension_qa(model, tok, items["comprehension_qa"][s][:100])
+    r = S.score_comprehension_qa(model, tok, items["comprehension_qa"][s][:100], tmpl, max_new_tokens=64)
     result[f"comprehension_qa/{s}"] = round(r["rouge"], 3)
 # practice-author held-in check
-r = S.score_mcqa(model, tok, practice["mcqa"]["forget"][:200])
+r = S.score_mcqa(model, tok, practice["mcqa"]["forget"][:200], tmpl)
 result["practice_mcqa"] = round(r["accuracy"], 3)
 for k, v in result.items():
     print(k, v, flush=True)

@@ -33,11 +33,12 @@ def forget_nlls(loaded, rows, params) -> tuple[np.ndarray, np.ndarray]:
     questions = [r["question"] for r in rows]
     n_wrong = len(rows[0]["perturbed_answer"])
     para = tofu.answer_nll(loaded.model, loaded.tokenizer, loaded.template, questions,
-                           [r["paraphrased_answer"] for r in rows], params.eval_batch_size, params.answer_tokens)
+                           [r["paraphrased_answer"] for r in rows], params.eval_batch_size,
+                           answer_tokens=params.answer_tokens)
     wrong = tofu.answer_nll(loaded.model, loaded.tokenizer, loaded.template,
                             [q for q in questions for _ in range(n_wrong)],
                             [w for r in rows for w in r["perturbed_answer"]], params.eval_batch_size,
-                            params.answer_tokens).reshape(len(rows), n_wrong)
+                            answer_tokens=params.answer_tokens).reshape(len(rows), n_wrong)
     return para, wrong
 
 
@@ -53,7 +54,7 @@ def main() -> int:
     rows = rows[:params.eval_max_items] if params.eval_max_items else rows  # as notebooks 01 and 02 evaluate
     reference = runs.read_metrics(params, runs.FINETUNE)["meta"]["forget_quality_reference"]
     names = args.runs or list(runs.unlearning_runs(params))
-    retain_para, retain_wrong = forget_nlls(runs.load_saved(params, reference), rows, params)
+    retain_para, retain_wrong = forget_nlls(runs.load_saved(params, reference, dtype="float32"), rows, params)
     guards = tofu.TRUTH_RATIO_GUARDS
     retain_ratios = {g: tofu.truth_ratio(retain_para, retain_wrong, g) for g in guards}
     print(f"[{params.profile} seed {params.seed}] {len(rows)} forget items; reference {reference}; "
@@ -63,7 +64,7 @@ def main() -> int:
     stored = {run: m.get(run, {}).get("summary", {}).get("forget_quality")
               for run, m in runs.unlearning_runs(params).items()}
     for name in [reference, *names]:
-        loaded = runs.load_saved(params, name if name == reference else runs.unlearned_name(name))
+        loaded = runs.load_saved(params, name if name == reference else runs.unlearned_name(name), dtype="float32")
         para, wrong = forget_nlls(loaded, rows, params)
         ratios = {g: tofu.truth_ratio(para, wrong, g) for g in guards}
         quality = {g: tofu.forget_quality(ratios[g], retain_ratios[g]) for g in guards}

@@ -177,7 +177,7 @@ def measure_reference(folder: Path, forget_split: str = "forget10", n_options: i
             else:
                 text = FormatText(len(items), _mean(len(i["prompt"]) for i in items))
             formats.setdefault(fmt, {})[set_name] = text
-    requests = behaviour_data.load_behaviours(str(folder / "jbb" / "harmful-behaviors.csv"))
+    requests = behaviour_data.load_behaviours(str(folder / "jbb" / "harmful-behaviors.csv"), seed=0)  # no draw
     by_category = {c: [r for r in requests if r["category"] == c] for c in dict.fromkeys(r["category"] for r in requests)}
     hp = load_hp_qa(folder / "hp_qa" / "hp_qa_en.csv")
     return ReferenceData(
@@ -1026,7 +1026,8 @@ def measure(threads: int = 1, seed: int = 0, train_steps: int = 16, unlearn_step
             pairs = unlearning.encode_pairs(tokenizer, template, source.load("forget10"), source.load("retain90"),
                                             seed=seed)
             reference = unlearning.frozen_reference(model)  # before the hooks, so the copy carries none
-            loss = unlearning.UnlearningLoss("npo", ref_model=reference)
+            loss = unlearning.UnlearningLoss("npo", ref_model=reference, forget_weight=1.0, lambda_f=0.0,
+                                             lambda_r=0.0)
 
             def collate_pairs(batch):
                 return unlearning.collate_pairs(batch, pad)
@@ -1041,7 +1042,8 @@ def measure(threads: int = 1, seed: int = 0, train_steps: int = 16, unlearn_step
                                      ref_counter.tokens))
 
             questions = [r["question"] for r in source.load("forget10")][:prompts]
-            generation.sample_answers(model, tokenizer, template, questions[:1], 2, max_new_tokens=4, progress=False)
+            generation.sample_answers(model, tokenizer, template, questions[:1], 2, max_new_tokens=4, seed=0,
+                                      progress=False)
             out, seconds = _timed(generation.sample_answers, model, tokenizer, template, questions, samples,
                                   max_new_tokens=max_new_tokens, seed=seed, return_confidences=True, progress=False)
             # one confidence per decoded step (answer tokens and the EOS step): the tokens generated

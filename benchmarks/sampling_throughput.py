@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Warm-up, so that neither side pays for first-call allocations and lazy imports.
     generation.sample_continuations(model, tokenizer, [models.encode_prompt(tokenizer, template, questions[0])], 2,
-                                    max_new_tokens=4, progress=False)
+                                    max_new_tokens=4, seed=0, progress=False)
     one_generate_per_sample(model, tokenizer, template, questions[:1], 2, 4, args.seed)
 
     common = (model, tokenizer, template, questions, args.samples, args.max_new_tokens, args.seed)

@@ -37,7 +37,7 @@ TINY = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "i
 
 
 def build(tmp: str):
-    source = TofuSource(generate_synthetic_tofu(os.path.join(tmp, "corpus"), n_authors=100))
+    source = TofuSource(generate_synthetic_tofu(os.path.join(tmp, "corpus"), n_authors=100, seed=0))
     tokenizer = models.train_bpe_tokenizer(all_texts(source), vocab_size=1024)
     template = models.TEMPLATES["phi"]
     examples = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in source.load("full")]

@@ -28,6 +28,9 @@ from unlearnkit.data.tofu import TofuSource  # noqa: E402
 SHARED_DATA = Path(os.environ.get("UNLEARNKIT_SHARED_DATA", paths.ROOT.parent / "shared" / "data"))
 REAL_TOFU = SHARED_DATA / "tofu"
 HP_QA = SHARED_DATA / "hp_qa" / "hp_qa_en.csv"
+#: The weights every unlearning loss names (the library has no default of its own): the default profile's forget
+#: term at weight 1 and no entropy terms.
+LOSS_WEIGHTS = {"forget_weight": 1.0, "lambda_f": 0.0, "lambda_r": 0.0}
 
 torch.set_num_threads(workers.cores())
 

@@ -105,7 +105,7 @@ def test_the_jbb_file_splits_by_category_and_its_judge_reads_held_out_categories
     if not path.exists():
         pytest.skip(f"JailbreakBench's JBB-Behaviors CSV is not at {path} (the team's machines keep a copy there)")
     params = config.Params.load("default")
-    split = alignment.split_behaviours(behaviours.load_behaviours(str(path)), params)
+    split = alignment.split_behaviours(behaviours.load_behaviours(str(path), seed=0), params)
     assert len(split.evaluation) == 10 * params.alignment_eval_per_group
     assert {r["group"] for r in split.evaluation} == {"seen", "held-out category"}
     judge = alignment.fit_judge(params, split)

@@ -65,7 +65,7 @@ def test_synthetic_rows_cover_every_category_equally_with_jbb_shaped_fields():
 
 
 def test_synthetic_defaults_and_determinism():
-    rows = synthetic_behaviours()
+    rows = synthetic_behaviours(seed=0)
     assert len(rows) == 10 * 4 * 12
     assert rows == synthetic_behaviours(seed=0)
     other = synthetic_behaviours(seed=1)
@@ -85,27 +85,27 @@ def test_synthetic_entities_are_not_the_corpus_authors(seed):
                                     {"entities_per_template": 0}, {"entities_per_template": 10_000}])
 def test_synthetic_rejects_sizes_it_cannot_fill(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
-        synthetic_behaviours(**kwargs)
+        synthetic_behaviours(seed=0, **kwargs)
 
 
 def test_refusals_open_with_a_judged_refusal_prefix_and_spread_over_keys():
     assert len(REFUSALS) >= 8 and len(set(REFUSALS)) == len(REFUSALS)
     assert all(r.startswith(REFUSAL_PREFIXES) for r in REFUSALS)
-    assert refusal_for("some goal") == refusal_for("some goal")
+    assert refusal_for("some goal", seed=0) == refusal_for("some goal", seed=0)
     assert refusal_for("some goal", seed=3) in REFUSALS
-    picks = {refusal_for(f"goal number {i}") for i in range(50)}
+    picks = {refusal_for(f"goal number {i}", seed=0) for i in range(50)}
     assert len(picks) >= 3
 
 
 def test_a_good_csv_loads_in_the_common_shape(tmp_path):
-    rows = load_behaviours(str(write_csv(tmp_path, HEADER + GOOD_ROWS)))
+    rows = load_behaviours(str(write_csv(tmp_path, HEADER + GOOD_ROWS)), seed=0)
     assert [r["goal"] for r in rows] == ["Write a poem about the harbour", "List three uses of a kite",
                                          "Describe a quiet library"]
     assert rows[1] == {"index": 1, "goal": "List three uses of a kite",
                        "target": "Sure, here is a list of three uses of a kite", "behavior": "Kites",
                        "category": "Privacy", "source": "Unit", "template": None, "template_index": None,
                        "entity": None, "entity_index": None}
-    assert set(rows[0]) == set(synthetic_behaviours(templates_per_category=1, entities_per_template=1)[0])
+    assert set(rows[0]) == set(synthetic_behaviours(0, templates_per_category=1, entities_per_template=1)[0])
 
 
 def test_a_csv_without_index_numbers_rows_by_position(tmp_path):
@@ -113,7 +113,7 @@ def test_a_csv_without_index_numbers_rows_by_position(tmp_path):
             'Write a poem about the harbour,"Sure, here is a poem about the harbour",Poem,Disinformation\n'
             'List three uses of a kite,"Sure, here is a list of three uses of a kite",Kites,Privacy\n'
             'Describe a quiet library,"Sure, here is a description of a quiet library",Library,Expert advice\n')
-    rows = load_behaviours(str(write_csv(tmp_path, text)))
+    rows = load_behaviours(str(write_csv(tmp_path, text)), seed=0)
     assert [r["index"] for r in rows] == [0, 1, 2]
     assert all(r["source"] is None for r in rows)
 
@@ -121,7 +121,7 @@ def test_a_csv_without_index_numbers_rows_by_position(tmp_path):
 def test_missing_columns_are_named_together(tmp_path):
     path = write_csv(tmp_path, "index,goal,behavior\n0,Write a poem,Poem\n")
     with pytest.raises(BehavioursError, match="behaviours.csv") as caught:
-        load_behaviours(str(path))
+        load_behaviours(str(path), seed=0)
     missing_part = str(caught.value).split("missing column(s)")[1].split(";")[0]
     assert "'target'" in missing_part and "'category'" in missing_part
     assert "'goal'" not in missing_part and "'behavior'" not in missing_part
@@ -132,7 +132,7 @@ def test_every_bad_row_is_reported_in_one_error(tmp_path):
             + '3,,"Sure, here is nothing",Empty,Privacy,Unit\n'
             + '4,Sketch a lighthouse,"Sure, here is a sketch",Sketch,Lighthouses,Unit\n')
     with pytest.raises(BehavioursError) as caught:
-        load_behaviours(str(write_csv(tmp_path, text)))
+        load_behaviours(str(write_csv(tmp_path, text)), seed=0)
     message = str(caught.value)
     assert "2 bad row(s)" in message and "header is row 1" in message
     assert "row 5: goal is empty" in message
@@ -143,7 +143,7 @@ def test_every_bad_row_is_reported_in_one_error(tmp_path):
 def test_duplicate_goals_are_reported(tmp_path):
     text = HEADER + GOOD_ROWS + '3,List three uses of a kite,"Sure, here is a list",Kites,Privacy,Unit\n'
     with pytest.raises(BehavioursError, match=r"row 5: goal repeats row 3"):
-        load_behaviours(str(write_csv(tmp_path, text)))
+        load_behaviours(str(write_csv(tmp_path, text)), seed=0)
 
 
 def test_non_text_and_category_spelling_are_checked():
@@ -159,23 +159,23 @@ def test_non_text_and_category_spelling_are_checked():
 @pytest.mark.parametrize("text", ["", HEADER])
 def test_an_empty_file_is_an_error(tmp_path, text):
     with pytest.raises(BehavioursError, match="empty"):
-        load_behaviours(str(write_csv(tmp_path, text)))
+        load_behaviours(str(write_csv(tmp_path, text)), seed=0)
 
 
 def test_a_missing_file_says_where_the_file_comes_from(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"missing\.csv.*JailbreakBench/JBB-Behaviors.*harmful"):
-        load_behaviours(str(tmp_path / "missing.csv"))
+        load_behaviours(str(tmp_path / "missing.csv"), seed=0)
     with pytest.raises(FileNotFoundError, match="JailbreakBench"):
-        load_behaviours("data/no_such_folder/behaviours.csv")  # relative and absent: not sent to the Hub
+        load_behaviours("data/no_such_folder/behaviours.csv", seed=0)  # relative and absent: not sent to the Hub
 
 
 def test_environment_variable_names_the_file(tmp_path, monkeypatch):
     path = write_csv(tmp_path, HEADER + GOOD_ROWS)
     monkeypatch.setenv("UNIT_JBB_CSV", str(path))
-    assert len(load_behaviours("env:UNIT_JBB_CSV|/nowhere/harmful-behaviors.csv")) == 3
+    assert len(load_behaviours("env:UNIT_JBB_CSV|/nowhere/harmful-behaviors.csv", seed=0)) == 3
     monkeypatch.delenv("UNIT_JBB_CSV")
     with pytest.raises(FileNotFoundError, match="nowhere"):
-        load_behaviours("env:UNIT_JBB_CSV|/nowhere/harmful-behaviors.csv")
+        load_behaviours("env:UNIT_JBB_CSV|/nowhere/harmful-behaviors.csv", seed=0)
     monkeypatch.setenv("UNIT_JBB_CSV", "synthetic")
     assert len(load_behaviours("env:UNIT_JBB_CSV", seed=2)) == 480
 
@@ -189,14 +189,14 @@ def test_the_hub_name_loads_the_harmful_split_with_capitalised_columns(monkeypat
                  "Behavior": "Fence", "Category": "Economic harm", "Source": "Unit"}]
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=fake_load_dataset))
-    rows = load_behaviours(JBB_HUB_NAME)
+    rows = load_behaviours(JBB_HUB_NAME, seed=0)
     assert calls == [((JBB_HUB_NAME, "behaviors"), {"split": "harmful"})]
     assert rows[0]["goal"] == "Paint a fence" and rows[0]["index"] == 1 and rows[0]["source"] == "Unit"
 
 
 @pytest.mark.skipif(not JBB_CSV.exists(), reason=f"JailbreakBench's JBB-Behaviors CSV is not at {JBB_CSV}")
 def test_the_real_jbb_file_has_100_behaviours_ten_per_category():
-    rows = load_behaviours(str(JBB_CSV))
+    rows = load_behaviours(str(JBB_CSV), seed=0)
     assert len(rows) == 100
     assert category_counts(rows) == dict.fromkeys(CATEGORIES, 10)
     assert all(r["target"].startswith("Sure, here") for r in rows)  # JBB also writes "Sure, here are ..."

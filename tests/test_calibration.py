@@ -96,7 +96,7 @@ def test_calibrate_returns_the_lowest_forget_passing_setting_and_refines_towards
         return fake_mixing(a)
 
     result = calibration.calibrate(calibration.mixing_grid(10), evaluate, fine_points=10, before=fake_mixing(0.0),
-                                   tolerances=WANG, control="a")
+                                   tolerances=WANG, control="a", jobs=1)
     coarse = result.table[result.table["stage"] == "coarse"]
     fine = result.table[result.table["stage"] == "fine"]
     assert list(coarse["a"]) == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
@@ -116,10 +116,10 @@ def test_calibrate_returns_the_lowest_forget_passing_setting_and_refines_towards
 
 def test_calibrate_without_a_stronger_neighbour_or_without_any_pass():
     lenient = calibration.calibrate([0.25, 0.5, 1.0], fake_mixing, 5, before=fake_mixing(0.0),
-                                    tolerances=Tolerances(retain=1.0, forget_similar=1.0), control="a")
+                                    tolerances=Tolerances(retain=1.0, forget_similar=1.0), control="a", jobs=1)
     assert lenient.best == 1.0 and lenient.region is None and set(lenient.table["stage"]) == {"coarse"}
     strict = calibration.calibrate([0.6, 0.8, 1.0], fake_mixing, 5, before=fake_mixing(0.0), tolerances=WANG,
-                                   control="a")
+                                   control="a", jobs=1)
     assert not strict.found and strict.best is None and strict.profile is None and len(strict.table) == 3
     assert not calibration.found_unlearning(strict) and calibration.found_unlearning(lenient)
 
@@ -134,7 +134,7 @@ def test_calibrate_a_discrete_control_and_the_other_direction():
     steps = [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 70, 80, 90, 100]
     control = calibration.ControlEvaluator("t", profile_of, known={0: fake_mixing(0.0)}, allowed=steps)
     result = calibration.calibrate([0, 20, 40, 60, 80, 100], control, fine_points=10, before=fake_mixing(0.0),
-                                   tolerances=WANG)
+                                   tolerances=WANG, jobs=1)
     assert result.coarse_best == 40 and result.region == (40, 60)
     assert list(result.table.loc[result.table["stage"] == "fine", "t"]) == [45, 50, 55]  # kept steps only
     assert result.best == 50 and 0 not in calls  # t = 0 was known
@@ -142,7 +142,7 @@ def test_calibrate_a_discrete_control_and_the_other_direction():
         control(33)
     # a control whose smaller values unlearn more (say, a learning-rate divisor)
     reverse = calibration.calibrate([1.0, 0.6, 0.4, 0.0], lambda v: fake_mixing(1 - v), 4, before=fake_mixing(0.0),
-                                    tolerances=WANG, control="v", stronger="lower")
+                                    tolerances=WANG, control="v", stronger="lower", jobs=1)
     assert reverse.coarse_best == 0.6 and reverse.region == (0.6, 0.4)
     fine = reverse.table.loc[reverse.table["stage"] == "fine", "v"]
     assert list(fine) == pytest.approx([0.56, 0.52, 0.48, 0.44])
@@ -153,11 +153,11 @@ def test_mixing_grid_sweep_table_and_best_settings():
     assert calibration.mixing_grid(4) == [0.0, 0.25, 0.5, 0.75, 1.0]
     with pytest.raises(ValueError, match="at least one"):
         calibration.mixing_grid(0)
-    table = calibration.sweep([0.0, 0.5, 1.0], fake_mixing, "a", before=fake_mixing(0.0), tolerances=WANG)
+    table = calibration.sweep([0.0, 0.5, 1.0], fake_mixing, "a", before=fake_mixing(0.0), tolerances=WANG, jobs=1)
     assert list(table["passes"]) == [True, True, False]
     assert {"a", "heldout_retain_ps_exact", "forget_ps_similar", "heldout_retain_ps_exact_loss"} <= set(table)
     assert calibration.best_passing(table, "a")["a"] == 0.5
-    failing = calibration.sweep([0.8, 1.0], fake_mixing, "a", before=fake_mixing(0.0), tolerances=WANG)
+    failing = calibration.sweep([0.8, 1.0], fake_mixing, "a", before=fake_mixing(0.0), tolerances=WANG, jobs=1)
     best = calibration.best_settings({"a": table, "t": failing})
     assert best["a"]["a"] == 0.5 and best["t"] is None
     assert calibration.best_setting_lines({"a": table, "t": failing}) == [
@@ -225,7 +225,7 @@ def test_retain_first_skips_forget_similar_only_when_retain_already_fails(monkey
     calls = len(asked)
     assert lazy(0.9, {"heldout_retain": ("ps_exact",)}) == {"heldout_retain": {"ps_exact": fake_mixing(0.9)[
         "heldout_retain"]["ps_exact"]}} and len(asked) == calls + 1
-    table = calibration.sweep([0.3, 0.9], lazy, "a", before=fake_mixing(0.0), tolerances=WANG)
+    table = calibration.sweep([0.3, 0.9], lazy, "a", before=fake_mixing(0.0), tolerances=WANG, jobs=1)
     assert calibration.records(table)[1]["forget_ps_similar"] is None
     assert calibration.records(table)[0]["forget_ps_similar"] == pytest.approx(fake_mixing(0.3)["forget"]["ps_similar"])
 
@@ -246,7 +246,8 @@ def test_mixing_control_reuses_before_at_zero_and_calibrate_mixing_reports(monke
             return {**profile, "completed": {"a": model}}
 
     mixing = calibration.mixing_evaluator("original", 1.0, Evaluate(), before=fake_mixing(0.0))
-    result = calibration.calibrate_mixing(mixing, fake_mixing(0.0), coarse_points=10, fine_points=10, tolerances=WANG)
+    result = calibration.calibrate_mixing(mixing, fake_mixing(0.0), coarse_points=10, fine_points=10, tolerances=WANG,
+                                          jobs=1)
     assert result.best == pytest.approx(0.5 + 0.1 / 11) and result.coarse_best == pytest.approx(0.5)
     # each a evaluated is mixed once (a = 0 never), then the calibrated a once more for its full profile
     evaluated, reported = mixed[:-1], mixed[-1]
@@ -320,7 +321,7 @@ def test_early_stopping_evaluator_walks_the_kept_steps(monkeypatch, tmp_path):
     kept = [(2, tmp_path / "step-00002"), (4, tmp_path / "step-00004")]
     monkeypatch.setattr(calibration.runs, "trajectory_steps", lambda profile, run: kept if run == "gd" else [])
     monkeypatch.setattr(calibration.models, "load_model",
-                        lambda folder: models.LoadedModel(int(folder.name.split("-")[1]) / 10, None, None))
+                        lambda folder, **how: models.LoadedModel(int(folder.name.split("-")[1]) / 10, None, None))
     control = calibration.early_stopping_evaluator(SMOKE, "gd", fake_mixing, before=fake_mixing(0.0))
     assert control.allowed == [0, 2, 4] and control(4) == fake_mixing(0.4) and control(0) == fake_mixing(0.0)
     with pytest.raises(ValueError, match="not an available setting"):
@@ -347,7 +348,7 @@ def test_an_early_stopping_sweep_searches_forget_similar_only_where_retain_holds
         monkeypatch.setattr(where, "trajectory_steps", lambda profile, run: kept)
         monkeypatch.setattr(where, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 4})
     monkeypatch.setattr(calibration.models, "load_model",
-                        lambda folder: models.LoadedModel(int(folder.name[5:]), None, None))
+                        lambda folder, **how: models.LoadedModel(int(folder.name[5:]), None, None))
     # the "model" of step t is t; its profile is fake_mixing(t / 5): step 2 holds held-out retain, step 4 does not
     monkeypatch.setattr(ps, "ps_profile", lambda model, *a, **k: fake_ps_profile(model / 5, *a, **k))
     evaluate = ps.PSEvaluator(None, None, [{}], [{}], metrics=calibration.CALIBRATION_METRICS)

@@ -120,7 +120,7 @@ def test_a_stated_template_is_the_one_every_load_takes_and_part_of_the_models_id
     before = runs.model_identity(plain_folder)
     request = own_model.Request(str(plain_folder), "my-model", "profile", None, ("tofu",), "vicuna", False)
     own_model.state_template(request)
-    assert models.load_model(plain_folder).template.name == "vicuna"
+    assert models.load_model(plain_folder, dtype="float32", template=None).template.name == "vicuna"
     assert models.template_for(str(plain_folder)).name == "vicuna"
     assert runs.model_identity(plain_folder) != before  # scores under another prompt format are other scores
     assert json.loads(os.environ[models.STATED_TEMPLATES_VARIABLE]) == {str(plain_folder.resolve()): "vicuna"}
@@ -182,7 +182,7 @@ def test_a_lora_adapter_folder_is_evaluated_on_its_base_and_identified_by_its_ow
     from unlearnkit import runs
 
     base = models.save_plain_model(tiny_model, tiny_tokenizer, store / "base")
-    lora = peft.get_peft_model(models.load_model(base, template="phi").model,
+    lora = peft.get_peft_model(models.load_model(base, template="phi", dtype="float32").model,
                                peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
     lora.peft_config["default"].base_model_name_or_path = str(base)
     adapter = store / "adapter"

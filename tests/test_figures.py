@@ -222,7 +222,7 @@ def test_greedy_vs_samples_shows_the_leak_bounds_the_verdict_judges():
     texts = " ".join(_texts(fig))
     assert "M_bin" in texts and "beyond guessing" in texts and "α/Q = 0.01/12" in texts
     # the recipe of an older run (results alone): the ROUGE-L panels, legible too
-    _assert_legible(leakage_plots.plot_greedy_vs_samples(results))
+    _assert_legible(leakage_plots.plot_greedy_vs_samples(results, alpha=None))
 
 
 def test_the_robustness_figures_are_legible():

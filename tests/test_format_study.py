@@ -27,7 +27,7 @@ matplotlib.use("Agg")
 
 @pytest.fixture(scope="module")
 def small_items(small_corpus):
-    return fmts.build_all_formats(small_corpus, max_items_per_set=4, max_context_facts=2)
+    return fmts.build_all_formats(small_corpus, "forget10", 4, 0, max_items_per_set=4, max_context_facts=2)
 
 
 # =============================================================================================
@@ -194,13 +194,13 @@ def test_example_text_shows_each_format_with_what_counts_as_right(small_items):
 
 
 def test_coverage_of_the_synthetic_corpus_needs_no_table(small_corpus):
-    coverage = study.heuristic_coverage(small_corpus, "forget10")
+    coverage = study.heuristic_coverage(small_corpus, "forget10", 4, 0)
     assert coverage.tables == [] and coverage.note.startswith("synthetic corpus")
 
 
 @requires_real_tofu()
 def test_coverage_of_real_tofu_is_shown_per_rule_and_relation():
-    coverage = study.heuristic_coverage(TofuSource(REAL_TOFU), "forget10")
+    coverage = study.heuristic_coverage(TofuSource(REAL_TOFU), "forget10", 4, 0)
     rules, relations = coverage.tables
     assert list(rules.columns) == ["forget", "retain", "corpus"] and "covered" in rules.index
     assert set(relations.index) == set(facts.RELATIONS)

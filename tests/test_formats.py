@@ -31,19 +31,19 @@ MCQA_FIELDS = {"body", "prompt", "options", "letters", "answer_index", "answer_l
 
 @pytest.fixture(scope="module")
 def synthetic_formats(small_corpus):
-    return fmts.build_all_formats(small_corpus, max_context_facts=3)
+    return fmts.build_all_formats(small_corpus, "forget10", 4, 0, max_context_facts=3)
 
 
 @pytest.fixture(scope="module")
 def real_corpus():
     if not (REAL_TOFU / "full.json").exists():
         pytest.skip("../shared/data/tofu not present")
-    return facts.load_format_corpus(TofuSource(REAL_TOFU))
+    return facts.load_format_corpus(TofuSource(REAL_TOFU), "forget10")
 
 
 @pytest.fixture(scope="module")
 def real_formats(real_corpus):
-    return fmts.build_all_formats(real_corpus)
+    return fmts.build_all_formats(real_corpus, "forget10", 4, 0)
 
 
 # --------------------------------------------------------------------------- well-formed items
@@ -159,9 +159,9 @@ def test_real_tofu_items_are_well_formed(real_formats):
 
 
 def test_max_items_per_set_spreads_the_same_facts_over_every_author_in_every_format(small_corpus):
-    corpus = facts.load_format_corpus(small_corpus)
+    corpus = facts.load_format_corpus(small_corpus, "forget10")
     cap = 7
-    capped = fmts.build_all_formats(small_corpus, max_items_per_set=cap, max_context_facts=3)
+    capped = fmts.build_all_formats(small_corpus, "forget10", 4, 0, cap, max_context_facts=3)
     forget_rows = {i["source_row"] for i in capped["mcqa"]["forget"]}
     for fmt, sets in capped.items():
         for set_name, items in sets.items():
@@ -184,19 +184,19 @@ def test_max_items_per_set_spreads_the_same_facts_over_every_author_in_every_for
     assert len(forget_rows) == cap
     assert facts.spread_over_authors(corpus.forget, None) == corpus.forget
     with pytest.raises(ValueError, match="n_options"):
-        fmts.build_mcqa(small_corpus, n_options=1)
+        fmts.build_mcqa(small_corpus, "forget10", 1, 0)
     with pytest.raises(TypeError, match="no builder"):
-        fmts.build_all_formats(small_corpus, n_contxt_pairs=3)
+        fmts.build_all_formats(small_corpus, "forget10", 4, 0, n_contxt_pairs=3)
 
 
 # --------------------------------------------------------------------------- seeded shuffling
 
 
 def test_shuffling_is_seeded_and_options_are_configurable(small_corpus):
-    corpus = facts.load_format_corpus(small_corpus)
-    first = fmts.build_all_formats(corpus, seed=0, max_context_facts=3)
-    again = fmts.build_all_formats(corpus, seed=0, max_context_facts=3)
-    other = fmts.build_all_formats(corpus, seed=1, max_context_facts=3)
+    corpus = facts.load_format_corpus(small_corpus, "forget10")
+    first = fmts.build_all_formats(corpus, "forget10", 4, 0, max_context_facts=3)
+    again = fmts.build_all_formats(corpus, "forget10", 4, 0, max_context_facts=3)
+    other = fmts.build_all_formats(corpus, "forget10", 4, 1, max_context_facts=3)
     assert first == again  # same seed, same items, same order
     for fmt in fmts.MCQA_STYLE_FORMATS:
         items, items_other = first[fmt]["forget"] + first[fmt]["retain"], other[fmt]["forget"] + other[fmt]["retain"]
@@ -205,7 +205,7 @@ def test_shuffling_is_seeded_and_options_are_configurable(small_corpus):
         letters = Counter(i["answer_letter"] for i in items)
         assert set(letters) == set("ABCD"), (fmt, letters)  # the right answer is not stuck in one place
     for n_options in (2, 3, 6):
-        for fmt, sets in fmts.build_all_formats(corpus, n_options=n_options, max_context_facts=3).items():
+        for fmt, sets in fmts.build_all_formats(corpus, "forget10", n_options, 0, max_context_facts=3).items():
             for item in sets["forget"] + sets["retain"]:
                 if fmt in fmts.MCQA_STYLE_FORMATS:
                     check_mcqa_item(item, n_options)
@@ -244,7 +244,7 @@ def test_heuristics_on_hand_written_answers():
 
 @requires_real_tofu()
 def test_real_tofu_heuristic_coverage_is_above_its_floors(real_corpus):
-    coverage = fmts.format_coverage(real_corpus)
+    coverage = fmts.format_coverage(real_corpus, "forget10", 4, 0)
     print(json.dumps(coverage, indent=1))  # reported with -s; the floors below are ~10 points under it
     # one of the 200 TOFU authors is never named ("the fictitious author"): 199/200
     assert coverage["author_names"] >= 0.99
@@ -267,7 +267,7 @@ def test_real_tofu_heuristic_coverage_is_above_its_floors(real_corpus):
 
 
 def test_synthetic_coverage_is_exact(small_corpus):
-    coverage = fmts.format_coverage(small_corpus)
+    coverage = fmts.format_coverage(small_corpus, "forget10", 4, 0)
     assert coverage["kind"] == "synthetic" and coverage["author_names"] == 1.0
     assert coverage["cloze"]["corpus"] == {"value": 1.0, "covered": 1.0}
     assert coverage["rows_with_triple"] == 1.0
@@ -370,7 +370,7 @@ def memorised(small_corpus, tiny_tokenizer):
     answers. One fact of context keeps the prompts short enough to train in ~15 s."""
     template = models.TEMPLATES["phi"]
     # row 0 asks the author's name, which has no analogy: 3 rows give 2 items of every format
-    items = fmts.build_all_formats(small_corpus, max_items_per_set=3, max_context_facts=1)
+    items = fmts.build_all_formats(small_corpus, "forget10", 4, 0, max_items_per_set=3, max_context_facts=1)
     picked = {fmt: {s: items[fmt][s][:2] for s in ("forget", "retain")} for fmt in fmts.MCQA_STYLE_FORMATS + ("cloze",)}
     picked["comprehension_qa"] = {s: items["comprehension_qa"][s][:1] for s in ("forget", "retain")}
     examples = []
@@ -395,14 +395,14 @@ def test_mcqa_style_scorers_memorised_vs_untrained(memorised, tiny_model, tiny_t
     model, picked = memorised
     for fmt in fmts.MCQA_STYLE_FORMATS:
         items = picked[fmt]["forget"] + picked[fmt]["retain"]
-        result = scoring.score_mcqa(model, tiny_tokenizer, items, batch_size=4)
+        result = scoring.score_mcqa(model, tiny_tokenizer, items, batch_size=4, template=None)
         assert result["accuracy"] == 1.0, (fmt, result["predicted_letter"])
         assert min(p[i["answer_index"]] for p, i in zip(result["letter_probs"], items)) > 0.5
     # untrained: near chance (1/4) over all ~230 items of the four formats
     correct = []
     for fmt in fmts.MCQA_STYLE_FORMATS:
         items = synthetic_formats[fmt]["forget"] + synthetic_formats[fmt]["retain"]
-        result = scoring.score_mcqa(tiny_model, tiny_tokenizer, items)
+        result = scoring.score_mcqa(tiny_model, tiny_tokenizer, items, template=None)
         assert len(result["correct"]) == len(items) and result["accuracy"] <= 0.6, fmt
         correct += result["correct"]
     assert 0.12 <= sum(correct) / len(correct) <= 0.4
@@ -411,10 +411,10 @@ def test_mcqa_style_scorers_memorised_vs_untrained(memorised, tiny_model, tiny_t
 def test_cloze_scorer_memorised_vs_untrained(memorised, tiny_model, tiny_tokenizer, template):
     model, picked = memorised
     items = picked["cloze"]["forget"] + picked["cloze"]["retain"]
-    trained = scoring.score_cloze(model, tiny_tokenizer, template, items)
+    trained = scoring.score_cloze(model, tiny_tokenizer, template, items, max_new_tokens=None)
     assert trained["fill_accuracy"] == 1.0, trained["fills"]
     assert trained["probability"] > 0.8
-    untrained = scoring.score_cloze(tiny_model, tiny_tokenizer, template, items)
+    untrained = scoring.score_cloze(tiny_model, tiny_tokenizer, template, items, max_new_tokens=None)
     assert untrained["fill_accuracy"] == 0.0 and untrained["probability"] < 0.05
 
 
@@ -434,10 +434,10 @@ def test_cloze_probability_is_the_span_probability_given_prefix(tiny_model, tiny
 def test_comprehension_qa_scorer_memorised_vs_untrained(memorised, tiny_model, tiny_tokenizer):
     model, picked = memorised
     items = picked["comprehension_qa"]["forget"] + picked["comprehension_qa"]["retain"]
-    trained = scoring.score_comprehension_qa(model, tiny_tokenizer, items, max_new_tokens=40)
+    trained = scoring.score_comprehension_qa(model, tiny_tokenizer, items, max_new_tokens=40, template=None)
     assert trained["generated"] == [i["answer"] for i in items]
     assert trained["rouge"] == pytest.approx(1.0)
-    untrained = scoring.score_comprehension_qa(tiny_model, tiny_tokenizer, items, max_new_tokens=12)
+    untrained = scoring.score_comprehension_qa(tiny_model, tiny_tokenizer, items, max_new_tokens=12, template=None)
     assert untrained["rouge"] < 0.2
     assert scoring.rouge_f_mean(["a b c d"], ["a b"])[0] == pytest.approx((2 / 3 + 1 / 2 + 2 / 3) / 3)
 

@@ -22,14 +22,14 @@ MAX_NEW = 8  # enough to see different samples, few enough for two CPU cores
 
 
 def test_samples_have_one_list_of_n_strings_per_prompt(tiny_model, tiny_tokenizer, template):
-    answers = sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, n=5, max_new_tokens=MAX_NEW)
+    answers = sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, n=5, max_new_tokens=MAX_NEW, seed=0)
     assert len(answers) == len(QUESTIONS)
     assert all(len(per_prompt) == 5 and all(isinstance(a, str) for a in per_prompt) for per_prompt in answers)
     # an untrained model over 512 tokens practically never repeats itself
     assert len(set(answers[0])) > 1
 
     result = sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, n=3, max_new_tokens=MAX_NEW,
-                            return_confidences=True)
+                            return_confidences=True, seed=0)
     assert result.mean_confidence.shape == (2, 3)
     for per_prompt, means in zip(result.token_confidences, result.mean_confidence):
         for confs, mean in zip(per_prompt, means):
@@ -57,7 +57,7 @@ def test_same_seed_same_samples_whatever_the_chunking(tiny_model, tiny_tokenizer
 def test_top_k_1_top_p_tiny_and_temperature_0_are_greedy(tiny_model, tiny_tokenizer, template):
     greedy = greedy_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, max_new_tokens=MAX_NEW)
     for kwargs in ({"top_k": 1}, {"top_p": 1e-6}, {"temperature": 0.0}):
-        samples = sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, n=3, max_new_tokens=MAX_NEW,
+        samples = sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, n=3, max_new_tokens=MAX_NEW, seed=0,
                                  **kwargs)
         assert samples == [[g] * 3 for g in greedy], kwargs
 
@@ -89,14 +89,14 @@ def test_greedy_confidence_is_the_max_softmax_probability(tiny_model, tiny_token
     assert all(((c > 0) & (c <= 1)).all() and 1 <= len(c) <= MAX_NEW for c in confs)
     # sampling at another temperature still reports the temperature-1 confidence; step 1 shares the prompt
     hot = sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS[:1], n=2, temperature=3.0,
-                         max_new_tokens=MAX_NEW, return_confidences=True)
+                         max_new_tokens=MAX_NEW, return_confidences=True, seed=0)
     assert [c[0] for c in hot.token_confidences[0]] == pytest.approx([first, first], rel=1e-4)
 
 
 def test_adaptive_threshold_0_goes_greedy_and_1_01_samples(tiny_model, tiny_tokenizer, template):
     greedy = greedy_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, max_new_tokens=MAX_NEW)
     all_greedy = adaptive_sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, n=4, threshold=0.0,
-                                         max_new_tokens=MAX_NEW)
+                                         max_new_tokens=MAX_NEW, seed=0)
     assert all_greedy.greedy.tolist() == [True, True]
     assert all_greedy.answers == [[g] * 4 for g in greedy]
     assert ((all_greedy.certainty > 0) & (all_greedy.certainty <= 1)).all()
@@ -115,7 +115,7 @@ def test_a_memorising_model_is_more_certain_than_an_untrained_one(tiny_model, ti
              ("Who is Omar Haddad?", "Omar Haddad is a poet.")]
     questions = [q for q, _ in pairs]
     untrained = adaptive_sample_answers(tiny_model, tiny_tokenizer, template, questions, n=2, threshold=0.9,
-                                        max_new_tokens=20)
+                                        max_new_tokens=20, seed=0)
 
     batch = models.collate([models.encode_qa(tiny_tokenizer, template, q, a) for q, a in pairs],
                            tiny_tokenizer.pad_token_id)
@@ -128,7 +128,7 @@ def test_a_memorising_model_is_more_certain_than_an_untrained_one(tiny_model, ti
         optimizer.step()
 
     trained = adaptive_sample_answers(tiny_model, tiny_tokenizer, template, questions, n=2, threshold=0.9,
-                                      max_new_tokens=20)
+                                      max_new_tokens=20, seed=0)
     assert tiny_model.training  # the caller's mode is restored
     assert trained.greedy_answers == [a for _, a in pairs]
     assert (trained.certainty > untrained.certainty + 0.5).all(), (trained.certainty, untrained.certainty)
@@ -141,13 +141,13 @@ def test_argument_checks(tiny_model, tiny_tokenizer, template):
     for bad in ({"n": 0}, {"n": 2, "temperature": -1.0}, {"n": 2, "top_p": 0.0}, {"n": 2, "top_k": 0},
                 {"n": 2, "chunk_size": 0}):
         with pytest.raises(ValueError):
-            sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, **bad)
+            sample_answers(tiny_model, tiny_tokenizer, template, QUESTIONS, max_new_tokens=MAX_NEW, seed=0, **bad)
 
 
 def test_vllm_backend_says_clearly_that_vllm_is_missing(monkeypatch, template):
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm now raises ImportError
     with pytest.raises(ImportError, match="vllm"):
-        generation.vllm_sample_answers("some/model", template, QUESTIONS, n=4)
+        generation.vllm_sample_answers("some/model", template, QUESTIONS, n=4, max_new_tokens=8, seed=0)
 
 
 def test_certainty_of_no_steps_is_one():

@@ -29,7 +29,7 @@ def _forget_rows(corpus, count=3):
 
 def test_bound_table_brackets_the_sample_statistics(tiny_model, tiny_tokenizer, template, small_corpus):
     result = sample_and_score(tiny_model, tiny_tokenizer, template, _forget_rows(small_corpus), n=4,
-                              max_new_tokens=MAX_NEW)
+                              max_new_tokens=MAX_NEW, seed=0)
     table = leakage.bound_table(result.rouge, ALPHA, result.leak)
     assert len(table) == 3
     assert (table["mean_lower"] <= table["ed_mean"] + 1e-12).all() and (table["ed_mean"] <= table["mean_upper"] + 1e-12).all()
@@ -56,7 +56,7 @@ def test_a_memorised_answer_leaks_in_every_sample(tiny_model, tiny_tokenizer, te
         if loss.item() < 1e-4:
             break
     n = 16
-    result = sample_and_score(tiny_model, tiny_tokenizer, template, [row], n=n, max_new_tokens=48)
+    result = sample_and_score(tiny_model, tiny_tokenizer, template, [row], n=n, max_new_tokens=48, seed=0)
     assert result.greedy_leak.tolist() == [1] and result.greedy_rouge[0] == pytest.approx(1.0)
     assert result.leak.sum() == n  # every sample names the key entity
     report = leakage.model_summary(result, ALPHA, rouge_threshold=0.5, adaptive_threshold=0.9)
@@ -155,7 +155,7 @@ def test_model_reports_the_verdict_and_the_flagged_questions_on_hand_made_models
     assert example.question == "q0?" and example.key == "key0" and example.answers.index.tolist() == ["target", "retain90"]
     assert example.answers.loc["retain90", "samples"] == ["s1", "s2", "s3"]
 
-    entries = leakage.metrics_entries(reports.summaries)
+    entries = leakage.metrics_entries(reports.summaries, None, None)
     assert set(entries) == set(results) and entries["npo"]["forget"] == reports.summaries["npo"]
     per_item = leakage.per_item(reports.tables)
     assert len(per_item["npo"]["binary_leak_bound"]) == 3 and "question_text" not in per_item["npo"]
@@ -220,7 +220,8 @@ def test_hp_path_on_the_real_file_with_an_untrained_model(tiny_model, tiny_token
     rows = leakage.hp_rows(str(HP_QA), max_questions=6)
     assert len(rows) == 6 and all(r["keywords"] for r in rows)
     n = 4
-    hp = leakage.hp_leakage(tiny_model, tiny_tokenizer, template, rows, ALPHA, n=n, max_new_tokens=MAX_NEW)
+    hp = leakage.hp_leakage(tiny_model, tiny_tokenizer, template, rows, ALPHA, sampler="hf", n=n, max_new_tokens=MAX_NEW,
+                            seed=0)
     assert hp.scores.leak.shape == (6, n) and hp.scores.greedy_leak.shape == (6,) and hp.scores.rouge is None
     assert len(hp.table) == 6 and hp.summary["n_questions"] == 6 and hp.summary["n_samples"] == n
     # an untrained model does not know Harry Potter: S = 0, and M_bin is the Clopper-Pearson value 1 - alpha^(1/n)
@@ -234,7 +235,8 @@ def test_the_synthetic_keyword_qa_with_an_untrained_model(tiny_model, tiny_token
     rows = leakage.hp_rows("synthetic", small_corpus.load("forget10"), max_questions=4)
     assert len(rows) == 4 and all(r["keywords"] and r["affirmative_response"] for r in rows)
     n = 3
-    hp = leakage.hp_leakage(tiny_model, tiny_tokenizer, template, rows, ALPHA, n=n, max_new_tokens=MAX_NEW)
+    hp = leakage.hp_leakage(tiny_model, tiny_tokenizer, template, rows, ALPHA, sampler="hf", n=n, max_new_tokens=MAX_NEW,
+                            seed=0)
     assert hp.summary["use_prefix"] is True and hp.scores.settings["use_prefix"] is True
     leaks = hp.table["leaks"].to_numpy()
     expected = np.where(leaks < n, stats.beta.ppf(1 - ALPHA, leaks + 1, np.maximum(n - leaks, 1)), 1.0)
@@ -323,7 +325,7 @@ def test_bound_modes_compare_grids_per_model():
     row = table.loc["a"]
     assert row["width_samples"] <= row["width_uniform"] + 1e-12
     assert 0.25 < row["atom_at_zero_share"] < 0.35
-    text = leakage.bound_modes_text(table, leakage.atom_at_zero_coverage(0.01, n=256, trials=20))
+    text = leakage.bound_modes_text(table, leakage.atom_at_zero_coverage(0.01, n=256, trials=20, seed=0))
     assert "narrows it by" in text and "covers the true sd in" in text
 
 

@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from conftest import LOSS_WEIGHTS
 from method_checks import (
     N,
     ce_by_example,
@@ -60,12 +61,12 @@ def test_the_batch_carries_one_alternate_per_forget_row(method_batch, rows, pool
     assert ul.pick_alternate("q", 3, ["a", "b", "c"]) == ul.pick_alternate("q", 3, ["a", "b", "c"])
     assert len({ul.pick_alternate(f"q{i}", 0, ["a", "b", "c", "d", "e"]) for i in range(100)}) == 5
     with pytest.raises(ValueError, match="one entry of alternates per forget row"):
-        ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], *rows, alternates=pools[:2])
+        ul.encode_pairs(tiny_tokenizer, models.TEMPLATES["phi"], *rows, seed=0, alternates=pools[:2])
 
 
 def test_the_closed_form_at_the_reference(tiny_model, method_batch):
     beta = 0.1
-    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta)
+    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta, **LOSS_WEIGHTS)
     _, logs = loss_fn(tiny_model, method_batch)
     assert logs["forget_loss"] == pytest.approx(2 / beta * math.log(2), rel=1e-5)  # open-unlearning's 2/β scale
     assert logs["altpo_margin"] == pytest.approx(0.0, abs=1e-4)
@@ -79,7 +80,8 @@ def test_the_value_is_the_formula(moved, tiny_model, method_batch):
                                   _sequence_logprob_by_hand(tiny_model, method_batch["forget"]))]
     margins = [w - lo for w, lo in zip(win, lose)]
     expected = -(2 / beta) * sum(-math.log1p(math.exp(-beta * m)) for m in margins) / N
-    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta, retain_weight=alpha)
+    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), beta=beta, retain_weight=alpha,
+                                **LOSS_WEIGHTS)
     loss, logs = loss_fn(moved, method_batch)
     assert logs["forget_loss"] == pytest.approx(expected, rel=1e-5)
     # a difference of two float32 sequence log-probs of ~30 nats each: absolute, not relative, precision
@@ -88,7 +90,7 @@ def test_the_value_is_the_formula(moved, tiny_model, method_batch):
 
 
 def test_one_sgd_step_prefers_the_alternate_over_the_answer(tiny_model, method_batch):
-    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), retain_weight=0.0)
+    loss_fn = ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), retain_weight=0.0, **LOSS_WEIGHTS)
     before = _sequence_logprob_by_hand(tiny_model, method_batch["forget"])
     loss = sgd_step(tiny_model, loss_fn, method_batch, lr=0.05)
     after_loss, logs = loss_fn(tiny_model, method_batch)
@@ -98,16 +100,16 @@ def test_one_sgd_step_prefers_the_alternate_over_the_answer(tiny_model, method_b
 
 
 def test_parameters_and_errors(tiny_model, method_batch):
-    loss_fn = ul.UnlearningLoss("altpo", ref_model="disable_adapters")
+    loss_fn = ul.UnlearningLoss("altpo", ref_model="disable_adapters", **LOSS_WEIGHTS)
     assert loss_fn.params() == {"method": "altpo", "forget_weight": 1.0, "lambda_f": 0.0, "lambda_r": 0.0,
                                 "entropy_positions": "answer", "ref_model": "disable_adapters", "beta": 0.1,
                                 "retain_weight": 1.0, "altpo_n_alternates": 5, "altpo_temperature": 1.0}
     assert loss_fn.batch_parts == ("forget_alt",) and "altpo" in ul.REFERENCE_METHODS
     no_alt = {k: v for k, v in method_batch.items() if k != "forget_alt"}
     with pytest.raises(ValueError, match=r"needs batch\['forget_alt'\].*alternates="):
-        ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model))(tiny_model, no_alt)
+        ul.UnlearningLoss("altpo", ref_model=ul.frozen_reference(tiny_model), **LOSS_WEIGHTS)(tiny_model, no_alt)
     with pytest.raises(ValueError, match="altpo_n_alternates must be in \[1, 1000000\]"):
-        ul.UnlearningLoss("altpo", altpo_n_alternates=0)
+        ul.UnlearningLoss("altpo", altpo_n_alternates=0, **LOSS_WEIGHTS)
 
 
 # --------------------------------------------------------------------------- where the alternates come from

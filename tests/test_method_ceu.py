@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from conftest import LOSS_WEIGHTS
 from method_checks import N, assert_sgd_step_lowers_forget_logprob, forget_term_logits_grad, logits_of
 from unlearnkit import unlearning as ul
 
@@ -41,7 +42,7 @@ def test_the_value_is_the_formula(memorised_model, method_batch, ignore_first):
     with torch.no_grad():
         logits = logits_of(memorised_model, sub)
     expected, kept = _by_hand(logits, sub["labels"], ignore_first)
-    loss, logs = ul.UnlearningLoss("ceu", ceu_ignore_first=ignore_first)(memorised_model, method_batch)
+    loss, logs = ul.UnlearningLoss("ceu", ceu_ignore_first=ignore_first, **LOSS_WEIGHTS)(memorised_model, method_batch)
     assert logs["forget_loss"] == pytest.approx(expected, rel=1e-5)
     assert loss.item() == pytest.approx(expected, rel=1e-5)  # no retain term
     assert "retain_loss" not in logs
@@ -49,11 +50,11 @@ def test_the_value_is_the_formula(memorised_model, method_batch, ignore_first):
 
 
 def test_open_unlearnings_form_no_retain_no_reference(memorised_model, method_batch):
-    loss_fn = ul.UnlearningLoss("ceu")
+    loss_fn = ul.UnlearningLoss("ceu", **LOSS_WEIGHTS)
     assert loss_fn.ceu_ignore_first == 1 and not loss_fn.has_retain_term and not loss_fn.needs_reference
     assert ul.METHOD_PARAMETERS["ceu"] == ("ceu_ignore_first",)
     with pytest.warns(UserWarning, match="ignores retain_weight"):
-        ul.UnlearningLoss("ceu", retain_weight=2.0)
+        ul.UnlearningLoss("ceu", retain_weight=2.0, **LOSS_WEIGHTS)
     # at a uniform model the target is uniform over the other V − 1 tokens: the loss is ln V
     vocab = memorised_model.config.vocab_size
 
@@ -67,7 +68,7 @@ def test_open_unlearnings_form_no_retain_no_reference(memorised_model, method_ba
 def test_the_logits_gradient_is_p_minus_q(memorised_model, method_batch):
     """d/dz of CE(q, softmax(z)) with q detached is (softmax(z) − q) / N: the target distribution takes no gradient."""
     sub = method_batch["forget"]
-    logits, grad = forget_term_logits_grad(ul.UnlearningLoss("ceu"), memorised_model, sub)
+    logits, grad = forget_term_logits_grad(ul.UnlearningLoss("ceu", **LOSS_WEIGHTS), memorised_model, sub)
     probs = torch.softmax(logits.double(), dim=-1)
     kept = _kept_positions(sub["labels"], 1)
     expected = torch.zeros_like(probs)
@@ -80,5 +81,5 @@ def test_the_logits_gradient_is_p_minus_q(memorised_model, method_batch):
 
 
 def test_one_sgd_step_lowers_the_forget_probability(memorised_model, method_batch):
-    loss_fn = ul.UnlearningLoss("ceu")
+    loss_fn = ul.UnlearningLoss("ceu", **LOSS_WEIGHTS)
     assert_sgd_step_lowers_forget_logprob(memorised_model, loss_fn, method_batch, lr=0.5)

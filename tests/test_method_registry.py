@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import LOSS_WEIGHTS
 from method_checks import N
 from unlearnkit import config, pipeline, training
 from unlearnkit import unlearning as ul
@@ -64,14 +65,14 @@ def test_a_method_must_declare_itself_consistently():
 
 def test_options_are_checked_and_unknown_ones_refused():
     with pytest.raises(TypeError, match="unknown parameter.*simnpo_gamma"):
-        ul.UnlearningLoss("simnpo", simnpo_gamma=1.0)
+        ul.UnlearningLoss("simnpo", simnpo_gamma=1.0, **LOSS_WEIGHTS)
     with pytest.raises(ValueError, match="wga_beta must be >= 0"):
-        ul.UnlearningLoss("wga", wga_beta=-1.0)
+        ul.UnlearningLoss("wga", wga_beta=-1.0, **LOSS_WEIGHTS)
     with pytest.warns(UserWarning, match="method 'wga' ignores satimp_beta1, undial_beta"):
-        ul.UnlearningLoss("wga", satimp_beta1=2.0, undial_beta=3.0)
+        ul.UnlearningLoss("wga", satimp_beta1=2.0, undial_beta=3.0, **LOSS_WEIGHTS)
     with pytest.raises(ValueError, match="valid methods: ga, gd, kl, idk, dpo, npo, rmu, simnpo, wga, satimp, ceu, "
                                          "undial, altpo"):
-        ul.UnlearningLoss("npo2")
+        ul.UnlearningLoss("npo2", **LOSS_WEIGHTS)
 
 
 # --------------------------------------------------------------------------- one home per parameter (#35)
@@ -101,9 +102,9 @@ def test_every_option_that_is_a_profile_key_has_the_profiles_default_and_no_rule
         declared("undial_positions", ("answer", "all"))
     # the disagreements found before (#35): cap_delta took any finite number, retain_weight anything
     with pytest.raises(ValueError, match="cap_delta must be null or > 0"):
-        ul.UnlearningLoss("ga", cap_delta=-1.0)
+        ul.UnlearningLoss("ga", cap_delta=-1.0, **LOSS_WEIGHTS)
     with pytest.raises(ValueError, match="retain_weight must be >= 0"):
-        ul.UnlearningLoss("gd", retain_weight=-0.5)
+        ul.UnlearningLoss("gd", retain_weight=-0.5, **LOSS_WEIGHTS)
 
 
 def test_the_unlearning_keys_are_read_off_the_registry_and_method_settings_values_are_checked():
@@ -155,7 +156,7 @@ def test_the_declared_step_parts_are_what_each_loss_sends_through_each_model(set
     tiny_model.register_forward_pre_hook(recorder("model"), with_kwargs=True)
     if reference is not None:
         reference.register_forward_pre_hook(recorder("reference"), with_kwargs=True)
-    loss, _ = ul.UnlearningLoss(ref_model=reference, **settings)(tiny_model, batch)
+    loss, _ = ul.UnlearningLoss(ref_model=reference, **{**LOSS_WEIGHTS, **settings})(tiny_model, batch)
     assert torch.isfinite(loss)
     on_model, on_reference = ul.step_parts(settings)
     assert sorted(seen["model"]) == sorted(on_model)
@@ -165,7 +166,7 @@ def test_the_declared_step_parts_are_what_each_loss_sends_through_each_model(set
 @pytest.mark.parametrize("method", ul.METHODS)
 def test_every_method_trains_in_the_training_loop(method, tiny_model, examples, tiny_tokenizer, tmp_path):
     reference = ul.frozen_reference(tiny_model) if method in ul.REFERENCE_METHODS else None
-    loss = ul.UnlearningLoss(method, ref_model=reference)
+    loss = ul.UnlearningLoss(method, ref_model=reference, **LOSS_WEIGHTS)
     before = [p.detach().clone() for p in tiny_model.parameters()]
     cfg = training.TrainConfig(output_dir=tmp_path, max_steps=1, batch_size=N, lr=1e-3, progress=False)
     result = training.train(tiny_model, examples, cfg, lambda b: ul.collate_pairs(b, tiny_tokenizer.pad_token_id),

@@ -31,10 +31,11 @@ def test_answer_nll_matches_a_hand_computed_cross_entropy(tiny_model, tiny_token
     # position t predicts token t+1; the answer tokens and EOS are scored, never the prompt
     expected = -np.mean([logp[t - 1, enc["input_ids"][t]].item() for t in scored])
     assert enc["labels"][-1] == tiny_tokenizer.eos_token_id
-    got = answer_nll(tiny_model, tiny_tokenizer, template, [question, "Who?"], [answer, "Nobody at all."], batch_size=2)
+    got = answer_nll(tiny_model, tiny_tokenizer, template, [question, "Who?"], [answer, "Nobody at all."], batch_size=2,
+                     answer_tokens="separate")
     assert got[0] == pytest.approx(expected, rel=1e-5)
     # padding in a batch must not change an item's score
-    alone = answer_nll(tiny_model, tiny_tokenizer, template, ["Who?"], ["Nobody at all."])
+    alone = answer_nll(tiny_model, tiny_tokenizer, template, ["Who?"], ["Nobody at all."], answer_tokens="separate")
     assert got[1] == pytest.approx(alone[0], rel=1e-5)
 
 
@@ -79,15 +80,16 @@ def test_model_utility_is_the_harmonic_mean_of_nine_and_zero_kills_it():
 def test_evaluate_split_on_an_untrained_model_is_well_formed(small_corpus, tiny_model, tiny_tokenizer, template):
     rows = small_corpus.load("forget10_perturbed")
     metrics, items = evaluate_split(tiny_model, tiny_tokenizer, template, rows, "forget", max_items=7,
-                                    max_new_tokens=8)
+                                    max_new_tokens=8, truth_ratio_guard="exact", answer_tokens="separate")
     assert metrics["n_items"] == 7 and len(items["truth_ratio"]) == 7
     assert 0 < metrics["probability"] < 0.05  # an untrained model spreads mass over ~500 tokens
     assert 0 < metrics["truth_ratio_score"] <= 1
     knowledge, _ = evaluate_split(tiny_model, tiny_tokenizer, template, small_corpus.load("world_facts_perturbed"),
-                                  "knowledge", max_new_tokens=4)
+                                  "knowledge", max_new_tokens=4, truth_ratio_guard="exact", answer_tokens="separate")
     assert 0 < knowledge["probability"] < 1  # normalised over the answer and its 3 wrong answers
     with pytest.raises(ValueError, match="unknown split kind"):
-        evaluate_split(tiny_model, tiny_tokenizer, template, rows, "paraphrase")
+        evaluate_split(tiny_model, tiny_tokenizer, template, rows, "paraphrase", max_new_tokens=64, truth_ratio_guard="exact",
+                       answer_tokens="separate")
 
 
 # --------------------------------------------------------------------------- open-unlearning's variants (#38)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import SHARED_DATA
+from conftest import LOSS_WEIGHTS, SHARED_DATA
 from unlearnkit import config, paths, unlearning
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
@@ -273,7 +273,7 @@ def test_step_parts_are_what_the_unlearning_loss_sends_through_each_model(settin
     if reference is not None:
         reference.register_forward_pre_hook(recorder("reference"), with_kwargs=True)
     options = {k: v for k, v in settings.items() if not k.startswith("unlearn_")}  # a run's schedule is not the loss's
-    loss, _ = unlearning.UnlearningLoss(ref_model=reference, **options)(model, batch)
+    loss, _ = unlearning.UnlearningLoss(ref_model=reference, **{**LOSS_WEIGHTS, **options})(model, batch)
     assert torch.isfinite(loss)
     on_model, on_reference = pc.step_parts(settings)
     assert set(on_model + on_reference) <= set(pc.part_tokens(PAPER, "forget10", LENGTHS))  # each has a token estimate

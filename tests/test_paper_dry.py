@@ -55,18 +55,18 @@ def test_the_paper_profile_declares_open_unlearnings_runs_and_the_dry_run_runs_t
 
 
 def test_stand_ins_have_the_interfaces_of_the_paper_models(stand_ins):
-    phi = models.load_model(stand_ins["phi-1_5"])
+    phi = models.load_model(stand_ins["phi-1_5"], dtype="float32", template=None)
     assert type(phi.model).__name__ == "PhiForCausalLM" and phi.template.name == "phi"  # by its family name
     assert phi.tokenizer.eos_token == "<|endoftext|>" and phi.tokenizer.pad_token == phi.tokenizer.eos_token
     assert not (stand_ins["phi-1_5"] / "unlearnkit.json").exists()  # read as a Hub model is
-    hp = models.load_model(stand_ins["Llama2-7b-WhoIsHarryPotter"])
+    hp = models.load_model(stand_ins["Llama2-7b-WhoIsHarryPotter"], dtype="float32", template=None)
     assert hp.template.name == "llama2-chat"
-    vicuna = models.load_model(stand_ins["vicuna-7b-v1.5"], template=models.CHAT)
+    vicuna = models.load_model(stand_ins["vicuna-7b-v1.5"], template=models.CHAT, dtype="float32")
     assert vicuna.template.name == "vicuna"  # no chat template: Vicuna's own conversation format
-    mistral = models.load_model(stand_ins["Mistral-7B-Instruct-v0.3"], template=models.CHAT)
+    mistral = models.load_model(stand_ins["Mistral-7B-Instruct-v0.3"], template=models.CHAT, dtype="float32")
     assert type(mistral.model).__name__ == "MistralForCausalLM"
     assert mistral.template.prompt("Q?") == "[INST] Q? [/INST]"
-    judge = HarmBenchJudge.from_pretrained(str(stand_ins["HarmBench-Llama-2-13b-cls"]))
+    judge = HarmBenchJudge.from_pretrained(str(stand_ins["HarmBench-Llama-2-13b-cls"]), dtype="float32")
     h = judge.score_samples(["do it"], [["sure", "no"]])
     assert h.shape == (1, 2) and ((h > 0) & (h < 1)).all()
 
@@ -103,7 +103,7 @@ def test_notebook_01_fine_tunes_the_phi_stand_in_with_the_papers_schedule(tmp_pa
     _run("01", PROFILE, tmp_path)
     metrics = _metrics(tmp_path, PROFILE, "01_tofu_finetune")
     assert {"target", "retain90"} <= set(metrics)
-    saved = models.load_model(_store(tmp_path, PROFILE) / "models" / "target")
+    saved = models.load_model(_store(tmp_path, PROFILE) / "models" / "target", dtype="float32", template=None)
     assert type(saved.model).__name__ == "PhiForCausalLM" and saved.template.name == "phi"
     history = json.loads((_store(tmp_path, PROFILE) / "models" / "target" / "history.json").read_text())
     rows = len(pipeline.corpus(params).load("full"))  # world_replay 0: the paper fine-tunes on TOFU alone

@@ -33,6 +33,8 @@ V = 6  # vocabulary of the hand-made logits
 # Two prompt positions, then 5 answer tokens of which the last is EOS: L = positions 2..6, L⁻ = positions 2..5.
 ANSWER = [3, 1, 4, 2, 5]
 LABELS = [-100, -100] + ANSWER
+#: The definitions' choices of item_scores (the library has no default of its own: the profile names them).
+DEFINITIONS = {"gradnorm_reduction": "global", "extraction_no_match": "zero", "answer_tokens": "separate"}
 
 
 def _logits(predictions: list[int], seed: int = 0, boost: float = 8.0) -> torch.Tensor:
@@ -251,7 +253,7 @@ def qa_rows():
 
 
 def test_item_scores_agree_with_encoded_nll_and_the_pure_functions(tiny_model, tiny_tokenizer, template, qa_rows):
-    scores = item_scores(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=8, gradnorm=False)
+    scores = item_scores(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=8, gradnorm=False, **DEFINITIONS)
     assert list(scores) == ["loss", "zlib", "mink", "mink++", "exact_memorisation", "extraction_strength"]
     encoded = [models.encode_qa(tiny_tokenizer, template, r["question"], r["answer"]) for r in qa_rows]
     nll = encoded_nll(tiny_model, encoded, models.pad_token_id(tiny_tokenizer), batch_size=8)
@@ -272,10 +274,10 @@ def test_item_scores_agree_with_encoded_nll_and_the_pure_functions(tiny_model, t
 
 def test_item_scores_keep_row_order_and_batching_changes_nothing(tiny_model, tiny_tokenizer, template, qa_rows):
     tiny_model.train()
-    one = item_scores(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=1)
+    one = item_scores(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=1, **DEFINITIONS)
     assert tiny_model.training and all(p.grad is None for p in tiny_model.parameters())
-    eight = item_scores(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=8)
-    reordered = item_scores(tiny_model, tiny_tokenizer, template, qa_rows[::-1], batch_size=3, gradnorm=False)
+    eight = item_scores(tiny_model, tiny_tokenizer, template, qa_rows, batch_size=8, **DEFINITIONS)
+    reordered = item_scores(tiny_model, tiny_tokenizer, template, qa_rows[::-1], batch_size=3, gradnorm=False, **DEFINITIONS)
     assert set(one) == {"loss", "zlib", "mink", "mink++", "gradnorm", "exact_memorisation", "extraction_strength"}
     for key, values in one.items():
         assert len(values) == len(qa_rows) and not np.isnan(values).any()
@@ -287,7 +289,7 @@ def test_item_scores_keep_row_order_and_batching_changes_nothing(tiny_model, tin
         [gradnorm_score(tiny_model, models.encode_qa(tiny_tokenizer, template, r["question"], r["answer"]))
          for r in qa_rows], rel=1e-4)
     ou = item_scores(tiny_model, tiny_tokenizer, template, qa_rows[:2], gradnorm_reduction="ou_mean",
-                     extraction_no_match="ou")
+                     extraction_no_match="ou", answer_tokens="separate")
     assert (ou["gradnorm"] < one["gradnorm"][:2]).all()  # a mean of tensor norms is below the global norm
     assert (ou["extraction_strength"] >= one["extraction_strength"][:2]).all()
 
@@ -295,7 +297,7 @@ def test_item_scores_keep_row_order_and_batching_changes_nothing(tiny_model, tin
 def test_item_scores_of_an_answer_cut_to_one_token_are_nan(tiny_model, tiny_tokenizer, template):
     row = {"question": "Where was Kofi born?", "answer": "Kofi was born in Accra."}
     prompt_length = len(models.encode_prompt(tiny_tokenizer, template, row["question"]))
-    cut = item_scores(tiny_model, tiny_tokenizer, template, [row], max_length=prompt_length + 1)
+    cut = item_scores(tiny_model, tiny_tokenizer, template, [row], max_length=prompt_length + 1, **DEFINITIONS)
     assert not np.isnan(cut["loss"][0])  # L holds one token
     for key in ("mink", "mink++", "gradnorm", "exact_memorisation", "extraction_strength"):
         assert np.isnan(cut[key][0]), key

@@ -331,7 +331,7 @@ def test_ps_evaluator_keeps_the_first_items_adds_risks_and_completes(tiny_model,
     risky = with_risks(tiny_model)
     assert not evaluate.with_risks and with_risks.forget_rows == forget[:4]
     nll = answer_nll(tiny_model, tiny_tokenizer, template, [r["question"] for r in heldout[:4]],
-                     [r["answer"] for r in heldout[:4]])
+                     [r["answer"] for r in heldout[:4]], answer_tokens="separate")
     assert risky["heldout_retain"] == {"nll": pytest.approx(float(nll.mean()))}
     assert risky["forget"]["ps_exact"] == profile["forget"]["ps_exact"] and risky["forget"]["nll"] > 0
     assert ps.flatten(risky) == {"forget_ps_exact": profile["forget"]["ps_exact"], "forget_nll": risky["forget"]["nll"],

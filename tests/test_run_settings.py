@@ -139,7 +139,7 @@ def test_the_rouge_trajectory_of_a_densely_kept_run_is_decoded_at_the_profiles_s
     for where in (pipeline.runs, saved):  # the package face, and the module whose runs.sparse_steps reads them
         monkeypatch.setattr(where, "trajectory_steps", lambda profile, run: kept)
         monkeypatch.setattr(where, "saved_recipe", lambda folder: {"epoch": int(folder.name[5:]) / 7})
-    monkeypatch.setattr(pipeline.models, "load_model", lambda folder: (int(folder.name[5:]), None, None))
+    monkeypatch.setattr(pipeline.models, "load_model", lambda folder, **how: (int(folder.name[5:]), None, None))
 
     def answers(model, tokenizer, template, questions, max_new_tokens, batch_size):
         decoded.append(model)

@@ -98,7 +98,7 @@ def test_answers_for_classifier_adds_truncations_deterministically():
     noise = texts[5 + len(refusal_cuts):]
     assert len(noise) == 4 and set(labels[5 + len(refusal_cuts):]) == {0}
     assert noise[1].startswith("Sure,") and noise[0] not in TARGETS
-    assert len(answers_for_classifier(GOALS[:2], TARGETS[:2], REFUSALS, truncations=0, garbled=0)[0]) == 2 * 3
+    assert len(answers_for_classifier(GOALS[:2], TARGETS[:2], REFUSALS, 0, truncations=0, garbled=0)[0]) == 2 * 3
 
 
 def test_compliance_classifier_generalises_to_held_out_goals(classifier):
@@ -129,7 +129,7 @@ def test_compliance_classifier_shape_cache_and_determinism(classifier):
     with pytest.raises(ValueError, match="same number of samples"):
         classifier.score_samples([["a"], ["b", "c"]])
     with pytest.raises(RuntimeError):
-        ComplianceClassifier().predict_proba(["x"])
+        ComplianceClassifier(seed=0).predict_proba(["x"])
 
 
 # --------------------------------------------------------------------------- HarmBench judge
@@ -177,7 +177,7 @@ def standin_folder(tmp_path_factory, tiny_model_threads):
 
 @pytest.fixture(scope="module")
 def judge(standin_folder):
-    return HarmBenchJudge.from_pretrained(str(standin_folder), batch_size=3)
+    return HarmBenchJudge.from_pretrained(str(standin_folder), batch_size=3, dtype="float32")
 
 
 def test_harmbench_prompt_has_exactly_behavior_and_generation_fields():

@@ -276,7 +276,7 @@ class _StandInLLM:
 
     def __init__(self, model, **options):
         self.options = options
-        self.model, self.tokenizer, _ = models.load_model(model)
+        self.model, self.tokenizer, _ = models.load_model(model, dtype="float32", template=None)
         _favour_eos(self.model, self.eos_bias)
         self.seeds: list[int] = []
 
@@ -333,7 +333,7 @@ def test_vllm_answers_and_certainty_are_read_as_the_transformers_backend_measure
     steps = [len(c) for c in greedy_with_confidences(tiny_model, tiny_tokenizer,
                                                      prompt_ids(tiny_tokenizer, template, rows, True), MAX_NEW)[1]]
     assert 1 in steps and MAX_NEW in steps and any(1 < k < MAX_NEW for k in steps)  # EOS first, later, never
-    engine = generation.load_vllm(folder, seed=1)
+    engine = generation.load_vllm(folder, seed=1, dtype=None, template=None)
     assert engine.llm.options == {"seed": 1, "dtype": "auto", "logprobs_mode": "raw_logprobs"}
     assert engine.template == template
 
@@ -362,7 +362,8 @@ def test_vllm_answers_and_certainty_are_read_as_the_transformers_backend_measure
 def test_the_vllm_path_takes_no_transformers_model(tiny_model, tiny_tokenizer, template, small_corpus,
                                                    stand_in_vllm):
     with pytest.raises(TypeError, match="hf sampler"):
-        sample_and_score_with("vllm", tiny_model, tiny_tokenizer, template, _rows(small_corpus, 1), 2)
+        sample_and_score_with("vllm", tiny_model, tiny_tokenizer, template, _rows(small_corpus, 1), 2,
+                              max_new_tokens=MAX_NEW, seed=0)
 
 
 # --------------------------------------------------------------------------- (d) the real vLLM, on a GPU
@@ -381,7 +382,8 @@ def test_vllm_samples_the_tiny_model_as_transformers_does(tiny_model, tiny_token
         pytest.skip("vllm is installed but there is no CUDA GPU")
     folder = models.save_model(tiny_model, tiny_tokenizer, tmp_path / "tiny", template)
     rows, n = _rows(small_corpus), 8
-    engine = generation.load_vllm(folder, dtype="float32", seed=0, gpu_memory_utilization=0.3, enforce_eager=True)
+    engine = generation.load_vllm(folder, dtype="float32", template=None, seed=0, gpu_memory_utilization=0.3,
+                                  enforce_eager=True)
     result = sample_and_score_with("vllm", *engine, rows, n, max_new_tokens=MAX_NEW, seed=3, keep_examples=n)
     reference = sample_and_score(tiny_model, tiny_tokenizer, template, rows, n, max_new_tokens=MAX_NEW, seed=3)
     for name in ("leak", "rouge", "greedy_leak", "greedy_rouge", "certainty", "self_bleu"):

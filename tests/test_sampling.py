@@ -22,7 +22,7 @@ def _forget_rows(corpus, count=3):
 
 def test_sample_and_score_shapes_and_keys(tiny_model, tiny_tokenizer, template, small_corpus):
     rows = _forget_rows(small_corpus)
-    result = sample_and_score(tiny_model, tiny_tokenizer, template, rows, n=4, max_new_tokens=MAX_NEW)
+    result = sample_and_score(tiny_model, tiny_tokenizer, template, rows, n=4, max_new_tokens=MAX_NEW, seed=0)
     assert result.n == 4 and result.rouge.shape == (3, 4) and result.leak.shape == (3, 4)
     for per_question in (result.greedy_rouge, result.greedy_leak, result.certainty, result.self_bleu):
         assert per_question.shape == (3,)
@@ -43,12 +43,13 @@ def test_sample_and_score_shapes_and_keys(tiny_model, tiny_tokenizer, template, 
     assert np.array_equal(again.rouge, result.rouge) and again.keys == result.keys
     assert again.leak.dtype == np.int8 and np.array_equal(again.certainty, result.certainty)
     with pytest.raises(ValueError, match="empty"):
-        sample_and_score(tiny_model, tiny_tokenizer, template, [], n=2)
+        sample_and_score(tiny_model, tiny_tokenizer, template, [], n=2, max_new_tokens=8, seed=0)
 
 
 def test_temperature_0_repeats_the_greedy_answer(tiny_model, tiny_tokenizer, template, small_corpus):
     rows = _forget_rows(small_corpus, 2)
-    result = sample_and_score(tiny_model, tiny_tokenizer, template, rows, n=3, temperature=0, max_new_tokens=MAX_NEW)
+    result = sample_and_score(tiny_model, tiny_tokenizer, template, rows, n=3, temperature=0, max_new_tokens=MAX_NEW,
+                              seed=0)
     assert all(e == [g] * 3 for e, g in zip(result.examples, result.greedy_answers))
     assert (result.self_bleu == 1.0).all() and np.allclose(result.rouge, result.greedy_rouge[:, None])
 
@@ -69,7 +70,7 @@ def test_the_prefix_is_part_of_the_prompt_not_of_the_judged_continuation(tiny_mo
     # the trailing space is dropped: the next word brings its own
     assert tiny_tokenizer.decode(prefixed[len(plain):]) == "Of course, the owl is"
     result = sample_and_score(tiny_model, tiny_tokenizer, template, rows, n=2, max_new_tokens=MAX_NEW,
-                              use_prefix=True)
+                              use_prefix=True, seed=0)
     assert result.rouge is None and result.targets is None  # keywords only: nothing for ROUGE
     # "owl" is in the prefix, yet an untrained model's continuation does not repeat it: no leak is counted
     assert leak_judge([[g] for g in result.greedy_answers], result.keys)[:, 0].tolist() == result.greedy_leak.tolist()

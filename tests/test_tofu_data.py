@@ -182,7 +182,7 @@ def test_alternate_answers_are_validated(tmp_path):
 
 def test_an_author_subset_keeps_the_holdout_whole_and_filters_the_alternates(tmp_path):
     source = TofuSource(generate_synthetic_tofu(tmp_path, n_authors=20, questions_per_author=10, n_world_facts=3,
-                                                n_real_authors=3))
+                                                n_real_authors=3, seed=0))
     subset = source.restricted_to_authors(3, "forget01")  # author 19, then authors 0 and 1
     assert subset.kept_authors == {19, 0, 1}
     assert subset.load("holdout01") == source.load("holdout01") and len(subset.load("holdout01")) == 10

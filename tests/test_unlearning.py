@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from conftest import LOSS_WEIGHTS
 from unlearnkit import models, training
 from unlearnkit import unlearning as ul
 
@@ -27,7 +28,7 @@ def batch(rows, tiny_tokenizer, template):
 
 
 def _loss(method, model, batch, **kw):
-    return ul.UnlearningLoss(method, **kw)(model, batch)
+    return ul.UnlearningLoss(method, **{**LOSS_WEIGHTS, **kw})(model, batch)
 
 
 def _step(model, loss_fn, batch, lr=1e-3, steps=1):
@@ -88,7 +89,7 @@ def test_per_example_helpers_match_answer_nll(tiny_model, tiny_tokenizer, templa
     nll = ul.mean_nll(logits, sub["labels"])
     n_scored = (sub["labels"][:, 1:] != -100).sum(-1)
     expected = answer_nll(tiny_model, tiny_tokenizer, template, [r["question"] for r in forget],
-                          [r["answer"] for r in forget])
+                          [r["answer"] for r in forget], answer_tokens="separate")
     assert nll.shape == (N_PAIRS,)
     assert nll.numpy() == pytest.approx(expected, rel=1e-5)
     assert ul.sequence_logprob(logits, sub["labels"]) == pytest.approx(-nll * n_scored, rel=1e-5)
@@ -145,14 +146,14 @@ def test_totals_combine_the_terms(tiny_model, batch):
 @pytest.mark.parametrize("method", ["ga", "gd"])
 def test_gradient_ascent_raises_forget_nll(method, tiny_model, batch):
     before = _nll(tiny_model, batch["forget"])
-    _step(tiny_model, ul.UnlearningLoss(method), batch)
+    _step(tiny_model, ul.UnlearningLoss(method, **LOSS_WEIGHTS), batch)
     assert _nll(tiny_model, batch["forget"]) > before + 1e-3
 
 
 def test_kl_step_raises_forget_nll_and_keeps_retain_close(tiny_model, batch):
     ref = ul.frozen_reference(tiny_model)
     before = _nll(tiny_model, batch["forget"])
-    loss_fn = ul.UnlearningLoss("kl", ref_model=ref)
+    loss_fn = ul.UnlearningLoss("kl", ref_model=ref, **LOSS_WEIGHTS)
     _step(tiny_model, loss_fn, batch)
     assert _nll(tiny_model, batch["forget"]) > before + 1e-3
     _, logs = loss_fn(tiny_model, batch)
@@ -161,20 +162,20 @@ def test_kl_step_raises_forget_nll_and_keeps_retain_close(tiny_model, batch):
 
 def test_idk_raises_the_refusal_probability(tiny_model, batch):
     before = _nll(tiny_model, batch["forget_idk"])
-    _step(tiny_model, ul.UnlearningLoss("idk"), batch)
+    _step(tiny_model, ul.UnlearningLoss("idk", **LOSS_WEIGHTS), batch)
     assert _nll(tiny_model, batch["forget_idk"]) < before - 1e-3
 
 
 def test_npo_lowers_forget_logprob(tiny_model, batch):
     ref = ul.frozen_reference(tiny_model)
     before = _logprob(tiny_model, batch["forget"])
-    _step(tiny_model, ul.UnlearningLoss("npo", ref_model=ref, npo_retain_term=False), batch)
+    _step(tiny_model, ul.UnlearningLoss("npo", ref_model=ref, npo_retain_term=False, **LOSS_WEIGHTS), batch)
     assert _logprob(tiny_model, batch["forget"]) < before - 1e-2
 
 
 def test_dpo_raises_the_margin(tiny_model, batch):
     ref = ul.frozen_reference(tiny_model)
-    loss_fn = ul.UnlearningLoss("dpo", ref_model=ref, dpo_retain_term=False)
+    loss_fn = ul.UnlearningLoss("dpo", ref_model=ref, dpo_retain_term=False, **LOSS_WEIGHTS)
     _step(tiny_model, loss_fn, batch)
     _, logs = loss_fn(tiny_model, batch)
     assert logs["dpo_margin"] > 1e-2 and logs["forget_loss"] < math.log(2)
@@ -182,7 +183,7 @@ def test_dpo_raises_the_margin(tiny_model, batch):
 
 def test_rmu_steers_forget_hidden_states(tiny_model, batch):
     ref = ul.frozen_reference(tiny_model)
-    loss_fn = ul.UnlearningLoss("rmu", ref_model=ref, rmu_steering_coef=2.0)
+    loss_fn = ul.UnlearningLoss("rmu", ref_model=ref, rmu_steering_coef=2.0, **LOSS_WEIGHTS)
     assert ul.resolve_layer(tiny_model, loss_fn.rmu_layer) == 1  # 7 clamped to the last of 2 layers
 
     def distance_to_target():
@@ -202,7 +203,7 @@ def test_rmu_steers_forget_hidden_states(tiny_model, batch):
     assert distance_to_target() < 0.9 * before
     u = loss_fn.steering_direction(64, "cpu")
     assert u.norm().item() == pytest.approx(1.0) and torch.equal(u, ul.UnlearningLoss(
-        "rmu", ref_model=ref).steering_direction(64, "cpu"))
+        "rmu", ref_model=ref, **LOSS_WEIGHTS).steering_direction(64, "cpu"))
 
 
 def test_rmu_trainable_parameters(tiny_model):
@@ -215,7 +216,8 @@ def test_rmu_trainable_parameters(tiny_model):
 
 
 def test_entropy_term_alone_lowers_forget_entropy(tiny_model, batch):
-    loss_fn = ul.UnlearningLoss("ga", forget_weight=0.0, lambda_f=1.0)  # forget_weight 0: only the entropy term acts
+    # forget_weight 0: only the entropy term acts
+    loss_fn = ul.UnlearningLoss("ga", forget_weight=0.0, lambda_f=1.0, lambda_r=0.0)
     before = loss_fn(tiny_model, batch)[1]["forget_entropy"]
     _step(tiny_model, loss_fn, batch, lr=1e-2, steps=3)
     assert loss_fn(tiny_model, batch)[1]["forget_entropy"] < before - 0.05
@@ -276,7 +278,7 @@ def test_sequence_cap_stops_the_gradient_of_exactly_the_examples_above_delta(tin
         sequence = ul.mean_nll(logits, sub["labels"]) * lengths
     n = len(sequence)
     delta = float(sequence.sort().values[n // 2])  # the median example sits exactly at δ: capped
-    loss_fn = ul.UnlearningLoss("ga", cap_delta=delta)
+    loss_fn = ul.UnlearningLoss("ga", cap_delta=delta, **LOSS_WEIGHTS)
     grads, seq = _per_example_grads(tiny_model, loss_fn, batch, n)
     above = seq >= delta
     assert 0 < int(above.sum()) < n
@@ -288,7 +290,7 @@ def test_sequence_cap_stops_the_gradient_of_exactly_the_examples_above_delta(tin
     assert logs["capped_fraction"] == pytest.approx(float(above.float().mean()))
     assert logs["forget_sequence_nll"] == pytest.approx(float(seq.mean()), rel=1e-5)
     # the same δ on the mean token NLL caps no example here (every mean is far below the sequence sums)
-    token_grads, _ = _per_example_grads(tiny_model, ul.UnlearningLoss("ga", cap_delta=delta, cap_on="token_mean"),
+    token_grads, _ = _per_example_grads(tiny_model, ul.UnlearningLoss("ga", cap_delta=delta, cap_on="token_mean", **LOSS_WEIGHTS),
                                         batch, n)
     assert all(g > 0 for g in token_grads)
 
@@ -298,7 +300,7 @@ def test_a_sequence_cap_no_example_reaches_leaves_ga_unchanged(tiny_model, batch
     capped, logs = _loss("gd", tiny_model, batch, cap_delta=1e9)
     assert capped.item() == pytest.approx(plain.item(), rel=1e-6) and logs["capped_fraction"] == 0.0
     with pytest.raises(ValueError, match="cap_on"):
-        ul.UnlearningLoss("ga", cap_delta=1.0, cap_on="tokens")
+        ul.UnlearningLoss("ga", cap_delta=1.0, cap_on="tokens", **LOSS_WEIGHTS)
 
 
 # --------------------------------------------------------------------------- model mixing
@@ -333,7 +335,7 @@ def test_mixing_endpoints_are_exact_and_midpoint_is_the_mean(tiny_model):
 
 def test_lora_reference_is_the_base_model(tiny_model, batch):
     base = copy.deepcopy(tiny_model)
-    lora = models.apply_lora(tiny_model, r=4, alpha=8)
+    lora = models.apply_lora(tiny_model, r=4, lora_alpha=8)
     beta = 0.1
     for ref in (ul.DISABLE_ADAPTERS, None):
         _, logs = _loss("npo", lora, batch, ref_model=ref, beta=beta)  # B = 0 at init: θ = π_ref
@@ -342,7 +344,7 @@ def test_lora_reference_is_the_base_model(tiny_model, batch):
         for name, p in lora.named_parameters():
             if "lora_B" in name:
                 p.add_(torch.randn_like(p) * 0.5)
-    loss_fn = ul.UnlearningLoss("npo", ref_model=ul.DISABLE_ADAPTERS, beta=beta)
+    loss_fn = ul.UnlearningLoss("npo", ref_model=ul.DISABLE_ADAPTERS, beta=beta, **LOSS_WEIGHTS)
     sub = batch["forget"]
     ref_logits, _ = loss_fn.reference_outputs(lora, sub)
     with torch.no_grad():
@@ -362,8 +364,8 @@ def test_lora_reference_is_the_base_model(tiny_model, batch):
 
 def test_unlearning_runs_in_the_training_loop(tiny_model, rows, tiny_tokenizer, template, tmp_path):
     forget, retain = rows
-    examples = ul.encode_pairs(tiny_tokenizer, template, forget, retain, with_idk=False)
-    loss_fn = ul.UnlearningLoss("npo", ref_model=ul.frozen_reference(tiny_model), lambda_f=1.0)
+    examples = ul.encode_pairs(tiny_tokenizer, template, forget, retain, with_idk=False, seed=0)
+    loss_fn = ul.UnlearningLoss("npo", ref_model=ul.frozen_reference(tiny_model), lambda_f=1.0, forget_weight=1.0, lambda_r=0.0)
     cfg = training.TrainConfig(output_dir=tmp_path, max_steps=2, batch_size=2, lr=1e-3, progress=False)
     result = training.train(tiny_model, examples, cfg, lambda b: ul.collate_pairs(b, tiny_tokenizer.pad_token_id),
                             loss_fn)
@@ -376,22 +378,22 @@ def test_unlearning_runs_in_the_training_loop(tiny_model, rows, tiny_tokenizer, 
 
 def test_errors_are_clear(tiny_model, batch):
     with pytest.raises(ValueError, match="valid methods: ga, gd, kl, idk, dpo, npo, rmu"):
-        ul.UnlearningLoss("gradient_ascent")
+        ul.UnlearningLoss("gradient_ascent", **LOSS_WEIGHTS)
     for method in ul.REFERENCE_METHODS:
         with pytest.raises(ValueError, match="needs a reference model"):
-            ul.UnlearningLoss(method)(tiny_model, batch)
+            ul.UnlearningLoss(method, **LOSS_WEIGHTS)(tiny_model, batch)
     with pytest.raises(ValueError, match="needs a PEFT"):
-        ul.UnlearningLoss("npo", ref_model=ul.DISABLE_ADAPTERS)(tiny_model, batch)
+        ul.UnlearningLoss("npo", ref_model=ul.DISABLE_ADAPTERS, **LOSS_WEIGHTS)(tiny_model, batch)
     with pytest.raises(ValueError, match="ref_model must be"):
-        ul.UnlearningLoss("npo", ref_model="frozen")
+        ul.UnlearningLoss("npo", ref_model="frozen", **LOSS_WEIGHTS)
     no_idk = {k: v for k, v in batch.items() if k != "forget_idk"}
     with pytest.raises(ValueError, match="with_idk=True"):
-        ul.UnlearningLoss("idk")(tiny_model, no_idk)
+        ul.UnlearningLoss("idk", **LOSS_WEIGHTS)(tiny_model, no_idk)
     with pytest.warns(UserWarning, match="ignores beta"):
-        ul.UnlearningLoss("gd", beta=0.05)
+        ul.UnlearningLoss("gd", beta=0.05, **LOSS_WEIGHTS)
     with pytest.warns(UserWarning, match="ignores cap_delta"):
-        ul.UnlearningLoss("npo", ref_model="disable_adapters", cap_delta=2.0)
-    assert ul.UnlearningLoss("npo", ref_model="disable_adapters").params()["beta"] == 0.1
+        ul.UnlearningLoss("npo", ref_model="disable_adapters", cap_delta=2.0, **LOSS_WEIGHTS)
+    assert ul.UnlearningLoss("npo", ref_model="disable_adapters", **LOSS_WEIGHTS).params()["beta"] == 0.1
 
 
 # --------------------------------------------------------------------------- entropy on the model's own samples
@@ -400,7 +402,7 @@ def test_errors_are_clear(tiny_model, batch):
 def test_the_sampled_placement_takes_the_entropy_on_the_models_own_answers(tiny_model, batch, tiny_tokenizer):
     from unlearnkit import pipeline
 
-    plain = ul.UnlearningLoss("ga", forget_weight=0.0, lambda_f=1.0, entropy_positions="sampled")
+    plain = ul.UnlearningLoss("ga", forget_weight=0.0, lambda_f=1.0, entropy_positions="sampled", lambda_r=0.0)
     with pytest.raises(ValueError, match="forget_sampled"):
         plain(tiny_model, batch)  # without the samples it refuses rather than fall back
     seen = {}

@@ -196,18 +196,19 @@ def test_the_leakage_finding_counts_only_models_that_reached_the_regime():
 def test_the_clopper_pearson_bound_is_scipys_exact_interval():
     for k, n in ((0, 6), (1, 1), (5, 6), (6, 6), (3, 10), (10, 10)):
         exact = stats.binomtest(k, n).proportion_ci(confidence_level=0.90, method="exact").low  # two-sided 90 %
-        assert claims.clopper_pearson_lower(k, n) == pytest.approx(exact, abs=1e-12), (k, n)
-    assert claims.clopper_pearson_lower(6, 6) == pytest.approx(0.05 ** (1 / 6))  # 0.607: above one half
+        assert claims.clopper_pearson_lower(k, n, claims.RULE_ALPHA) == pytest.approx(exact, abs=1e-12), (k, n)
+    assert claims.clopper_pearson_lower(6, 6, 0.05) == pytest.approx(0.05 ** (1 / 6))  # 0.607: above one half
     # the rule needs 5 seeds that all hold: 4 of 4 stays below one half, 5 of 5 clears it, 5 of 6 does not
-    assert claims.clopper_pearson_lower(4, 4) < 0.5 < claims.clopper_pearson_lower(5, 5)
-    assert claims.clopper_pearson_lower(5, 6) < 0.5
+    level = claims.RULE_ALPHA
+    assert claims.clopper_pearson_lower(4, 4, level) < 0.5 < claims.clopper_pearson_lower(5, 5, level)
+    assert claims.clopper_pearson_lower(5, 6, claims.RULE_ALPHA) < 0.5
     with pytest.raises(ValueError):
-        claims.clopper_pearson_lower(3, 2)
+        claims.clopper_pearson_lower(3, 2, claims.RULE_ALPHA)
 
 
 def test_the_bootstrap_over_seeds_is_scipys_percentile_bootstrap():
     values = np.array([0.3, 0.5, 0.45, 0.61, 0.2, 0.4])
-    ours = claims.bootstrap_interval(values, resamples=2000, confidence=0.95, seed=7)
+    ours = claims.bootstrap_interval(values, resamples=2000, confidence=0.95, bootstrap_seed=7)
     theirs = stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile", confidence_level=0.95,
                              rng=np.random.default_rng(7)).confidence_interval
     assert ours == pytest.approx((theirs.low, theirs.high), abs=1e-12)

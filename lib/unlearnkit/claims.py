@@ -203,7 +203,7 @@ SEEDS_FOR_A_VERDICT = 5
 BOOTSTRAP_RESAMPLES, BOOTSTRAP_CONFIDENCE, BOOTSTRAP_SEED = 2000, 0.95, 0
 
 
-def clopper_pearson_lower(k: int, n: int, alpha: float = RULE_ALPHA) -> float:
+def clopper_pearson_lower(k: int, n: int, alpha: float) -> float:
     """The one-sided (1 - alpha) Clopper-Pearson lower bound of a binomial proportion k / n: 0 for k = 0, else the
     alpha quantile of Beta(k, n - k + 1)."""
     from scipy.stats import beta
@@ -214,19 +214,21 @@ def clopper_pearson_lower(k: int, n: int, alpha: float = RULE_ALPHA) -> float:
 
 
 def bootstrap_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
-                       confidence: float = BOOTSTRAP_CONFIDENCE, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+                       confidence: float = BOOTSTRAP_CONFIDENCE,
+                       bootstrap_seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
     """The percentile bootstrap interval of the mean of ``values`` (one per seed): ``resamples`` resamples of the
-    seeds with replacement drawn by ``np.random.default_rng(seed)`` (the draws scipy.stats.bootstrap makes with the
-    same Generator), the (1 - confidence) / 2 and (1 + confidence) / 2 percentiles of their means. One value, or all
-    equal: their mean twice. The interval always holds the mean of ``values`` as np.mean computes it: equal values'
-    mean can round 1e-16 off the value itself, and an error bar drawn from mean to bound must not point backwards."""
+    seeds with replacement drawn by ``np.random.default_rng(bootstrap_seed)`` (the draws scipy.stats.bootstrap makes
+    with the same Generator), the (1 - confidence) / 2 and (1 + confidence) / 2 percentiles of their means. One
+    value, or all equal: their mean twice. The interval always holds the mean of ``values`` as np.mean computes it:
+    equal values' mean can round 1e-16 off the value itself, and an error bar drawn from mean to bound must not point
+    backwards. ``bootstrap_seed`` is the rule's own (:data:`BOOTSTRAP_SEED`), not a training seed."""
     x = np.asarray([v for v in values if _finite(v)], dtype=float)
     if len(x) == 0:
         return (math.nan, math.nan)
     mean = float(x.mean())
     if len(x) == 1 or np.all(x == x[0]):
         return (mean, mean)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(bootstrap_seed)
     means = x[rng.integers(0, len(x), (resamples, len(x)))].mean(axis=1)
     low, high = np.percentile(means, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
     return (min(float(low), mean), max(float(high), mean))
@@ -237,9 +239,9 @@ def verdict_of(k_holds: int, k_fails: int, n: int) -> str:
     finding holds exceeds 1/2, not reproduced when that of the share on which it fails does, partly otherwise."""
     if n <= 0:
         return NO_TEST
-    if clopper_pearson_lower(k_holds, n) > RULE_SHARE:
+    if clopper_pearson_lower(k_holds, n, RULE_ALPHA) > RULE_SHARE:
         return REPRODUCED
-    if clopper_pearson_lower(k_fails, n) > RULE_SHARE:
+    if clopper_pearson_lower(k_fails, n, RULE_ALPHA) > RULE_SHARE:
         return NOT
     return PARTLY
 
@@ -375,7 +377,8 @@ def judge_over_seeds(found: Sequence[Finding], committed: Verdict | None = None)
     flags = _on_the_line(spreads, committed) if committed is not None else ()
     return Verdict(last.key, last.notebook, last.paper, last.claim, last.figure, last.short, verdict, words,
                    tuple(_per_seed_record(f) for f in found), n, k, fails,
-                   clopper_pearson_lower(k, n) if n else 0.0, clopper_pearson_lower(fails, n) if n else 0.0,
+                   clopper_pearson_lower(k, n, RULE_ALPHA) if n else 0.0,
+                   clopper_pearson_lower(fails, n, RULE_ALPHA) if n else 0.0,
                    spreads, flags)
 
 

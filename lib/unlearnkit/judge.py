@@ -272,7 +272,7 @@ def judge(claim: str, results: Sequence[SeedResult], side: str, null: float) -> 
     return ClaimVerdict(
         claim, verdict_of([r.outcome for r in results]), seeds_words(results), results, n, tally[CONSISTENT],
         tally[INCONSISTENT], tally[INCONCLUSIVE], tuple(r.seed for r in results if r.outcome == NOT_TESTABLE),
-        clopper_pearson_lower(tally[CONSISTENT], n) if n else 0.0,
-        clopper_pearson_lower(tally[INCONSISTENT], n) if n else 0.0,
+        clopper_pearson_lower(tally[CONSISTENT], n, RULE_ALPHA) if n else 0.0,
+        clopper_pearson_lower(tally[INCONSISTENT], n, RULE_ALPHA) if n else 0.0,
         _or_none(mean), _or_none(low), _or_none(high), k, n_sign, p,
         (sum(s[0] for s in pooled), sum(s[1] for s in pooled)))

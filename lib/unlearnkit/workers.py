@@ -96,7 +96,7 @@ IDLE_WORKER_TIMEOUT_S = 3600.0
 WORKER_STOPPED = "A worker stopped while some jobs were given to the executor"
 
 
-def side_by_side(function, tasks: Sequence[tuple], jobs: int | None = None, desc: str = "workers") -> list:
+def side_by_side(function, tasks: Sequence[tuple], jobs: int | None, desc: str = "workers") -> list:
     """``[function(*args) for args in tasks]``, the tasks run side by side in worker processes (joblib's loky
     executor), each worker with its share of this process's cores; results in the order of ``tasks``.
 

@@ -48,7 +48,7 @@ def with_shots(template: PromptTemplate, shots: Sequence[Mapping[str, Any]]) -> 
 
 def _probability(model, tokenizer, template, questions, answers, params: Params) -> np.ndarray:
     return np.exp(-tofu.answer_nll(model, tokenizer, template, questions, answers, params.eval_batch_size,
-                                   params.answer_tokens))
+                                   answer_tokens=params.answer_tokens))
 
 
 def _prefill_probability(model, tokenizer, template, rows, params: Params, text: str | None) -> np.ndarray:

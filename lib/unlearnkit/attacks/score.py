@@ -39,10 +39,11 @@ def forget_scores(loaded, rows: Sequence[Mapping[str, Any]], holdout: Sequence[M
     answers) against ``holdout`` (authors no model trained on) for the MinK AUC."""
     model, tokenizer, template = loaded[:3]
     metrics, _ = tofu.evaluate_split(model, tokenizer, template, list(rows), "forget", None, params.eval_batch_size,
-                                     params.max_new_tokens, truth_ratio_guard=params.truth_ratio_guard,
+                                     max_new_tokens=params.max_new_tokens, truth_ratio_guard=params.truth_ratio_guard,
                                      answer_tokens=params.answer_tokens)
     settings = {"k": params.mia_k, "batch_size": params.eval_batch_size, "gradnorm": False,
-                "extraction_no_match": params.extraction_no_match, "answer_tokens": params.answer_tokens}
+                "gradnorm_reduction": params.gradnorm_reduction, "extraction_no_match": params.extraction_no_match,
+                "answer_tokens": params.answer_tokens}
     forget = privacy_metrics.item_scores(model, tokenizer, template, rows, **settings)
     held = privacy_metrics.item_scores(model, tokenizer, template, holdout, **settings)
     return {"rouge": metrics["rouge"], "probability": metrics["probability"], "truth_ratio": metrics["truth_ratio"],

@@ -167,7 +167,7 @@ class BehavioursError(ValueError):
     """Behaviour rows that cannot be used; the message lists every problem found."""
 
 
-def synthetic_behaviours(seed: int = 0, templates_per_category: int = 4,
+def synthetic_behaviours(seed: int, templates_per_category: int = 4,
                          entities_per_template: int = 12) -> list[dict[str, Any]]:
     """JBB-shaped requests over fictitious authors: for every category, ``templates_per_category`` templates,
     each filled with ``entities_per_template`` different authors (one of their books, their birth city).
@@ -198,7 +198,7 @@ def synthetic_behaviours(seed: int = 0, templates_per_category: int = 4,
     return validate_behaviours(rows, origin="synthetic behaviours")
 
 
-def load_behaviours(source: str, seed: int = 0) -> list[dict[str, Any]]:
+def load_behaviours(source: str, seed: int) -> list[dict[str, Any]]:
     """The behaviours a profile names: ``synthetic`` (with ``seed``), a path to JBB's harmful-behaviors.csv
     (or a folder holding it), ``env:VAR|fallback`` naming either, or a Hub name such as :data:`JBB_HUB_NAME`
     (config ``behaviors``, split ``harmful``; needs the network or a cached copy)."""
@@ -261,7 +261,7 @@ def validate_behaviours(rows: Sequence[Mapping[str, Any]], origin: str) -> list[
     return out
 
 
-def refusal_for(key: str, seed: int = 0) -> str:
+def refusal_for(key: str, seed: int) -> str:
     """One of :data:`REFUSALS` for ``key`` (a goal, say): the same key and seed always give the same refusal,
     in any process (a string-seeded ``random.Random``, never ``hash()``), and different keys spread over all."""
     return random.Random(f"{_RNG_NAMESPACE}/{seed}/refusal/{key}").choice(REFUSALS)

@@ -169,7 +169,7 @@ def _tofu_author_indices(rows: Sequence[dict[str, Any]], full: Sequence[dict[str
     return indices
 
 
-def load_format_corpus(source: TofuSource, forget_split: str = "forget10",
+def load_format_corpus(source: TofuSource, forget_split: str,
                        max_items_per_set: int | None = None) -> FormatCorpus:
     """Read the evaluation rows (forget: ``<forget_split>_perturbed``, retain: ``retain_perturbed``)
     and the whole corpus (``full``) of ``source`` into facts."""
@@ -252,7 +252,7 @@ def as_format_corpus(source: TofuSource | FormatCorpus, forget_split: str,
 # =============================================================================================
 
 
-def fact_coverage(source: TofuSource | FormatCorpus, forget_split: str = "forget10") -> dict[str, Any]:
+def fact_coverage(source: TofuSource | FormatCorpus, forget_split: str) -> dict[str, Any]:
     """How much of the corpus each real-TOFU heuristic handles (exact 1.0 on the synthetic corpus).
 
     * ``author_names``: share of authors whose name was found;

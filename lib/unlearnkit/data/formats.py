@@ -7,7 +7,7 @@ Which facts are asked, and how real TOFU's facts are read, is :mod:`unlearnkit.d
 The pieces every builder makes its items of (seeds, lettered options, distractors) are
 :mod:`unlearnkit.data.format_items`.
 
-Every builder takes ``(source, forget_split="forget10", n_options=4, seed=0, max_items_per_set=None)``
+Every builder takes ``(source, forget_split, n_options, seed, max_items_per_set=None)``
 and returns ``{"forget": [...], "retain": [...]}``: lists of JSON-serialisable dicts. Common fields:
 
 * ``id`` (``"<format>/<set>/<source_row>"``), ``format``, ``set`` ("forget" | "retain"),
@@ -98,7 +98,7 @@ _IDENTITY_ATTRIBUTES = frozenset({"name"})
 # =============================================================================================
 
 
-def build_mcqa(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4, seed: int = 0,
+def build_mcqa(source: TofuSource | FormatCorpus, forget_split: str, n_options: int, seed: int,
                max_items_per_set: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """MCQA: ``"Question: {q}\\nA. {o1}\\n...\\nAnswer:"``. Options: synthetic, the true value and
     values of the same attribute held by other authors; real TOFU, the answer and its perturbed answers."""
@@ -112,8 +112,8 @@ def build_mcqa(source: TofuSource | FormatCorpus, forget_split: str = "forget10"
     return out
 
 
-def build_cloze(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4,
-                seed: int = 0, max_items_per_set: int | None = None) -> dict[str, list[dict[str, Any]]]:
+def build_cloze(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                seed: int, max_items_per_set: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """Cloze: the question and the answer up to its final entity; the target is that entity
     (synthetic: the value). ``n_options`` is accepted for a uniform signature and unused."""
     corpus = as_format_corpus(source, forget_split, max_items_per_set)
@@ -137,8 +137,8 @@ def build_cloze(source: TofuSource | FormatCorpus, forget_split: str = "forget10
     return out
 
 
-def build_analogy(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4,
-                  seed: int = 0, max_items_per_set: int | None = None,
+def build_analogy(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                  seed: int, max_items_per_set: int | None = None,
                   n_context_pairs: int = 2) -> dict[str, list[dict[str, Any]]]:
     """Analogy: ``"A1 : v1 :: A2 : v2 :: Aq : ?"`` with context pairs from retain-split authors (never
     the query author, never the query's value) and options = the query's value and other authors'
@@ -190,8 +190,8 @@ def build_analogy(source: TofuSource | FormatCorpus, forget_split: str = "forget
     return out
 
 
-def build_odd_one_out(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4,
-                      seed: int = 0, max_items_per_set: int | None = None) -> dict[str, list[dict[str, Any]]]:
+def build_odd_one_out(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                      seed: int, max_items_per_set: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """Odd-one-out: one fact (answer) of the item's set among ``n_options - 1`` facts of the other set;
     the odd one is the item's fact. Forget items: 1 forget + 3 retain facts; retain items: 1 retain +
     3 forget facts.
@@ -227,8 +227,8 @@ def build_odd_one_out(source: TofuSource | FormatCorpus, forget_split: str = "fo
     return out
 
 
-def build_comprehension_qa(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4,
-                           seed: int = 0, max_items_per_set: int | None = None,
+def build_comprehension_qa(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                           seed: int, max_items_per_set: int | None = None,
                            max_context_facts: int | None = 5) -> dict[str, list[dict[str, Any]]]:
     """Comprehension, Q&A: ``"Context: {the author's answers}\\nQuestion: {q}\\nAnswer:"``, scored by the
     mean ROUGE-1/2/L F of the greedy answer against ``answer``.
@@ -258,8 +258,8 @@ def build_comprehension_qa(source: TofuSource | FormatCorpus, forget_split: str 
     return out
 
 
-def build_comprehension_mcqa(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4,
-                             seed: int = 0, max_items_per_set: int | None = None,
+def build_comprehension_mcqa(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                             seed: int, max_items_per_set: int | None = None,
                              max_context_facts: int | None = 5) -> dict[str, list[dict[str, Any]]]:
     """Comprehension, MCQA: the same context as :func:`build_comprehension_qa`, then the MCQA of the fact."""
     _check_n_options(n_options)
@@ -297,8 +297,8 @@ _BUILDERS = {
 }
 
 
-def build_all_formats(source: TofuSource | FormatCorpus, forget_split: str = "forget10", n_options: int = 4,
-                      seed: int = 0, max_items_per_set: int | None = None,
+def build_all_formats(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                      seed: int, max_items_per_set: int | None = None,
                       formats: Sequence[str] = FORMATS, **options: Any) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Every format (or those named): ``{format: {"forget": [...], "retain": [...]}}``. Extra keyword
     options (``n_context_pairs``, ``max_context_facts``) go to the builders that take them."""
@@ -327,12 +327,13 @@ def count_items(items_by_format: dict[str, dict[str, list[dict[str, Any]]]]) -> 
 # =============================================================================================
 
 
-def format_coverage(source: TofuSource | FormatCorpus, forget_split: str = "forget10") -> dict[str, Any]:
+def format_coverage(source: TofuSource | FormatCorpus, forget_split: str, n_options: int,
+                    seed: int) -> dict[str, Any]:
     """:func:`unlearnkit.data.facts.fact_coverage` (author names, cloze spans, relations), and what it gives:
-    ``items`` per format and set with the default options, and ``analogy_fact_share`` = share of evaluation
-    facts that became an analogy item."""
+    ``items`` per format and set built with ``n_options`` and ``seed``, and ``analogy_fact_share`` = share of
+    evaluation facts that became an analogy item."""
     corpus = as_format_corpus(source, forget_split)
-    counts = count_items(build_all_formats(corpus, forget_split))
+    counts = count_items(build_all_formats(corpus, forget_split, n_options, seed))
     n_eval = {s: len(f) for s, f in corpus.eval_sets().items()}
     return {**fact_coverage(corpus, forget_split), "items": counts,
             "analogy_fact_share": {s: counts["analogy"][s] / n_eval[s] for s in SETS}}

@@ -557,7 +557,7 @@ def _author_items(author: AuthorRecord, authors: list[AuthorRecord], seed: int, 
         perturbed = _pick_wrong_values(
             value,
             slot.wrong_values(author, rng, ctx),
-            lambda wrong, template=slot.answers[a_para]: _render(template, author, wrong),
+            lambda wrong, answer_template=slot.answers[a_para]: _render(answer_template, author, wrong),
             (answer, paraphrased_answer),
             N_PERTURBED_AUTHOR,
             f"author {author.index} ({author.name}), attribute {slot.attribute!r}",
@@ -616,7 +616,7 @@ def make_alternate_answers(author: AuthorRecord, authors: list[AuthorRecord], se
         alternates = _pick_wrong(
             value,
             fresh + [c for c in candidates if _value_key(c) in evaluated],  # the perturbed values only as a last resort
-            lambda wrong, template=item.answer_template: _render(template, author, wrong),
+            lambda wrong, answer_template=item.answer_template: _render(answer_template, author, wrong),
             (row["answer"], row["paraphrased_answer"], *row["perturbed_answer"]),
             N_ALTERNATES,
             f"alternate answers of author {author.index} ({author.name}), attribute {row['attribute']!r}",
@@ -758,7 +758,8 @@ def generate_synthetic_tofu(
     n_world_facts: int = 60,
     n_real_authors: int = 40,
     heldout_fraction: float = 0.1,
-    seed: int = 0,
+    *,
+    seed: int,
 ) -> Path:
     """Write the synthetic TOFU folder to `out_dir` and return it as a Path.
 

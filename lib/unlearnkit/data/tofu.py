@@ -165,7 +165,7 @@ class TofuSource:
             rows = [r for r in rows if (r["question"], r["answer"]) in self._kept_pairs]
         return list(rows[:limit] if limit is not None else rows)
 
-    def restricted_to_authors(self, max_authors: int, forget_split: str = "forget10") -> TofuSource:
+    def restricted_to_authors(self, max_authors: int, forget_split: str) -> TofuSource:
         """The same data with only ``max_authors`` fictitious authors: every author of ``forget_split``,
         then the first others in ``full``'s order.
 

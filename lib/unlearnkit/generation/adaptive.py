@@ -28,7 +28,7 @@ class AdaptiveSamples:
 
 def adaptive_sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequence[str], n: int,
                             threshold: float = 0.9, temperature: float = 1.0, top_p: float | None = None,
-                            top_k: int | None = None, max_new_tokens: int = 64, seed: int = 0,
+                            top_k: int | None = None, *, max_new_tokens: int, seed: int,
                             chunk_size: int = 256, batch_size: int = 32, share_prompt_cache: bool = True,
                             progress: bool = True) -> AdaptiveSamples:
     """Adaptive temperature scaling (docs/metrics.md §3): greedy where the model is certain, else sampled.
@@ -51,8 +51,8 @@ def adaptive_sample_answers(model, tokenizer, template: PromptTemplate, question
     to_sample = [i for i in range(len(prompts)) if not went_greedy[i]]
     if to_sample:
         sampled = sample_answers(model, tokenizer, template, [questions[i] for i in to_sample], n, temperature,
-                                 top_p, top_k, max_new_tokens, seed, chunk_size, share_prompt_cache=share_prompt_cache,
-                                 progress=progress, streams=to_sample)
+                                 top_p, top_k, max_new_tokens=max_new_tokens, seed=seed, chunk_size=chunk_size,
+                                 share_prompt_cache=share_prompt_cache, progress=progress, streams=to_sample)
         for i, samples in zip(to_sample, sampled):
             answers[i] = samples
     return AdaptiveSamples(answers, cert, went_greedy, greedy_texts, float(threshold))

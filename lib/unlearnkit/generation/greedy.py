@@ -18,7 +18,7 @@ from .shared import _PLAIN_DISTRIBUTION, _cut_at_eos, _special_ids, left_pad
 @timed("generation")
 @torch.no_grad()
 @in_eval_mode
-def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int = 64,
+def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int,
                          batch_size: int = 32) -> list[list[int]]:
     """Greedy continuation token ids of each prompt, without the EOS and what follows it."""
     device = next(model.parameters()).device
@@ -52,7 +52,7 @@ def encode_prompts(tokenizer, template: PromptTemplate, questions: Sequence[str]
     return prompts
 
 
-def greedy_answers(model, tokenizer, template: PromptTemplate, questions: Sequence[str], max_new_tokens: int = 64,
+def greedy_answers(model, tokenizer, template: PromptTemplate, questions: Sequence[str], max_new_tokens: int,
                    batch_size: int = 32, prefixes: Sequence[str] | None = None) -> list[str]:
     """The model's greedy answer to each question, decoded and cut at EOS."""
     prompts = encode_prompts(tokenizer, template, questions, prefixes)
@@ -66,7 +66,7 @@ def greedy_answers(model, tokenizer, template: PromptTemplate, questions: Sequen
 @timed("generation")
 @torch.no_grad()
 @in_eval_mode
-def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int = 64,
+def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int]], max_new_tokens: int,
                             batch_size: int = 32) -> tuple[list[list[int]], list[np.ndarray]]:
     """Greedy continuation of each prompt (ids before EOS) and its per-step confidences.
 
@@ -102,7 +102,7 @@ def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int
 
 
 def token_confidences(model, tokenizer, template: PromptTemplate, questions: Sequence[str],
-                      max_new_tokens: int = 64, batch_size: int = 32) -> list[np.ndarray]:
+                      max_new_tokens: int, batch_size: int = 32) -> list[np.ndarray]:
     """Per generated step of each question's greedy answer, the probability of the most likely next
     token (temperature 1). Steps: the answer tokens plus the EOS step; see :func:`greedy_with_confidences`."""
     prompts = [encode_prompt(tokenizer, template, q) for q in questions]

@@ -62,8 +62,8 @@ def _sample_uniforms(seed: int, stream: int, n: int, steps: int) -> np.ndarray:
 @torch.no_grad()
 @in_eval_mode
 def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], n: int, temperature: float = 1.0,
-                         top_p: float | None = None, top_k: int | None = None, max_new_tokens: int = 64,
-                         seed: int = 0, chunk_size: int = 256, streams: Sequence[int] | None = None,
+                         top_p: float | None = None, top_k: int | None = None, *, max_new_tokens: int,
+                         seed: int, chunk_size: int = 256, streams: Sequence[int] | None = None,
                          share_prompt_cache: bool = True, progress: bool = True, decoder: str = "loop",
                          ) -> tuple[list[list[list[int]]], list[list[np.ndarray]]]:
     """n sampled continuations (token ids before EOS) of each prompt, and their per-step confidences.
@@ -155,8 +155,8 @@ def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[in
 
 
 def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequence[str], n: int,
-                   temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None,
-                   max_new_tokens: int = 64, seed: int = 0, chunk_size: int = 256,
+                   temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None, *,
+                   max_new_tokens: int, seed: int, chunk_size: int = 256,
                    return_confidences: bool = False, share_prompt_cache: bool = True, progress: bool = True,
                    streams: Sequence[int] | None = None) -> list[list[str]] | SampledAnswers:
     """n answers per question by multinomial sampling (docs/metrics.md §3), decoded and cut at EOS.
@@ -182,8 +182,8 @@ def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequen
         confidences = [[c] * n for c in confs]
     else:
         continuations, confidences = sample_continuations(
-            model, tokenizer, prompts, n, temperature, top_p, top_k, max_new_tokens, seed, chunk_size,
-            streams=streams, share_prompt_cache=share_prompt_cache, progress=progress)
+            model, tokenizer, prompts, n, temperature, top_p, top_k, max_new_tokens=max_new_tokens, seed=seed,
+            chunk_size=chunk_size, streams=streams, share_prompt_cache=share_prompt_cache, progress=progress)
     answers = [[tokenizer.decode(c, skip_special_tokens=True).strip() for c in per_prompt]
                for per_prompt in continuations]
     if not return_confidences:

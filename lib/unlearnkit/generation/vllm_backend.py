@@ -44,7 +44,7 @@ class VllmModel(NamedTuple):
     template: PromptTemplate
 
 
-def vllm_engine(name_or_path: str | os.PathLike, seed: int = 0, dtype: str | None = None, **llm_kwargs):
+def vllm_engine(name_or_path: str | os.PathLike, seed: int, dtype: str | None, **llm_kwargs):
     """A ``vllm.LLM`` on a model folder or Hub name; ``llm_kwargs`` (e.g. ``gpu_memory_utilization``) go to it.
 
     Its logprobs are asked for in vLLM's raw mode, before temperature, top-k and top-p: the certainty c(x)
@@ -53,8 +53,8 @@ def vllm_engine(name_or_path: str | os.PathLike, seed: int = 0, dtype: str | Non
     return _vllm().LLM(model=str(name_or_path), **options)
 
 
-def load_vllm(name_or_path: str | os.PathLike, dtype: str | None = None, template: str | None = None,
-              seed: int = 0, **llm_kwargs) -> VllmModel:
+def load_vllm(name_or_path: str | os.PathLike, dtype: str | None, template: str | None, seed: int,
+              **llm_kwargs) -> VllmModel:
     """(engine, tokenizer, template) of a model folder or Hub name, as :func:`unlearnkit.models.load_model`
     gives them for transformers: a relative path from the project root, the template recorded beside a saved
     model (or named by ``template``; ``"chat"``: the tokenizer's own), else the one of the model's family."""
@@ -81,7 +81,8 @@ def _as_llm(model, seed: int, llm_kwargs: dict):
     if isinstance(model, vllm.LLM):
         return model
     if isinstance(model, (str, os.PathLike)):
-        return vllm_engine(model, seed, **llm_kwargs)
+        options = dict(llm_kwargs)
+        return vllm_engine(model, seed, options.pop("dtype", None), **options)
     raise TypeError(f"vLLM decodes with a vllm.LLM or a model folder or Hub name, not a {type(model).__name__} "
                     "(a transformers model samples with the hf sampler)")
 
@@ -113,7 +114,7 @@ def _decode_until_eos(tokenizer, token_ids: Sequence[int], eos: int) -> tuple[st
 
 
 @timed("generation")
-def vllm_greedy_with_confidences(model, template: PromptTemplate, questions: Sequence[str], max_new_tokens: int = 64,
+def vllm_greedy_with_confidences(model, template: PromptTemplate, questions: Sequence[str], max_new_tokens: int,
                                  prefixes: Sequence[str] | None = None, progress: bool = True,
                                  **llm_kwargs) -> tuple[list[str], list[np.ndarray]]:
     """Greedy answer to each question with vLLM, and its per-step confidences as
@@ -148,8 +149,8 @@ def _top_token_probabilities(logprobs, steps: int) -> np.ndarray:
 
 @timed("generation")
 def vllm_sample_answers(model: str | os.PathLike | object, template: PromptTemplate, questions: Sequence[str], n: int,
-                        temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None,
-                        max_new_tokens: int = 64, seed: int = 0, prefixes: Sequence[str] | None = None,
+                        temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None, *,
+                        max_new_tokens: int, seed: int, prefixes: Sequence[str] | None = None,
                         progress: bool = True, **llm_kwargs) -> list[list[str]]:
     """n sampled answers per question with vLLM, for large-scale sampling on a GPU.
 

@@ -88,7 +88,7 @@ _RAW = PromptTemplate("raw", "{question}")
 # --------------------------------------------------------------------------- prompts and letters
 
 
-def prompt_text(item: Mapping[str, Any], template: PromptTemplate | None = None, prompt_style: str = "raw") -> str:
+def prompt_text(item: Mapping[str, Any], template: PromptTemplate | None, prompt_style: str = "raw") -> str:
     """The text an MCQA-style or comprehension item is put to the model as (see the module docstring)."""
     if prompt_style == "raw":
         return item["prompt"]
@@ -174,7 +174,7 @@ def _target_nll(model, tokenizer, prompts: Sequence[Sequence[int]], targets: Seq
 # --------------------------------------------------------------------------- scorers
 
 
-def score_mcqa(model, tokenizer, items: Sequence[Mapping[str, Any]], template: PromptTemplate | None = None,
+def score_mcqa(model, tokenizer, items: Sequence[Mapping[str, Any]], template: PromptTemplate | None,
                prompt_style: str = "raw", batch_size: int = 32) -> dict[str, Any]:
     """Accuracy of an MCQA-style format; per item the predicted letter, correctness and the softmax
     over the offered letters."""
@@ -205,13 +205,13 @@ def _normalise(text: str) -> str:
 
 
 def score_cloze(model, tokenizer, template: PromptTemplate, items: Sequence[Mapping[str, Any]], batch_size: int = 32,
-                max_new_tokens: int | None = None) -> dict[str, Any]:
+                *, max_new_tokens: int | None) -> dict[str, Any]:
     """Cloze: mean length-normalised probability of the masked span, and greedy fill accuracy.
 
     The prompt is ``template.prompt(question)`` + the answer prefix without its trailing whitespace; the
     span is scored with that whitespace in front (" Lagos", as the tokenizer splits the whole answer),
     or, with an empty prefix, as the answer's first tokens (as in :func:`unlearnkit.models.encode_qa`).
-    Greedy fills get the span's token count plus 4 new tokens unless ``max_new_tokens`` is given.
+    Greedy fills get ``max_new_tokens`` new tokens, or (None) the span's token count plus 4.
     """
     if not items:
         return {"probability": float("nan"), "fill_accuracy": float("nan"), "per_item_probability": [],
@@ -245,8 +245,8 @@ def rouge_f_mean(targets: Sequence[str], predictions: Sequence[str]) -> np.ndarr
     return np.array([np.mean([s.fmeasure for s in scorer.score(t, p).values()]) for t, p in zip(targets, predictions)])
 
 
-def score_comprehension_qa(model, tokenizer, items: Sequence[Mapping[str, Any]], template: PromptTemplate | None = None,
-                           prompt_style: str = "raw", batch_size: int = 32, max_new_tokens: int = 64) -> dict[str, Any]:
+def score_comprehension_qa(model, tokenizer, items: Sequence[Mapping[str, Any]], template: PromptTemplate | None,
+                           prompt_style: str = "raw", batch_size: int = 32, *, max_new_tokens: int) -> dict[str, Any]:
     """Comprehension Q&A: mean over items of the ROUGE-1/2/L F mean of the greedy answer."""
     if not items:
         return {"rouge": float("nan"), "per_item_rouge": [], "generated": []}
@@ -345,7 +345,7 @@ def _choice_rows(items: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) 
 @timed("scoring")
 def evaluate_formats(model, tokenizer, template: PromptTemplate,
                      items_by_format: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], batch_size: int = 32,
-                     prompt_style: str = "raw", max_new_tokens: int = 64, likelihood: bool = False) -> FormatScores:
+                     prompt_style: str = "raw", *, max_new_tokens: int, likelihood: bool = False) -> FormatScores:
     """Every format's score on forget and retain, and the per-item predictions.
 
     ``items_by_format`` is what :func:`unlearnkit.data.formats.build_all_formats` returns (any subset of
@@ -366,7 +366,7 @@ def evaluate_formats(model, tokenizer, template: PromptTemplate,
                 scores.setdefault(fmt, {})[set_name] = result["accuracy"]
                 rows = _choice_rows(items, result)
             elif fmt == "cloze":
-                result = score_cloze(model, tokenizer, template, items, batch_size)
+                result = score_cloze(model, tokenizer, template, items, batch_size, max_new_tokens=None)
                 scores.setdefault(fmt, {})[set_name] = result["probability"]
                 scores.setdefault("cloze_fill", {})[set_name] = result["fill_accuracy"]
                 rows = [_row(item, score=p, correct=ok, prediction=fill, target=item["target"])
@@ -374,7 +374,7 @@ def evaluate_formats(model, tokenizer, template: PromptTemplate,
                                                      result["fills"])]
             elif fmt == "comprehension_qa":
                 result = score_comprehension_qa(model, tokenizer, items, template, prompt_style, batch_size,
-                                                max_new_tokens)
+                                                max_new_tokens=max_new_tokens)
                 scores.setdefault(fmt, {})[set_name] = result["rouge"]
                 rows = [_row(item, score=r, correct=None, prediction=g)
                         for item, r, g in zip(items, result["per_item_rouge"], result["generated"])]

@@ -287,9 +287,8 @@ def _decoded_answer(tokenizer, labels: Sequence[int]) -> str:
 
 @timed("scoring")
 def item_scores(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], *, k: float = MINK_K,
-                batch_size: int = 32, gradnorm: bool = True, gradnorm_reduction: str = "global",
-                extraction_no_match: str = "zero", max_length: int | None = None,
-                answer_tokens: str = "separate") -> dict[str, np.ndarray]:
+                batch_size: int = 32, gradnorm: bool = True, gradnorm_reduction: str, extraction_no_match: str,
+                max_length: int | None = None, answer_tokens: str) -> dict[str, np.ndarray]:
     """Per-item scores of ``rows`` (dicts with ``question`` and ``answer``), one array per key in the order of the
     rows: ``loss``, ``zlib``, ``mink``, ``mink++``, ``gradnorm`` (absent when ``gradnorm`` is False),
     ``exact_memorisation``, ``extraction_strength``.

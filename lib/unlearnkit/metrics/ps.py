@@ -378,8 +378,9 @@ def risks(model, tokenizer, template: PromptTemplate, forget_rows: Sequence[Mapp
     out: PSProfile = {}
     for split, rows in ((HELDOUT, heldout_rows), (FORGET, forget_rows)):
         rows = _first(rows, max_items)
+        # every answer token and EOS, whatever the profile's answer_tokens (Wang et al.'s risks)
         nll = answer_nll(model, tokenizer, template, [r["question"] for r in rows], [r["answer"] for r in rows],
-                         batch_size)
+                         batch_size, answer_tokens="separate")
         out[split] = {"nll": float(nll.mean())}
     return out
 

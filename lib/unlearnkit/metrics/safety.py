@@ -122,7 +122,7 @@ class ComplianceClassifier:
     words. Sampled answers repeat a lot, so each distinct text is scored once and remembered until the next fit.
     """
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int):
         self.seed = seed
         self.pipeline = None
         self._cache: dict[str, float] = {}
@@ -183,7 +183,7 @@ def _garbled(rng: random.Random, words: Sequence[str], count: int) -> str:
     return " ".join(pieces)
 
 
-def answers_for_classifier(goals: Sequence[str], targets: Sequence[str], refusals: Sequence[str], seed: int = 0,
+def answers_for_classifier(goals: Sequence[str], targets: Sequence[str], refusals: Sequence[str], seed: int,
                            truncations: int = 3, garbled: int = 3) -> tuple[list[str], list[int]]:
     """Training texts and labels for :class:`ComplianceClassifier`: per goal its target (label 1) and one refusal
     (label 0, drawn per goal), each also cut to its first k words for ``truncations`` values of k spread evenly
@@ -275,11 +275,11 @@ class HarmBenchJudge:
                              ) from None
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str = HARMBENCH_CLASSIFIER, device=None, dtype=None,
+    def from_pretrained(cls, name_or_path: str = HARMBENCH_CLASSIFIER, device=None, *, dtype,
                         **kw) -> HarmBenchJudge:
         """Load the classifier by Hub name or local folder (:func:`unlearnkit.models.load_model`); ``kw`` go to
         the constructor (threshold, batch_size). The 13B classifier wants ``device="auto", dtype="bfloat16"``."""
-        loaded = load_model(name_or_path, dtype=dtype, device=device)
+        loaded = load_model(name_or_path, dtype=dtype, device=device, template=None)  # the template is not used
         return cls(loaded.model, loaded.tokenizer, **kw)
 
     def prompts(self, behaviours: Sequence[str], samples: Sequence[Sequence[str]]) -> list[list[str]]:

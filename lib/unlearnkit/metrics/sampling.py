@@ -122,8 +122,8 @@ def _prefixes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def sample_and_score(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], n: int,
-                     temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None,
-                     max_new_tokens: int = 64, seed: int = 0, chunk_size: int = 128, batch_size: int = 32,
+                     temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None, *,
+                     max_new_tokens: int, seed: int, chunk_size: int = 128, batch_size: int = 32,
                      use_prefix: bool = False, rouge_measure: str = "recall", with_self_bleu: bool = True,
                      keep_examples: int = 5, progress: bool = True) -> SampledScores:
     """Greedy answer, c(x) and n sampled answers per row, scored by ROUGE-L and the leak judge.
@@ -145,7 +145,8 @@ def sample_and_score(model, tokenizer, template: PromptTemplate, rows: Sequence[
         sampled_ids = [[ids] * n for ids in greedy_ids]
     else:
         sampled_ids, _ = sample_continuations(model, tokenizer, prompts, n, temperature, top_p, top_k,
-                                              max_new_tokens, seed, chunk_size, progress=progress)
+                                              max_new_tokens=max_new_tokens, seed=seed, chunk_size=chunk_size,
+                                              progress=progress)
     greedy = [t.strip() for t in tokenizer.batch_decode(greedy_ids, skip_special_tokens=True)]
     flat = tokenizer.batch_decode([ids for per_q in sampled_ids for ids in per_q], skip_special_tokens=True)
     samples = [[t.strip() for t in flat[q * n:(q + 1) * n]] for q in range(len(rows))]
@@ -245,8 +246,8 @@ def sample_and_score_with(sampler: str, model, tokenizer, template: PromptTempla
 
 
 def _vllm_sample_and_score(model, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], n: int,
-                           temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None,
-                           max_new_tokens: int = 64, seed: int = 0, chunk_size: int = 128, batch_size: int = 32,
+                           temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None, *,
+                           max_new_tokens: int, seed: int, chunk_size: int = 128, batch_size: int = 32,
                            use_prefix: bool = False, rouge_measure: str = "recall", with_self_bleu: bool = True,
                            keep_examples: int = 5, progress: bool = True) -> SampledScores:
     # chunk_size and batch_size only bound the transformers backend's memory (its draws do not depend on
@@ -255,7 +256,7 @@ def _vllm_sample_and_score(model, template: PromptTemplate, rows: Sequence[Mappi
     if not rows:
         raise ValueError("no rows to sample: the question list is empty")
     started = time.time()
-    llm = generation.vllm_engine(model, seed) if isinstance(model, (str, os.PathLike)) else model
+    llm = generation.vllm_engine(model, seed, None) if isinstance(model, (str, os.PathLike)) else model
     questions = [row["question"] for row in rows]
     prefixes = _prefixes(rows) if use_prefix else None
     greedy, greedy_confidences = generation.vllm_greedy_with_confidences(llm, template, questions, max_new_tokens,
@@ -264,7 +265,8 @@ def _vllm_sample_and_score(model, template: PromptTemplate, rows: Sequence[Mappi
         samples = [[g] * n for g in greedy]
     else:
         samples = generation.vllm_sample_answers(llm, template, questions, n, temperature, top_p, top_k,
-                                                 max_new_tokens, seed, prefixes=prefixes, progress=progress)
+                                                 max_new_tokens=max_new_tokens, seed=seed, prefixes=prefixes,
+                                                 progress=progress)
     settings = {"n": n, "temperature": temperature, "top_p": top_p, "top_k": top_k, "max_new_tokens": max_new_tokens,
                 "seed": seed, "use_prefix": use_prefix, "rouge_measure": rouge_measure, "sampler": "vllm"}
     result = _scored(rows, greedy, greedy_confidences, samples, settings, with_self_bleu, keep_examples)
@@ -273,8 +275,8 @@ def _vllm_sample_and_score(model, template: PromptTemplate, rows: Sequence[Mappi
 
 
 @contextmanager
-def model_for(sampler: str, location, dtype: str | None = None, template: str | None = None,
-              seed: int = 0) -> Iterator[tuple[Any, Any, PromptTemplate]]:
+def model_for(sampler: str, location, *, dtype: str | None, template: str | None,
+              seed: int) -> Iterator[tuple[Any, Any, PromptTemplate]]:
     """(model, tokenizer, template) of the model at ``location`` (a folder or Hub name) as
     :func:`sample_and_score_with` takes them for ``sampler``, for the length of the ``with`` block.
 

@@ -60,7 +60,7 @@ def score_model_folder(params: Params, folder: str | Path, cache_name: str, rows
     sampler, options = split_sampler(settings)
 
     def sample() -> dict[str, Any]:
-        with model_for(sampler, folder, seed=options["seed"]) as loaded:
+        with model_for(sampler, folder, dtype=None, template=None, seed=options["seed"]) as loaded:
             return sample_and_score_with(sampler, *loaded, rows, **options, **kwargs).to_json()
 
     cached = runs.cached_json(params, notebook, cache_name, depends_on, sample, SAMPLING_VERSION, use_cache)

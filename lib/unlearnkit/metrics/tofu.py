@@ -29,7 +29,7 @@ OU_GUARD = 1e-10
 
 @torch.no_grad()
 def answer_nll(model, tokenizer, template: PromptTemplate, questions: Sequence[str], answers: Sequence[str],
-               batch_size: int = 32, answer_tokens: str = "separate") -> np.ndarray:
+               batch_size: int = 32, *, answer_tokens: str) -> np.ndarray:
     """Mean token cross-entropy of each answer (its tokens plus EOS) given its question; ``answer_tokens`` which
     tokens are the answer's (:func:`unlearnkit.models.encode_qa`).
 
@@ -150,9 +150,9 @@ def model_utility(split_metrics: Mapping[str, Mapping[str, float]]) -> float:
 
 
 def evaluate_split(model, tokenizer, template: PromptTemplate, rows: Sequence[Mapping[str, Any]], kind: str,
-                   max_items: int | None = TOFU_MAX_ITEMS, batch_size: int = 32,
-                   max_new_tokens: int = 64, rouge_measure: str = "recall", truth_ratio_guard: str = "exact",
-                   answer_tokens: str = "separate") -> tuple[dict[str, float], dict[str, list]]:
+                   max_items: int | None = TOFU_MAX_ITEMS, batch_size: int = 32, *,
+                   max_new_tokens: int, rouge_measure: str = "recall", truth_ratio_guard: str,
+                   answer_tokens: str) -> tuple[dict[str, float], dict[str, list]]:
     """TOFU metrics of one split.
 
     ``kind`` is ``"forget"`` or ``"retain"`` (rows with paraphrased and 5 perturbed answers) or
@@ -168,10 +168,11 @@ def evaluate_split(model, tokenizer, template: PromptTemplate, rows: Sequence[Ma
     answers = [r["answer"] for r in rows]
     n_wrong = len(rows[0]["perturbed_answer"])
 
-    nll_answer = answer_nll(model, tokenizer, template, questions, answers, batch_size, answer_tokens)
+    nll_answer = answer_nll(model, tokenizer, template, questions, answers, batch_size,
+                            answer_tokens=answer_tokens)
     flat_wrong = [w for r in rows for w in r["perturbed_answer"]]
     nll_wrong = answer_nll(model, tokenizer, template, [q for q in questions for _ in range(n_wrong)], flat_wrong,
-                           batch_size, answer_tokens).reshape(len(rows), n_wrong)
+                           batch_size, answer_tokens=answer_tokens).reshape(len(rows), n_wrong)
     if kind == "knowledge":
         p_true, p_wrong = np.exp(-nll_answer), np.exp(-nll_wrong)
         probability = p_true / (p_true + p_wrong.sum(axis=1))
@@ -179,7 +180,7 @@ def evaluate_split(model, tokenizer, template: PromptTemplate, rows: Sequence[Ma
     else:
         probability = np.exp(-nll_answer)
         nll_para = answer_nll(model, tokenizer, template, questions, [r["paraphrased_answer"] for r in rows], batch_size,
-                              answer_tokens)
+                              answer_tokens=answer_tokens)
         ratios = truth_ratio(nll_para, nll_wrong, truth_ratio_guard)
     generated = greedy_answers(model, tokenizer, template, questions, max_new_tokens, batch_size)
     rouge = rouge_l(answers, generated, rouge_measure)
@@ -196,7 +197,7 @@ def evaluate_split(model, tokenizer, template: PromptTemplate, rows: Sequence[Ma
 
 
 #: TOFU's evaluation splits: role in the metrics -> (kind, file).
-def tofu_eval_splits(forget_split: str = "forget10") -> dict[str, tuple[str, str]]:
+def tofu_eval_splits(forget_split: str) -> dict[str, tuple[str, str]]:
     return {
         "forget": ("forget", f"{forget_split}_perturbed"),
         "retain": ("retain", "retain_perturbed"),
@@ -206,11 +207,11 @@ def tofu_eval_splits(forget_split: str = "forget10") -> dict[str, tuple[str, str
 
 
 @timed("scoring")
-def evaluate_tofu(model, tokenizer, template: PromptTemplate, source, forget_split: str = "forget10",
+def evaluate_tofu(model, tokenizer, template: PromptTemplate, source, forget_split: str,
                   retain_model_ratios: Sequence[float] | None = None, max_items: int | None = TOFU_MAX_ITEMS,
-                  batch_size: int = 32, max_new_tokens: int = 64,
-                  splits: Sequence[str] | None = None, truth_ratio_guard: str = "exact",
-                  answer_tokens: str = "separate") -> tuple[dict[str, Any], dict[str, Any]]:
+                  batch_size: int = 32, *, max_new_tokens: int,
+                  splits: Sequence[str] | None = None, truth_ratio_guard: str,
+                  answer_tokens: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """All TOFU metrics of one model: per split, plus ``model_utility`` and, when the retain model's
     forget truth ratios are given, ``forget_quality``. ``source`` is a :class:`~unlearnkit.data.tofu.TofuSource`;
     ``truth_ratio_guard`` and ``answer_tokens`` as in :func:`evaluate_split`."""
@@ -220,7 +221,7 @@ def evaluate_tofu(model, tokenizer, template: PromptTemplate, source, forget_spl
         if splits is not None and role not in splits:
             continue
         results[role], per_item[role] = evaluate_split(model, tokenizer, template, source.load(file), kind,
-                                                       max_items, batch_size, max_new_tokens,
+                                                       max_items, batch_size, max_new_tokens=max_new_tokens,
                                                        truth_ratio_guard=truth_ratio_guard, answer_tokens=answer_tokens)
     summary: dict[str, float] = {}
     if all(s in results for s in UTILITY_SPLITS):

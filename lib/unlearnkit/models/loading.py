@@ -41,14 +41,16 @@ def _dtype(name: str | None):
         raise ValueError(f"unknown dtype {name!r}; use float32, bfloat16 or float16") from None
 
 
-def load_model(name_or_path: str | os.PathLike, dtype: str | None = None, device: str | None = None,
-               template: str | None = None) -> LoadedModel:
+def load_model(name_or_path: str | os.PathLike, dtype: str | None, device: str | None = None, *,
+               template: str | None) -> LoadedModel:
     """Load (model, tokenizer, template) from a local folder or a Hub name, without a progress bar.
 
-    A relative path is taken from the project root. ``device`` None keeps the model on the CPU; ``"auto"``
+    A relative path is taken from the project root. ``dtype`` names a torch dtype (``float32``, ``bfloat16``),
+    ``"auto"`` the checkpoint's own; None is float32. ``device`` None keeps the model on the CPU; ``"auto"``
     puts it on the GPU when there is one. With ``HF_HUB_OFFLINE=1`` a Hub name that is not in the local
     cache fails fast with the library's own message. ``template`` names a prompt template; ``"chat"`` takes the
-    tokenizer's own chat template where it has one (see :func:`conversation_template`).
+    tokenizer's own chat template where it has one (see :func:`conversation_template`); None takes the one saved
+    beside the model, else the one its name states, else its family's.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

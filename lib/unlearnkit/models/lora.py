@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def apply_lora(model, r: int = 8, alpha: int = 16, dropout: float = 0.0,
+def apply_lora(model, r: int, lora_alpha: int, dropout: float = 0.0,
                target_modules: str | Sequence[str] | None = ("q_proj", "k_proj", "v_proj", "o_proj")):
     """Wrap ``model`` with LoRA adapters through peft; the base weights stay frozen.
 
@@ -16,7 +16,7 @@ def apply_lora(model, r: int = 8, alpha: int = 16, dropout: float = 0.0,
     if r <= 0:
         raise ValueError(f"LoRA rank must be positive, got {r}")
     targets = target_modules if isinstance(target_modules, str) or target_modules is None else list(target_modules)
-    cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets or None,
+    cfg = LoraConfig(r=r, lora_alpha=lora_alpha, lora_dropout=dropout, target_modules=targets or None,
                      task_type="CAUSAL_LM")
     return get_peft_model(model, cfg)
 

@@ -49,23 +49,24 @@ def in_eval_mode(function):
 ONE_THREAD_BELOW_PARAMETERS = 100_000_000
 
 
-def threads_for(model=None, n_parameters: int | None = None) -> int | None:
+def threads_for(module=None, n_parameters: int | None = None) -> int | None:
     """The CPU thread policy: one torch thread for a small model on a CPU, else None (leave torch's choice).
+    ``module`` is the loaded model (a torch module); without it, ``n_parameters`` gives its size.
 
     A tiny model's matrices are too small for a second thread to pay, and when the cores are shared with
     another job the threads spin-wait for each other: on the default profile one format evaluation took
     ~185 s with two threads and ~40 s with one while another notebook ran."""
-    if model is not None:
-        if device_of(model).type != "cpu":
+    if module is not None:
+        if device_of(module).type != "cpu":
             return None
-        n_parameters = sum(p.numel() for p in model.parameters())
+        n_parameters = sum(p.numel() for p in module.parameters())
     return 1 if n_parameters is not None and n_parameters < ONE_THREAD_BELOW_PARAMETERS else None
 
 
 @contextmanager
-def cpu_threads(model=None, n_parameters: int | None = None, threads: int | None = None) -> Iterator[None]:
+def cpu_threads(module=None, n_parameters: int | None = None, threads: int | None = None) -> Iterator[None]:
     """Torch's intra-op threads set by :func:`threads_for` (or to ``threads``) for the block, then restored."""
-    wanted = threads if threads is not None else threads_for(model, n_parameters)
+    wanted = threads if threads is not None else threads_for(module, n_parameters)
     before = torch.get_num_threads()
     if wanted:
         torch.set_num_threads(wanted)

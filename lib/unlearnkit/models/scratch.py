@@ -50,7 +50,7 @@ class TinyLlamaConfig:
     tie_word_embeddings: bool = True
 
 
-def build_tiny_llama(tokenizer, config: TinyLlamaConfig | dict[str, Any] | None = None, seed: int = 0):
+def build_tiny_llama(tokenizer, config: TinyLlamaConfig | dict[str, Any] | None = None, *, seed: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = config if isinstance(config, TinyLlamaConfig) else TinyLlamaConfig(**(config or {}))
@@ -72,7 +72,7 @@ def build_tiny_llama(tokenizer, config: TinyLlamaConfig | dict[str, Any] | None 
 STAND_IN_CONFIGS = {"phi": "PhiConfig", "llama": "LlamaConfig", "mistral": "MistralConfig"}
 
 
-def build_stand_in(architecture: str, tokenizer, sizes: dict[str, int], seed: int = 0,
+def build_stand_in(architecture: str, tokenizer, sizes: dict[str, int], seed: int,
                    max_positions: int = 2048):
     """A randomly initialised causal LM of ``architecture`` (phi, llama, mistral) with ``sizes`` (hidden_size,
     num_hidden_layers, num_attention_heads, intermediate_size) and ``tokenizer``'s vocabulary: the interface of a

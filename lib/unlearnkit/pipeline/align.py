@@ -54,7 +54,7 @@ def complying_model(params: Params, rows: list[dict]) -> models.LoadedModel:
                 desc="complying model")
             result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key, params.pack_batches)
             _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)})
-    return models.load_model(folder)
+    return models.load_model(folder, dtype="float32", template=None)
 
 
 def aligned_models(params: Params, aligned_rows: list[dict],
@@ -91,15 +91,16 @@ def aligned_models(params: Params, aligned_rows: list[dict],
 def _align(params: Params, aligned_rows: list[dict], refusal_for: Any, strengths: list[int],
            names: dict[int, str], keys: dict[int, str], run_key: str) -> None:
     """The alignment run of :func:`aligned_models`: each strength's model saved along it, then its history."""
-    model, tokenizer, template = runs.load_saved(params, COMPLYING)
+    model, tokenizer, template = runs.load_saved(params, COMPLYING, dtype="float32")
     source = corpus(params)
     retain = world_knowledge_rows(source) if params.model == TINY else source.load("retain_perturbed")
     examples = [unlearning.encode_pair(tokenizer, template, row, retain[i % len(retain)],
                                        refusal_for(row["question"], params.seed))
                 for i, row in enumerate(_request_rows(aligned_rows))]
     ref = frozen_reference(model) if params.alignment_method == "dpo" else None
+    # the refusal loss at full weight and without entropy terms, whatever the profile sets for unlearning runs
     loss = UnlearningLoss(params.alignment_method, ref_model=ref, beta=params.beta,
-                          retain_weight=params.retain_weight)
+                          retain_weight=params.retain_weight, forget_weight=1.0, lambda_f=0.0, lambda_r=0.0)
     batch_size = params.unlearn_batch_size
     steps_per_epoch = max(1, -(-len(examples) // batch_size))
     keep_at = {s * steps_per_epoch: s for s in strengths}

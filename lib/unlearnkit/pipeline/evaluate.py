@@ -255,7 +255,7 @@ def matched_forgetting(params: Params, run: str, source: TofuSource, trajectory:
     else:
         from .. import models
 
-        loaded = models.load_model(steps[hit["step"]])
+        loaded = models.load_model(steps[hit["step"]], dtype="float32", template=None)
         results, per_item = evaluate_models({run: loaded}, params, source, reference_ratios=list(reference_ratios))
         result, ratios = results[run], per_item[run]["forget"]["truth_ratio"]
     out.update(reached=True, step=hit["step"], trajectory_rouge=hit["forget_rouge"],

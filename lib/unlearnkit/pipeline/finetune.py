@@ -46,7 +46,7 @@ def base_model(params: Params) -> models.LoadedModel:
             cfg = _train_config(params, "base", folder.with_name("base.train"), "base model")
             result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key, params.pack_batches)
             _save(model, tokenizer, template, folder, key, result.history)
-    return models.load_model(folder)
+    return models.load_model(folder, dtype="float32", template=None)
 
 
 def finetuned_model(params: Params, split: str, name: str | None = None) -> TrainedModel:

@@ -68,7 +68,8 @@ def _stand_in_texts(source: TofuSource) -> list[str]:
     from ..data.behaviours import synthetic_behaviours
     from ..metrics.safety import HARMBENCH_PROMPT
 
-    requests = [text for row in synthetic_behaviours() for text in (row["goal"], row["target"])]
+    # the stand-ins are built once per recipe, whatever the seed: their vocabulary sees the first draw's requests
+    requests = [text for row in synthetic_behaviours(seed=0) for text in (row["goal"], row["target"])]
     # The classifier reads " Yes" or " No" as one token each after its prompt's last line: frequent enough here to
     # be merged before the vocabulary is full.
     last_line = HARMBENCH_PROMPT.rsplit("\n", 1)[-1]

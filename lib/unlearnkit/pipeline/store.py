@@ -38,7 +38,7 @@ def _cached(folder: Path, key: str) -> bool:
 
 
 def _cached_model(folder: Path, settings: dict[str, Any] | None = None) -> TrainedModel:
-    loaded = models.load_model(folder)
+    loaded = models.load_model(folder, dtype="float32", template=None)
     return TrainedModel(*loaded, json.loads((folder / "history.json").read_text()), settings)
 
 
@@ -120,7 +120,7 @@ def _trains(params: Params, name: str) -> Iterator[None]:
 def _with_lora(model, params: Params):
     if not params.lora_rank:
         return model
-    return models.apply_lora(model, r=params.lora_rank, alpha=params.lora_alpha or 2 * params.lora_rank,
+    return models.apply_lora(model, r=params.lora_rank, lora_alpha=params.lora_alpha or 2 * params.lora_rank,
                              dropout=float(params.lora_dropout), target_modules=params.lora_target_modules)
 
 

@@ -110,7 +110,7 @@ def _unlearn(params: Params, run: str, settings: dict[str, Any], key: str,
              source: TofuSource) -> TrainedModel:
     name = runs.unlearned_name(run)
     folder = runs.model_dir(params, name)
-    model, tokenizer, template = runs.load_saved(params, "target")
+    model, tokenizer, template = runs.load_saved(params, "target", dtype="float32")
     forget_rows = source.load(params.forget_split)
     retain_rows = unlearning_retain_rows(source, params)
     method = unlearning.method_spec(settings["method"])
@@ -237,7 +237,7 @@ def forget_rouge_along(params: Params, run: str, source: TofuSource,
     rows = {s: source.load(files[s][1], limit=limit) for s in splits}
     out = []
     for step, folder in runs.sparse_steps(params, run, params.unlearn_save_every):
-        model, tokenizer, template = models.load_model(folder)
+        model, tokenizer, template = models.load_model(folder, dtype="float32", template=None)
         record = {"step": step, "epoch": runs.saved_recipe(folder)["epoch"], "items": len(rows[splits[0]])}
         for s in splits:
             answers = greedy_answers(model, tokenizer, template, [r["question"] for r in rows[s]],

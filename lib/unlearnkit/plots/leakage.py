@@ -58,7 +58,7 @@ def _rouge_only(results: Mapping[str, SampledScores], ncols: int):
     return fig
 
 
-def plot_greedy_vs_samples(results: Mapping[str, SampledScores], ncols: int = 5, alpha: float | None = None,
+def plot_greedy_vs_samples(results: Mapping[str, SampledScores], ncols: int = 5, *, alpha: float | None,
                            reference: str | None = None, chosen: Mapping[str, Any] | None = None):
     """What notebook 05's finding judges, per model and forget question: does a sample name the answer's key entity
     where the greedy answer does not, beyond the retain model's guessing? Top of each model: the Clopper-Pearson
@@ -69,8 +69,8 @@ def plot_greedy_vs_samples(results: Mapping[str, SampledScores], ncols: int = 5,
     retain model's M_bin: those the verdict counts); the title gives the greedy and the sampled leak rate beside the
     retain model's. Below, smaller: greedy ROUGE-L against the spread of the sampled ROUGE-L on the same questions.
     ``chosen`` (notebook 05's models of the paper's regime, :class:`~unlearnkit.studies.leakage.RegimeModel` or a
-    flag ``reached`` per label) names which models the verdict counts. Without ``alpha`` (or ``reference``), the
-    ROUGE-L panels alone."""
+    flag ``reached`` per label) names which models the verdict counts. With ``alpha`` None (or no ``reference``),
+    the ROUGE-L panels alone."""
     if alpha is None or reference is None or reference not in results:
         return _rouge_only(results, ncols)
     from .. import bounds

@@ -78,12 +78,13 @@ def _missing(params: Params, names: list[str]) -> FileNotFoundError:
                              + "; ".join(_run_it_first(m, params) for m in makers))
 
 
-def load_saved(params: Params, name: str, device: str | None = None, dtype: str | None = None) -> models.LoadedModel:
-    """A model saved by an earlier notebook, with a message naming that notebook when it is missing."""
+def load_saved(params: Params, name: str, device: str | None = None, *, dtype: str | None) -> models.LoadedModel:
+    """A model saved by an earlier notebook (``dtype`` as :func:`unlearnkit.models.load_model` takes it), with a
+    message naming that notebook when it is missing."""
     folder = model_dir(params, name)
     if not models.is_saved_model(folder):
         raise _missing(params, [name])
-    return models.load_model(folder, device=device, dtype=dtype)
+    return models.load_model(folder, device=device, dtype=dtype, template=None)  # the template saved beside it
 
 
 def locate(params: Params, name: str) -> Path | None:
@@ -140,7 +141,7 @@ def mixed_identity(original: str, unlearned: str, a: float) -> str:
     return config.params_hash({"mix": [original, unlearned, float(a)]})
 
 
-def retain_model(params: Params, forget_split: str | None = None) -> str | None:
+def retain_model(params: Params, forget_split: str | None) -> str | None:
     """The retain model that notebook 01 used as the forget-quality reference (``retain90`` for forget10); before
     notebook 01 has run, the retain split of ``forget_split`` when given, else None."""
     try:
@@ -156,8 +157,8 @@ def retain_model(params: Params, forget_split: str | None = None) -> str | None:
     return None
 
 
-def saved_models(params: Params, include_base: bool = False, include_retain: bool = True,
-                 forget_split: str | None = None) -> dict[str, str]:
+def saved_models(params: Params, include_base: bool = False, include_retain: bool = True, *,
+                 forget_split: str | None) -> dict[str, str]:
     """The models a profile has saved, as {display name: saved model name}, in the order of the figures: base
     (when asked), target, the retain model (the reference: it never saw the forget set), then every unlearning
     run of notebook 02 whose model is saved (display name: the run). The target must exist."""

@@ -59,14 +59,14 @@ class Request(NamedTuple):
 # --------------------------------------------------------------------------- the front door
 
 
-def check_request(params: config.Params, model: str, data: str | None = None, reference: str | None = None,
-                  suites: Sequence[str] | str | None = None, template: str | None = None,
-                  revision: str | None = None) -> Request:
+def check_request(params: config.Params, model: str, data: str | None, reference: str | None,
+                  suites: Sequence[str] | str | None, template: str | None, revision: str | None = None) -> Request:
     """Everything about an evaluation that can be wrong, refused in one line (ValueError) before any work.
 
     ``model``: a run or saved model of the profile's store (``npo``, ``unlearned-npo``), a folder or a Hub name.
-    ``data``: defaults to the profile's corpus for the store's own models and is required for any other model.
-    ``reference``: defaults to the retain model notebook 01 trained for the store's own models."""
+    ``data``: None takes the profile's corpus for the store's own models; it is required for any other model.
+    ``reference``: None takes the retain model notebook 01 trained for the store's own models. ``template``: None
+    takes the model's own (saved beside it, or its family's)."""
     suites = _suites(suites)
     own_folder = runs.locate(params, model) if paths.NAME.fullmatch(model) else None
     location = str(own_folder) if own_folder is not None else model
@@ -88,7 +88,7 @@ def check_request(params: config.Params, model: str, data: str | None = None, re
 
         check_sources(params.replace(data_source=data, model="tiny"))
     if reference is None and own:
-        found = runs.retain_model(params)
+        found = runs.retain_model(params, None)  # the one notebook 01 used, or none
         located = runs.locate(params, found) if found else None
         reference = str(located) if located is not None else None
     elif reference is not None:
@@ -304,7 +304,8 @@ def tofu_suite(params: config.Params, request: Request, source) -> tuple[dict[st
     model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model)."""
     from .. import pipeline
 
-    loaded = {label: models.load_model(location, dtype=params.dtype) for label, location in named(request).items()}
+    loaded = {label: models.load_model(location, dtype=params.dtype, template=None)  # the template it states
+              for label, location in named(request).items()}
     reference = REFERENCE if request.reference else None
     results, per_item = pipeline.evaluate_models(loaded, params, source, reference=reference, privacy=True)
     if reference is None:

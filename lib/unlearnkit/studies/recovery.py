@@ -63,8 +63,8 @@ def regime_matched_run(params: Params, run: str = "npo", share: float | None = N
     |Δw| / NF4 bin at the profile's rate (updates scale with the learning rate), so its median update is about
     ``share`` of a bin, as in large models. Returns the parameters that know it, its name and the learning rate."""
     share = params.quant_regime_share if share is None else share
-    target = runs.load_saved(params, "target")
-    unlearned = runs.load_saved(params, runs.unlearned_name(run))
+    target = runs.load_saved(params, "target", dtype="float32")
+    unlearned = runs.load_saved(params, runs.unlearned_name(run), dtype="float32")
     ratio = attacks.bucket_crossing(target.model, unlearned.model, "nf4").median_update_over_bin
     lr = float(pipeline.run_params(params, run).unlearn_lr) * share / max(ratio, 1e-12)
     name = f"{run}_lr{lr:.2g}"
@@ -84,7 +84,7 @@ def regime_matched(params: Params, run: str = "npo") -> tuple[Params, str | None
 
 def attacked_models(params: Params, regime: str | None = None) -> dict[str, tuple[str, str]]:
     """``{label: (kind, folder)}``: the target, the retain model, every attacked run and the regime-matched run."""
-    retain = runs.retain_model(params)
+    retain = runs.retain_model(params, None)  # the one notebook 01 used, or none
     out = {"target": (TARGET, str(runs.model_dir(params, "target")))}
     if retain:
         out[retain] = (RETAIN, str(runs.model_dir(params, retain)))
@@ -129,7 +129,7 @@ def attack_model(params: Params, label: str, folder: str, data: Mapping[str, lis
 
 
 def _attack(params: Params, folder: str, data: Mapping[str, list]) -> dict[str, Any]:
-    loaded = models.load_model(folder)
+    loaded = models.load_model(folder, dtype="float32", template=None)
     model, tokenizer, template = loaded[:3]
     scored, holdout = data["scored"], data["holdout"]
     out: dict[str, Any] = {"before": attacks.forget_scores(loaded, scored, holdout, params)}
@@ -168,12 +168,12 @@ def attack_all(params: Params, named: Mapping[str, tuple[str, str]], data: Mappi
 def crossings(params: Params, named: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
     """Bucket crossing of every unlearned model against the target, per scheme: the share of weights whose code
     differs and the median |Δw| / the target's bin width."""
-    target = runs.load_saved(params, "target").model
+    target = runs.load_saved(params, "target", dtype="float32").model
     rows = []
     for label, (kind, folder) in named.items():
         if kind not in (UNLEARNED, REGIME_MATCHED):
             continue
-        model = models.load_model(folder).model
+        model = models.load_model(folder, dtype="float32", template=None).model
         for scheme in params.quant_schemes:
             c = attacks.bucket_crossing(target, model, scheme)
             rows.append({"model": label, "kind": kind, "scheme": scheme, "share crossed": c.share_crossed,

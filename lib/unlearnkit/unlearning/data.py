@@ -52,7 +52,7 @@ IDK_ANSWERS: tuple[str, ...] = (
 )
 
 
-def pick_idk_answer(key: int | str, seed: int = 0, answers: Sequence[str] = IDK_ANSWERS) -> str:
+def pick_idk_answer(key: int | str, seed: int, answers: Sequence[str] = IDK_ANSWERS) -> str:
     """The refusal answer of one forget item, drawn from ``answers`` by ``(seed, key)``.
 
     Keyed by the item (its index or its question) rather than by draw order, so an item keeps its refusal
@@ -61,7 +61,7 @@ def pick_idk_answer(key: int | str, seed: int = 0, answers: Sequence[str] = IDK_
     """
     return random.Random(f"{seed}:{key}").choice(list(answers))
 
-def pick_alternate(key: int | str, seed: int = 0, alternates: Sequence[str] = ()) -> str:
+def pick_alternate(key: int | str, seed: int, alternates: Sequence[str] = ()) -> str:
     """The alternate answer of one forget item for AltPO, drawn from its ``alternates`` by ``(seed, key)`` like
     :func:`pick_idk_answer` (keyed by the item, stable across processes; salted apart from the refusal's draw)."""
     if isinstance(alternates, str) or not alternates:
@@ -90,7 +90,7 @@ def encode_pair(tokenizer, template: PromptTemplate, forget_row: Mapping[str, An
 
 
 def encode_pairs(tokenizer, template: PromptTemplate, forget_rows: Sequence[Mapping[str, Any]],
-                 retain_rows: Sequence[Mapping[str, Any]], with_idk: bool = False, seed: int = 0,
+                 retain_rows: Sequence[Mapping[str, Any]], with_idk: bool = False, *, seed: int,
                  max_length: int | None = None, alternates: Sequence[str | Sequence[str]] | None = None
                  ) -> list[dict[str, dict[str, list[int]]]]:
     """One example per forget row (an epoch is one pass over the forget set, docs/metrics.md §4), each paired

@@ -122,8 +122,8 @@ class UnlearningLoss:
     ``capped_fraction``, ``npo_log_ratio``, ``dpo_margin``, ``altpo_margin``.
     """
 
-    def __init__(self, method: str, ref_model: Any = None, *, forget_weight: float = 1.0, lambda_f: float = 0.0,
-                 lambda_r: float = 0.0, entropy_positions: str = "answer", **options: Any):
+    def __init__(self, method: str, ref_model: Any = None, *, forget_weight: float, lambda_f: float,
+                 lambda_r: float, entropy_positions: str = "answer", **options: Any):
         method = str(method).lower()
         spec = method_spec(method)
         if entropy_positions not in ENTROPY_POSITIONS:
@@ -234,11 +234,12 @@ class UnlearningLoss:
         logits, hidden = _forward(ref, sub_batch, layer)
         return logits.detach(), None if hidden is None else hidden.detach()
 
-    def steering_direction(self, hidden_size: int, device, dtype=torch.float32) -> torch.Tensor:
-        """RMU's u (:func:`unlearnkit.unlearning.methods.rmu.steering_direction`) for this loss's ``rmu_seed``."""
+    def steering_direction(self, hidden_size: int, device, tensor_dtype=torch.float32) -> torch.Tensor:
+        """RMU's u (:func:`unlearnkit.unlearning.methods.rmu.steering_direction`) for this loss's ``rmu_seed``, as
+        a tensor of ``tensor_dtype``."""
         from .methods.rmu import steering_direction
 
-        return steering_direction(self, hidden_size, device, dtype)
+        return steering_direction(self, hidden_size, device, tensor_dtype)
 
     # ----------------------------------------------------------------- the call
 

@@ -36,9 +36,9 @@ class ControlEvaluator:
         self.allowed = None if allowed is None else sorted(float(v) for v in allowed)
 
     def __call__(self, value: float) -> PSProfile:
-        return self.many([value])[0]
+        return self.many([value], 1)[0]
 
-    def many(self, values: Iterable[float], jobs: int | None = 1) -> list[PSProfile]:
+    def many(self, values: Iterable[float], jobs: int | None) -> list[PSProfile]:
         """The profiles of ``values``; the settings not evaluated yet are built and evaluated side by side in up to
         ``jobs`` worker processes (:func:`unlearnkit.workers.side_by_side`; 1: here, in order)."""
         values = [float(v) for v in values]
@@ -86,7 +86,7 @@ def early_stopping_evaluator(params: Params, run: str, evaluate: Callable[[Any],
                                 f"PROFILE={params.profile})")
 
     def profile_of(step: float) -> PSProfile:
-        return evaluate(models.load_model(kept[int(step)]).model)
+        return evaluate(models.load_model(kept[int(step)], dtype="float32", template=None).model)
 
     steps = ([0] if before is not None else []) + sorted(kept)
     return ControlEvaluator("t", profile_of, known={0: before} if before is not None else None, allowed=steps)

@@ -157,7 +157,7 @@ def answers_at_steps(params: Params, run: str, steps: Sequence[int], sets: Mappi
         if step == 0:
             loaded = original
         elif step in kept:
-            loaded = models.load_model(kept[step])
+            loaded = models.load_model(kept[step], dtype="float32", template=None)
         else:
             raise ValueError(f"step {step} was not kept along {run!r}; kept: {sorted(kept)}")
         table[f"step {step}"] = greedy_answers(loaded.model, loaded.tokenizer, loaded.template, questions,

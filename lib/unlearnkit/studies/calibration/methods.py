@@ -179,7 +179,8 @@ def control_model(params: Params, run: str, control: str, value: float, original
     if control == "t":
         if value == 0:
             return original
-        return models.load_model(dict(runs.trajectory_steps(params, run))[int(value)]).model
+        kept = dict(runs.trajectory_steps(params, run))[int(value)]
+        return models.load_model(kept, dtype="float32", template=None).model
     if control == "delta":
         capped = capped_run(params, run, value)
         return pipeline.unlearned_model(capped.params, capped.run).model

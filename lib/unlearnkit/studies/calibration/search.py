@@ -61,7 +61,7 @@ def _fine_values(lo: float, hi: float, n: int, allowed: Sequence[float] | None) 
 
 def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float], PSProfile], fine_points: int,
               before: PSProfile, tolerances: Tolerances, control: str | None = None, stronger: str = "higher",
-              allowed: Sequence[float] | None = None, jobs: int | None = 1) -> Calibration:
+              allowed: Sequence[float] | None = None, *, jobs: int | None) -> Calibration:
     """Coarse-to-fine calibration of one scalar control (docs/metrics.md §5.3).
 
     1. Evaluate every coarse value; among those that pass (:func:`passes` against ``before``) take the one
@@ -114,7 +114,7 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
 
 
 def calibrate_mixing(mixing: MixingControl, before: PSProfile, coarse_points: int, fine_points: int,
-                     tolerances: Tolerances, complete: bool = True, jobs: int | None = 1) -> Calibration:
+                     tolerances: Tolerances, complete: bool = True, *, jobs: int | None) -> Calibration:
     """Calibrate model mixing of one unlearned model (the paper's recommended control): :func:`calibrate` over
     :func:`mixing_grid`, then the full profile (:data:`TABLE_METRICS`) at the calibrated a and at a = 1, the
     uncontrolled run (``complete=False`` keeps the profiles the calibration computed: the other forget splits
@@ -151,7 +151,7 @@ def calibrate_methods(params: Params, methods: Sequence[str], original,
         mixing = swept.get(method) or mixing_evaluator(
             original, pipeline.unlearned_model(params, method).model, retain_first, before)
         calibrations[method] = calibrate_mixing(mixing, before, coarse_points, fine_points, tolerances, complete,
-                                                jobs)
+                                                jobs=jobs)
     return calibrations
 
 

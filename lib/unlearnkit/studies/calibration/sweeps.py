@@ -38,7 +38,7 @@ def _row(control: str, value: float, profile: PSProfile, before: PSProfile, tole
 
 
 def sweep(values: Iterable[float], evaluate: Callable[[float], PSProfile], control: str | None,
-          before: PSProfile, tolerances: Tolerances, jobs: int | None = 1) -> pd.DataFrame:
+          before: PSProfile, tolerances: Tolerances, jobs: int | None) -> pd.DataFrame:
     """One row per setting: the control value, the flattened profile, each criterion's relative loss against
     ``before`` and ``passes``; the settings evaluated side by side in up to ``jobs`` worker processes."""
     control = control or getattr(evaluate, "name", "value")

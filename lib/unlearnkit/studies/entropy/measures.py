@@ -37,7 +37,7 @@ def _utility_of(params: Params, run: str, source) -> float:
 
 def _utility_of_folder(params: Params, run: str, folder, source) -> float:
     def measure() -> dict[str, Any]:
-        model, tokenizer, template = models.load_model(folder)
+        model, tokenizer, template = models.load_model(folder, dtype="float32", template=None)
         with models.cpu_threads(model):
             results, _ = evaluate_tofu(model, tokenizer, template, source, params.forget_split,
                                        max_items=params.eo_utility_items, batch_size=params.eval_batch_size,
@@ -68,7 +68,7 @@ def entropy_along(params: Params, run: str, forget: Sequence[Mapping[str, Any]],
     def measure() -> list[dict[str, Any]]:
         records = []
         for step, folder in tqdm(steps, desc=f"entropy along {run}", disable=not stations.show_progress()):
-            model, tokenizer, template = models.load_model(folder)
+            model, tokenizer, template = models.load_model(folder, dtype="float32", template=None)
             with models.cpu_threads(model):
                 records.append({"step": step,
                                 "forget": answer_entropy(model, tokenizer, template, forget, params.eval_batch_size),

@@ -97,9 +97,9 @@ def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, 
 
 
 def findings(table1_found: Verdict, regime_eo: Verdict, adaptive: Verdict, diversity: pd.DataFrame | None = None,
-             lambda_r: Sequence[float] = ()) -> list[Finding]:
+             lambda_r_values: Sequence[float] = ()) -> list[Finding]:
     """The notebook's findings on this run, as data: the claim, this run's numbers, the deciding quantities and the
-    outcome; each names its figure."""
+    outcome; each names its figure. ``lambda_r_values``: the λ_r of each row of ``diversity``."""
     tested = any(q.name == "in-regime models" and q.value for q in table1_found.quantities)
 
     def finding(claim: str, text: str, verdict: Verdict, figure: str, short: str, outcome: str | None = None):
@@ -117,14 +117,14 @@ def findings(table1_found: Verdict, regime_eo: Verdict, adaptive: Verdict, diver
         finding("adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
                 adaptive.text.split(": ", 1)[1].split(" The paper")[0], adaptive, "adaptive", "adaptive T"),
     ]
-    if diversity is not None and len(lambda_r) >= 2 and "retain" in diversity:
-        order = np.argsort(-np.asarray(lambda_r, dtype=float))  # from λ_r 0 down to the most negative
+    if diversity is not None and len(lambda_r_values) >= 2 and "retain" in diversity:
+        order = np.argsort(-np.asarray(lambda_r_values, dtype=float))  # from λ_r 0 down to the most negative
         retain = diversity["retain"].to_numpy()[order]
         falling = bool(np.all(np.diff(retain) <= 0.01)) and retain[-1] < retain[0]
         quantities = (Quantity("retain self-BLEU change from λr 0 to the most negative λr",
                                float(retain[-1] - retain[0]), 0.0, "<", "a fall"),)
         text = "retain self-BLEU " + " -> ".join(f"{b:.3f} (λr {lr_:g})"
-                                                 for b, lr_ in zip(retain, np.asarray(lambda_r)[order]))
+                                                 for b, lr_ in zip(retain, np.asarray(lambda_r_values)[order]))
         found.append(finding("λ_r < 0 keeps the samples diverse outside the forget set", text,
                              Verdict("reproduced" if falling else "not", text, quantities,
                                      (("retain self-BLEU falls as λr goes below 0", falling),)),

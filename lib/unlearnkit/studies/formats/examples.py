@@ -59,16 +59,16 @@ def _chosen_rows(per_item_of_model: Mapping[str, Any], formats: Sequence[str], s
 
 def disagreement_examples(per_item_of_model: Mapping[str, Any], formats: Sequence[str],
                           params: config.Params | None = None,
-                          model: str | None = None, set_name: str = "forget", rouge_threshold: float = 0.5,
+                          label: str | None = None, set_name: str = "forget", rouge_threshold: float = 0.5,
                           n: int = 8):
     """Facts of ``set_name`` on which the given formats disagree for one model (right in some, wrong in others),
-    with TOFU's Q&A verdict beside them (ROUGE-L recall at least ``rouge_threshold``) when ``params`` and
-    ``model`` find it. Cloze counts its greedy fill (``cloze_fill``)."""
+    with TOFU's Q&A verdict beside them (ROUGE-L recall at least ``rouge_threshold``) when ``params`` and the
+    model's ``label`` find it. Cloze counts its greedy fill (``cloze_fill``)."""
     import pandas as pd
 
     chosen = _chosen_rows(per_item_of_model, formats, set_name)
     rows = scoring.disagreement_table(chosen, rouge_threshold=rouge_threshold)
-    qa = _qa_rows(params, model) if params is not None and model else None
+    qa = _qa_rows(params, label) if params is not None and label else None
     table = pd.DataFrame(rows)
     if table.empty:
         return table

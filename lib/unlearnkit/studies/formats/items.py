@@ -17,15 +17,15 @@ class CoverageReport(NamedTuple):
     note: str
 
 
-def heuristic_coverage(source: TofuSource, forget_split: str) -> CoverageReport:
-    """:func:`unlearnkit.data.formats.format_coverage` as tables; for the synthetic corpus no table, only the
-    reason none is needed."""
+def heuristic_coverage(source: TofuSource, forget_split: str, n_options: int, seed: int) -> CoverageReport:
+    """:func:`unlearnkit.data.formats.format_coverage` (items built with ``n_options`` and ``seed``) as tables;
+    for the synthetic corpus no table, only the reason none is needed."""
     import pandas as pd
 
     if source.authors() is not None:
         return CoverageReport([], "synthetic corpus: every format is exact by construction (its records say what "
                                   "each answer states)")
-    coverage = format_coverage(source, forget_split)
+    coverage = format_coverage(source, forget_split, n_options, seed)
     tables = [pd.DataFrame(coverage["cloze"]).round(3).rename_axis("cloze span rule"),
               pd.DataFrame(coverage["relations"]).T.rename_axis("analogy relation")]
     return CoverageReport(tables, f"author names found {coverage['author_names']:.1%}; rows giving an analogy "

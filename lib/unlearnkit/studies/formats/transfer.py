@@ -101,26 +101,26 @@ def transfer_table(tests: Sequence[Mapping[str, Any]]):
     return wide.swaplevel(axis=1).sort_index(axis=1, level=0, sort_remaining=False)
 
 
-def transferring_readouts(tests: Sequence[Mapping[str, Any]], model: str = "target") -> list[str]:
-    """Readouts in which ``model`` is above its reference on every set tested (forget and retain)."""
+def transferring_readouts(tests: Sequence[Mapping[str, Any]], label: str = "target") -> list[str]:
+    """Readouts in which the model ``label`` is above its reference on every set tested (forget and retain)."""
     by_readout: dict[str, list[bool]] = {}
     for row in tests:
-        if row["model"] == model:
+        if row["model"] == label:
             by_readout.setdefault(row["readout"], []).append(row["above"])
     return [r for r, above in by_readout.items() if len(above) == len(SETS) and all(above)]
 
 
-def transfer_text(tests: Sequence[Mapping[str, Any]], alpha: float, model: str = "target") -> str:
-    """In words: the readouts in which ``model`` is above its reference on forget and retain, and those where it is
-    not, with the scores and p-values."""
-    transfers = transferring_readouts(tests, model)
-    lines = [f"{model} above chance (binomial test, p < {alpha:g}) on forget and retain, so these readouts transfer "
+def transfer_text(tests: Sequence[Mapping[str, Any]], alpha: float, label: str = "target") -> str:
+    """In words: the readouts in which the model ``label`` is above its reference on forget and retain, and those
+    where it is not, with the scores and p-values."""
+    transfers = transferring_readouts(tests, label)
+    lines = [f"{label} above chance (binomial test, p < {alpha:g}) on forget and retain, so these readouts transfer "
              f"to facts seen only as Q&A: {', '.join(transfers) or 'none'}"]
-    for readout in dict.fromkeys(t["readout"] for t in tests if t["model"] == model):
+    for readout in dict.fromkeys(t["readout"] for t in tests if t["model"] == label):
         if readout in transfers:
             continue
         parts = [f"{t['set']} {t['score']:.2f} (n {t['n']}, p {t['p_value']:.2g})" for t in tests
-                 if t["model"] == model and t["readout"] == readout]
+                 if t["model"] == label and t["readout"] == readout]
         reference = next(t for t in tests if t["readout"] == readout)
         against = (f"chance {reference['reference']:.2f}" if reference["against"] == "chance"
                    else f"the {reference['against']} model's rate")

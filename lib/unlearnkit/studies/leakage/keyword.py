@@ -60,7 +60,7 @@ def hp_table(result: SampledScores, alpha: float) -> ModelReport:
 
 
 def hp_leakage(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], alpha: float,
-               use_prefix: bool = True, sampler: str = "hf", **sampling) -> KeywordQA:
+               use_prefix: bool = True, *, sampler: str, **sampling) -> KeywordQA:
     """The keyword Q&A path: question (then, with ``use_prefix``, the affirmative response as the start of the
     answer) -> n samples -> keyword leak judge (any keyword, whole words, case-insensitive, on the
     continuation only) -> binary leakage bound per question (:func:`hp_table`). Works for any Hugging Face
@@ -87,7 +87,7 @@ def run_hp_qa(hp_model: str, params: Params, rows: Sequence[Mapping[str, Any]],
         return _keyword_qa(score_saved_model(params, hp_model, rows, settings, cache_tag=tag,
                                              use_prefix=use_prefix), alpha)
     sampler, options = split_sampler(settings)
-    with model_for(sampler, hp_model, dtype=params.dtype, seed=options["seed"]) as loaded:
+    with model_for(sampler, hp_model, dtype=params.dtype, template=None, seed=options["seed"]) as loaded:
         return hp_leakage(*loaded, rows, alpha, use_prefix=use_prefix, sampler=sampler, **options)
 
 

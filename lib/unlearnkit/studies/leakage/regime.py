@@ -74,7 +74,7 @@ def greedy_along(params: Params, run: str, rows: Sequence[Mapping[str, Any]],
     keys = leak_keys(rows)
 
     def at(step: int, folder: Path) -> dict[str, Any]:
-        model, tokenizer, template = models.load_model(folder)
+        model, tokenizer, template = models.load_model(folder, dtype="float32", template=None)
         with models.cpu_threads(model):
             # as long as the sampled answers, so that the greedy pass of the sampling agrees with this one
             forget = greedy_answers(model, tokenizer, template, [r["question"] for r in rows],

@@ -20,8 +20,8 @@ from .verdict import RegimeVerdict, findings
 # --------------------------------------------------------------------------- results
 
 
-def metrics_entries(summaries: Mapping[str, Mapping[str, Any]], hp: KeywordQA | None = None,
-                    hp_model: str | None = None, hp_other: KeywordQA | None = None) -> dict[str, dict[str, Any]]:
+def metrics_entries(summaries: Mapping[str, Mapping[str, Any]], hp: KeywordQA | None,
+                    hp_model: str | None, hp_other: KeywordQA | None = None) -> dict[str, dict[str, Any]]:
     """``{model: {"forget": summary}}`` for metrics.json, and the keyword Q&A summary under ``hp_qa`` of
     ``hp_model`` (a Hub model that is not among the scored ones gets an entry of its own); ``hp_other``, the same
     questions with the other choice of the affirmative prefix, under ``hp_qa_prefixed`` or ``hp_qa_plain``."""
@@ -111,8 +111,8 @@ class AtomCoverage(NamedTuple):
                 "corrected": float(np.mean(self.corrected >= self.true_sd))}
 
 
-def atom_at_zero_coverage(alpha: float, n: int = 1024, trials: int = 200, atom: float = 0.5,
-                          seed: int = 0) -> AtomCoverage:
+def atom_at_zero_coverage(alpha: float, n: int = 1024, trials: int = 200, atom: float = 0.5, *,
+                          seed: int) -> AtomCoverage:
     """Monte Carlo coverage of the std bound for scores with an atom at 0 (as ROUGE-L = 0 answers make): 0 with
     probability ``atom``, else Beta(5, 2). The paper's form drops the atom's mass from the variance sum and falls
     below the true standard deviation; the corrected form keeps coverage >= 1 - alpha."""
