@@ -75,7 +75,7 @@ def rest(args: argparse.Namespace) -> int:
         found = findings_of(Path(folder), [0], args.profile, **extra)
         variants[label] = seed_study.quantity_values(found)
         changes[label] = seed_study.outcome_changes(training_found[0], found[0])
-    table = seed_study.against_the_rest(training, variants)
+    table = seed_study.against_the_rest(training, variants, base_seed=0)  # the variants are of seed 0
     sentence = seed_study.rest_sentence(table, changes, len(args.seeds))
     with pd.option_context("display.max_rows", None, "display.width", 220, "display.max_colwidth", 50):
         print(table.to_string(index=False, float_format=lambda x: f"{x:.3g}"))

@@ -13,22 +13,10 @@ from unlearnkit import config, paths
 
 PACKAGE = paths.ROOT / "lib" / "unlearnkit"
 
-#: The hits left in files another change owns now; each is to be removed there, and then from this list (the test
-#: fails on an entry that no longer matches, so the list cannot outlive its hits).
-ALLOWED = {
-    # owned by another change, to be removed: Params.load's profile, the base profile "default"
-    "unlearnkit.config:Params.load:profile='default'",
-    # owned by another change, to be removed: the regime EO verdict's runs (the profile's eo_regime_runs, not
-    # regime_runs), a parameter to rename
-    "unlearnkit.studies.entropy.regime:regime_eo_verdict:regime_runs=()",
-    # owned by another change, to be removed: the training seed whose variants the seed study compares
-    "unlearnkit.studies.seeds:against_the_rest:seed=0",
-    # owned by another change, to be removed: the seed whose own outcome the cross-paper table shows
-    "unlearnkit.studies.verdicts:table:seed=None",
-    # owned by another change, to be removed: the torch dtype of RMU's steering vector, a parameter to rename
-    # (unlearning.UnlearningLoss.steering_direction, which calls it, names it tensor_dtype)
-    "unlearnkit.unlearning.methods.rmu:steering_direction:dtype=torch.float32",
-}
+#: No exception: every library parameter named after a profile key takes its value from the caller (the profile's,
+#: through ``params``). A hit that must stay would be listed here with its reason; the test fails on an entry that no
+#: longer matches, so the list cannot outlive its hits.
+ALLOWED: set[str] = set()
 
 
 def defaults_of_profile_keys(tree: ast.AST, module: str, names: frozenset[str]) -> Iterator[str]:

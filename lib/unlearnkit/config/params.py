@@ -262,7 +262,7 @@ class Params(Mapping):
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def load(cls, profile: str = "default", **overrides: Any) -> Params:
+    def load(cls, profile: str, **overrides: Any) -> Params:
         """The parameters of ``profile`` (its layers merged), then ``overrides``."""
         return cls.from_mapping({**load_profile(profile), **overrides})
 

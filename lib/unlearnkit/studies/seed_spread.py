@@ -70,22 +70,22 @@ def within_spread(reference: pd.DataFrame, candidate: pd.DataFrame, machine: pd.
     return pd.DataFrame(rows)
 
 
-def against_the_rest(training: pd.DataFrame, variants: Mapping[str, pd.DataFrame], seed: int = 0) -> pd.DataFrame:
+def against_the_rest(training: pd.DataFrame, variants: Mapping[str, pd.DataFrame], base_seed: int) -> pd.DataFrame:
     """Per deciding quantity (:func:`quantity_values`): its range over the training seeds (greatest minus least, in
-    log10 for p-values) and, for each variant of ``seed`` (another corpus draw, another instruction set), how far the
+    log10 for p-values) and, for each variant of ``base_seed`` (another corpus draw, another instruction set), how far the
     variant's value lies from that seed's, also as a share of the training seeds' range (above 1: the variant moves
     it more than a reseed does)."""
     rows = []
     for (key, name), group in training.groupby(["key", "quantity"], sort=False):
         log = bool(group["log"].iloc[0])
         values = {int(s): _scaled(v, log) for s, v in zip(group["seed"], group["value"])}
-        if seed not in values:
+        if base_seed not in values:
             continue
         row = {"key": key, "quantity": name, "scale": "log10" if log else "value", "training seeds": len(values),
                "training range": max(values.values()) - min(values.values())}
         for label, variant in variants.items():
-            mine = variant[(variant["key"] == key) & (variant["quantity"] == name) & (variant["seed"] == seed)]
-            shift = abs(_scaled(float(mine["value"].iloc[0]), log) - values[seed]) if len(mine) else math.nan
+            mine = variant[(variant["key"] == key) & (variant["quantity"] == name) & (variant["seed"] == base_seed)]
+            shift = abs(_scaled(float(mine["value"].iloc[0]), log) - values[base_seed]) if len(mine) else math.nan
             row[f"{label}: shift"] = shift
             row[f"{label}: shift / range"] = shift / row["training range"] if row["training range"] > 0 else (
                 0.0 if shift == 0 else math.inf)

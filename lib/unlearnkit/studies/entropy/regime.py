@@ -71,16 +71,16 @@ POSITION_NAMES = {"answer": "the answer tokens (the workbook's default)",
 PAPER_POSITIONS = ("all",)
 
 
-def regime_eo_verdict(table: pd.DataFrame, regime_runs: Sequence[str] = ()) -> Verdict:
+def regime_eo_verdict(table: pd.DataFrame, runs_in_regime: Sequence[str] = ()) -> Verdict:
     """Which placement of the entropy, if any, reproduces "sd -> 0 with utility kept" on in-regime runs: a point
     counts as for :func:`eo_verdict` (sd at most SD_NEAR_ZERO or cut by SD_CUT against the run alone, utility at
     least UTILITY_KEPT of it, greedy ROUGE-L within ROUGE_SLACK of it). "reproduced": some point with the entropy
     where the paper takes it (all tokens, :data:`PAPER_POSITIONS`) counts; "partly": only a placement of ours
-    (answer tokens, the model's own samples); "not": none. With no point at all (none of ``regime_runs``, the
+    (answer tokens, the model's own samples); "not": none. With no point at all (none of ``runs_in_regime``, the
     profile's ``eo_regime_runs``, reached the regime on this seed) there is nothing to add EO to: no parts, so the
     finding is not tested on this seed rather than failed."""
     if table.empty:
-        named = f" ({', '.join(regime_runs)})" if regime_runs else ""
+        named = f" ({', '.join(runs_in_regime)})" if runs_in_regime else ""
         text = (f"No run of eo_regime_runs{named} is in the paper's regime on this seed (notebook 05), so there is "
                 "no in-regime run to add EO to: not tested on this seed.")
         return Verdict("not", text, _regime_eo_quantities(None, None, None), ())

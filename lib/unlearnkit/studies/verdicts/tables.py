@@ -55,9 +55,9 @@ def text(found: Sequence[Finding]) -> str:
 # --------------------------------------------------------------------------- over training seeds (notebook 09)
 
 
-def table(verdicts: Sequence[Verdict], seed: int | None = None,
+def table(verdicts: Sequence[Verdict], own_seed: int | None = None,
           committed: Mapping[str, Verdict] | None = None):
-    """The cross-paper table: one row per finding, its verdict over the seeds and what the seeds say; with ``seed``,
+    """The cross-paper table: one row per finding, its verdict over the seeds and what the seeds say; with ``own_seed``,
     that seed's own outcome beside it; with ``committed``, the committed verdict too."""
     import pandas as pd
 
@@ -65,10 +65,10 @@ def table(verdicts: Sequence[Verdict], seed: int | None = None,
     for v in verdicts:
         row = {"notebook": v.notebook, "paper": v.paper, "short": v.short, "finding": v.claim,
                "seeds": ", ".join(map(str, v.seeds))}
-        if seed is not None:
-            own = next((r for r in v.per_seed if r["seed"] == seed), None)
-            row[f"seed {seed}"] = own["outcome"] if own else "not run"
-            row[f"seed {seed}: numbers"] = own["text"] if own else ""
+        if own_seed is not None:
+            own = next((r for r in v.per_seed if r["seed"] == own_seed), None)
+            row[f"seed {own_seed}"] = own["outcome"] if own else "not run"
+            row[f"seed {own_seed}: numbers"] = own["text"] if own else ""
         row["over the seeds"] = v.text
         row["verdict"] = v.verdict
         row["tile"] = tile(v)

@@ -19,15 +19,15 @@ from ..registry import Method, Option, declared, flag, register
 from ..shared import decoder_layers, resolve_layer
 
 
-def steering_direction(loss, hidden_size: int, device, dtype=torch.float32) -> torch.Tensor:
+def steering_direction(loss, hidden_size: int, device, tensor_dtype=torch.float32) -> torch.Tensor:
     """u: a fixed random unit vector of ``hidden_size`` from the loss's ``rmu_seed``. Drawn uniform on [0, 1)^d and
     normalised, as in the WMDP reference; on the CPU so that it is the same on every device (kept in
     ``loss.cache``)."""
-    key = ("rmu_direction", hidden_size, str(device), dtype)
+    key = ("rmu_direction", hidden_size, str(device), tensor_dtype)
     if key not in loss.cache:
         g = torch.Generator().manual_seed(loss.rmu_seed)
         u = torch.rand(hidden_size, generator=g, dtype=torch.float64)
-        loss.cache[key] = (u / u.norm()).to(device=device, dtype=dtype)
+        loss.cache[key] = (u / u.norm()).to(device=device, dtype=tensor_dtype)
     return loss.cache[key]
 
 
