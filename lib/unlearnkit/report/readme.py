@@ -5,7 +5,6 @@ README and results cannot drift; ``python -m unlearnkit.report readme --check`` 
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -77,10 +76,10 @@ def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
                   f"by the former rule: {summary.get('rule', '')} In all: {counts}.", ""]
     else:
         lines += [f"{summary.get('rule', '')} In all: {counts}.", ""]
-    lines += [f"![{OVERVIEW}]({root}figures/{OVERVIEW}.png)", "",
+    lines += [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", "",
               "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
     for row in rows:
-        figure = f"[{row['figure']}]({root}figures/{row['figure']}.png)" if row.get("figure") else ""
+        figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(seeds_cell(row))} | "
                      f"**{row['verdict']}** | {figure} |")
     named = {row.get("figure") for row in rows}
@@ -88,12 +87,12 @@ def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
     if len(seeds) > 1:
         lines += ["", "Each finding's deciding quantity on each seed, as its margin from the threshold the claim sets "
                   "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
-                  f"![{MARGINS}]({root}figures/{MARGINS}.png)"]
-    lines += seed_study_section(summary.get("seed_study"), root)
+                  f"![{MARGINS}](figures/{MARGINS}.png)"]
+    lines += seed_study_section(summary.get("seed_study"))
     lines += spread_section(read_seed_spread())
     if shown:
-        lines += ["", *[f"![{name}]({root}figures/{name}.png)" for name in shown]]
-    return [line.replace("](figures/", f"]({root}figures/") for line in lines]
+        lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
+    return [line.replace("](figures/", f"]({root}figures/") for line in lines]  # every figure link, once
 
 
 def results_page(summary: Mapping[str, Any]) -> str:
@@ -103,9 +102,9 @@ def results_page(summary: Mapping[str, Any]) -> str:
                       "seed's outcome, the former findings and the seed study.", "", *results_body(summary, "../")]) + "\n"
 
 
-def claim_figure(row: Mapping[str, Any], summary: Mapping[str, Any]) -> str | None:
-    """The figure that shows a registered claim: that of the first former finding it replaces that names one."""
-    figures = {f.get("key"): f.get("figure") for f in summary.get("findings", [])}
+def claim_figure(row: Mapping[str, Any], figures: Mapping[str, str | None]) -> str | None:
+    """The figure that shows a registered claim: that of the first former finding it replaces that names one
+    (``figures``: each former finding's figure by its key)."""
     return next((figures[k] for k in row.get("replaces") or () if figures.get(k)), None)
 
 
@@ -124,14 +123,15 @@ def story(summary: Mapping[str, Any]) -> list[str]:
     seeds = summary.get("seeds", [])
     counts = summary.get("claims_counts") or {}
     told = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
-    lines = [f"Judged over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))} of the "
-             f"`{summary['profile']}` profile (a tiny model trained from scratch on a synthetic corpus that each seed "
-             f"redraws, on 2 CPU cores), the {len(rows)} quoted findings come to: {told}."]
+    opening = (f"Judged over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))} of the "
+               f"`{summary['profile']}` profile (a tiny model trained from scratch on a synthetic corpus that each seed "
+               f"redraws, on 2 CPU cores), the {len(rows)} quoted findings come to: {told}.")
+    named = []
     for verdict in ("reproduced", "contradicted", "not testable here"):
-        named = [f"{r['id']} ({r['paper']})" for r in rows if r["verdict"] == verdict]
-        if named:
-            lines.append(f"**{verdict.capitalize()}**: {', '.join(named)}.")
-    return [" ".join(lines[:1]), "", " ".join(lines[1:])] if len(lines) > 1 else lines
+        ids = [f"{r['id']} ({r['paper']})" for r in rows if r["verdict"] == verdict]
+        if ids:
+            named.append(f"**{verdict.capitalize()}**: {', '.join(ids)}.")
+    return [opening, "", " ".join(named)] if named else [opening]
 
 
 def readme_section(summary: Mapping[str, Any]) -> str:
@@ -147,9 +147,10 @@ def readme_section(summary: Mapping[str, Any]) -> str:
     lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
               f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
               "| paper | finding | effect [95 % interval] | verdict | figure |", "|---|---|---|---|---|"]
+    figures = {f.get("key"): f.get("figure") for f in summary.get("findings", [])}
     for row in summary["claims"]:
         kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
-        figure = claim_figure(row, summary)
+        figure = claim_figure(row, figures)
         shown = f"[{figure}](figures/{figure}.png)" if figure else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
                      f"{_cell(effect_cell(row))} | **{row['verdict']}** | {shown} |")
@@ -172,21 +173,21 @@ def spread_section(spread: Mapping[str, Any] | None) -> list[str]:
     lines = ["", "### The training seed against the rest", "", spread["sentence"] + f" (`{spread['command']}`)", "",
              "| variant of seed 0 | median shift / training-seed range | quantities beyond the range | outcomes "
              "changed |", "|---|---|---|---|"]
+    spreads = spread.get("spreads")  # the numbers the sentence was rendered from
+    if not spreads:  # a file written before they were stored: its table, counted by the same function
+        import pandas as pd
+
+        from ..studies.seed_spread import variant_spreads
+
+        spreads = variant_spreads(pd.DataFrame(spread["table"]), spread["changes"])
     for label in spread["variants"]:
-        if label in spread.get("spreads", {}):  # the numbers the sentence was rendered from
-            median, beyond = spread["spreads"][label]["median"], spread["spreads"][label]["beyond"]
-        else:  # a file written before they were stored: its table, where an infinite ratio reads back as null
-            ratios = [r[f"{label}: shift / range"] for r in spread["table"]
-                      if r.get(f"{label}: shift / range") is not None]
-            finite = [x for x in ratios if x != float("inf")]
-            median = statistics.median(finite) if finite else float("nan")
-            beyond = sum(x > 1 for x in ratios)
+        median, beyond = spreads[label]["median"], spreads[label]["beyond"]
         lines.append(f"| {label} | {median:.2f} | {beyond} of {len(spread['table'])} | "
                      f"{_cell('; '.join(spread['changes'].get(label, [])) or 'none')} |")
     return lines
 
 
-def seed_study_section(study: Mapping[str, Any] | None, root: str = "") -> list[str]:
+def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
     """The README's lines on the seed study (docs/metrics.md §8.2): the workbook's own questions, with its answers
     computed from the summary; nothing when the summary has none."""
     from ..studies import seeds as seed_study
@@ -204,7 +205,7 @@ def seed_study_section(study: Mapping[str, Any] | None, root: str = "") -> list[
         lines.append(f"| {r['pair']} | {r['metric']} ({r['better']} is better) | {r['wins']} of {r['seeds']} seeds "
                      f"(ties {r['ties']}) | {r['p (two-sided sign test)']:.3f} | {_cell(r['difference'])} "
                      f"{r['mean difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | **{r['outcome']}** |")
-    return lines + ["", f"![{RANKS}]({root}figures/{RANKS}.png)"]
+    return lines + ["", f"![{RANKS}](figures/{RANKS}.png)"]
 
 
 def _split(readme: str) -> tuple[str, str, str]:

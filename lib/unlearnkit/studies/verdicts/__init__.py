@@ -11,33 +11,21 @@ findings of every seed present together and judges each by the one rule across s
 
 from __future__ import annotations
 
-from ...claims import (  # noqa: F401 (the names the module held, as notebooks and tests reach them)
-    ATTACKS,
+from ...claims import (  # noqa: F401 (the names of __all__, and notebook 09's verdicts.counts)
     FACT,
     FAILS,
     HOLDS,
-    JOSHI,
     NO_TEST,
     NOT,
-    OPEN_UNLEARNING,
     PARTLY,
     PARTLY_HOLDS,
     REPRODUCED,
-    SCHOLTEN,
-    SEEDS_FOR_A_VERDICT,
-    TOFU,
     VERDICTS,
-    WANG,
     Finding,
     Quantity,
     Verdict,
     counts,
-    judge_all,
-    names,
-    outcome_of,
 )
-from ...config import Params  # noqa: F401
-from ..effects.base import mia_gaps  # noqa: F401
 from .notebook_findings import (  # noqa: F401
     _BY_NOTEBOOK,
     COLLAPSED_SHARE,
