@@ -133,8 +133,31 @@ def memorised_model(make_memorised_model):
     return make_memorised_model()
 
 
-def requires_real_tofu():
-    return pytest.mark.skipif(not (Path(REAL_TOFU) / "full.json").exists(), reason="../shared/data/tofu not present")
+# --- tests that can skip --------------------------------------------------------------------------------------------
+# Every skip in tests/ goes through needs() or skip_unless(), which put into its reason what the test needs and what
+# covers it where that is missing: another test by its path and name (which must exist), or CI (whose clone has
+# ../shared beside it and no runs/). tests/test_skips.py holds every test file to this and docs/design.md to listing
+# each test that can skip.
+
+
+def skip_reason(what: str, cover: str) -> str:
+    return f"{what}; covered meanwhile by {cover}"
+
+
+def needs(available: bool, what: str, cover: str):
+    """A mark that skips the test unless ``available``, naming ``what`` is missing and ``cover``."""
+    return pytest.mark.skipif(not available, reason=skip_reason(what, cover))
+
+
+def skip_unless(available: bool, what: str, cover: str) -> None:
+    """Skip the running test unless ``available`` (a condition known only inside it), as :func:`needs` says."""
+    if not available:
+        pytest.skip(skip_reason(what, cover))
+
+
+def requires_real_tofu(cover: str):
+    return needs((Path(REAL_TOFU) / "full.json").exists(), "../shared/data/tofu is not beside the checkout (CI has it)",
+                 cover)
 
 
 #: The test files that take longest, in that order. Run first (longest processing time first), so that on several

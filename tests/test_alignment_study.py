@@ -99,11 +99,11 @@ def test_adaptive_temperature_replaces_only_certain_requests_by_their_greedy_ans
 
 
 def test_the_jbb_file_splits_by_category_and_its_judge_reads_held_out_categories():
-    from conftest import SHARED_DATA
+    from conftest import SHARED_DATA, skip_unless
 
     path = SHARED_DATA / "jbb" / "harmful-behaviors.csv"
-    if not path.exists():
-        pytest.skip(f"JailbreakBench's JBB-Behaviors CSV is not at {path} (the team's machines keep a copy there)")
+    skip_unless(path.exists(), "JailbreakBench's JBB-Behaviors CSV is not in ../shared/data/jbb (CI has it)",
+                "tests/test_alignment_study.py::test_jbb_rows_without_templates_split_by_position_in_category")
     params = config.Params.load("default")
     split = alignment.split_behaviours(behaviours.load_behaviours(str(path), seed=0), params)
     assert len(split.evaluation) == 10 * params.alignment_eval_per_group

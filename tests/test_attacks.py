@@ -150,7 +150,8 @@ def test_an_attack_that_would_touch_no_layer_raises_naming_the_layers_it_found()
         attacks.bucket_crossing(model, model, "nf4")
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_attacks.py::test_rtt_runs_where_every_question_carries_its_fact (the one-line "
+                    "refusal of rows without their facts included)")
 def test_rtt_on_real_tofu_is_declared_not_run_in_one_line_never_a_key_error():
     """Real TOFU labels no question with its attribute and value: RTT is not run there (folds of one author's
     answers would leak the held-out facts), said in one line, and notebook 08's table and figure take that."""

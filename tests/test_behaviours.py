@@ -6,7 +6,7 @@ import sys
 import types
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, needs
 from unlearnkit.data.behaviours import (
     CATEGORIES,
     JBB_HUB_NAME,
@@ -194,7 +194,8 @@ def test_the_hub_name_loads_the_harmful_split_with_capitalised_columns(monkeypat
     assert rows[0]["goal"] == "Paint a fence" and rows[0]["index"] == 1 and rows[0]["source"] == "Unit"
 
 
-@pytest.mark.skipif(not JBB_CSV.exists(), reason=f"JailbreakBench's JBB-Behaviors CSV is not at {JBB_CSV}")
+@needs(JBB_CSV.exists(), "JailbreakBench's JBB-Behaviors CSV is not in ../shared/data/jbb (CI has it)",
+       "tests/test_behaviours.py::test_synthetic_rows_cover_every_category_equally_with_jbb_shaped_fields")
 def test_the_real_jbb_file_has_100_behaviours_ten_per_category():
     rows = load_behaviours(str(JBB_CSV), seed=0)
     assert len(rows) == 100

@@ -198,7 +198,7 @@ def test_coverage_of_the_synthetic_corpus_needs_no_table(small_corpus):
     assert coverage.tables == [] and coverage.note.startswith("synthetic corpus")
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_format_study.py::test_coverage_of_the_synthetic_corpus_needs_no_table")
 def test_coverage_of_real_tofu_is_shown_per_rule_and_relation():
     coverage = study.heuristic_coverage(TofuSource(REAL_TOFU), "forget10", 4, 0)
     rules, relations = coverage.tables

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from conftest import REAL_TOFU, requires_real_tofu
+from conftest import REAL_TOFU, requires_real_tofu, skip_unless
 from unlearnkit import models
 from unlearnkit.data import facts
 from unlearnkit.data import formats as fmts
@@ -36,8 +36,8 @@ def synthetic_formats(small_corpus):
 
 @pytest.fixture(scope="module")
 def real_corpus():
-    if not (REAL_TOFU / "full.json").exists():
-        pytest.skip("../shared/data/tofu not present")
+    skip_unless((REAL_TOFU / "full.json").exists(), "../shared/data/tofu is not beside the checkout (CI has it)",
+                "tests/test_formats.py::test_synthetic_coverage_is_exact")
     return facts.load_format_corpus(TofuSource(REAL_TOFU), "forget10")
 
 
@@ -137,7 +137,7 @@ def test_synthetic_items_are_well_formed_and_exact(small_corpus, synthetic_forma
             assert item["correct_option"] == item["answer"]
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_formats.py::test_synthetic_items_are_well_formed_and_exact")
 def test_real_tofu_items_are_well_formed(real_formats):
     assert check_items(real_formats) > 3000
     src = TofuSource(REAL_TOFU)
@@ -242,7 +242,8 @@ def test_heuristics_on_hand_written_answers():
     assert facts.extract_relation("Why does Jo Li write?", "For joy.", "Jo Li") == (None, None)
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_formats.py::test_synthetic_coverage_is_exact and "
+                    "tests/test_formats.py::test_heuristics_on_hand_written_answers")
 def test_real_tofu_heuristic_coverage_is_above_its_floors(real_corpus):
     coverage = fmts.format_coverage(real_corpus, "forget10", 4, 0)
     print(json.dumps(coverage, indent=1))  # reported with -s; the floors below are ~10 points under it

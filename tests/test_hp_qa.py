@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from conftest import HP_QA
+from conftest import HP_QA, needs
 from unlearnkit.data.hp_qa import hp_qa_rows, load_hp_qa, synthetic_hp_qa
 from unlearnkit.metrics.judges import leak_judge
 
 
-@pytest.mark.skipif(not HP_QA.exists(), reason=f"the HP Q&A file is not at {HP_QA}")
+@needs(HP_QA.exists(), "the HP Q&A file is not in ../shared/data/hp_qa (CI has it)",
+       "tests/test_hp_qa.py::test_a_csv_in_the_published_layout_loads_by_path_and_by_environment")
 def test_hp_qa_loads_55_rows_with_keywords():
     rows = load_hp_qa(HP_QA)
     assert len(rows) == 55

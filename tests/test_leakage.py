@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import HP_QA
+from conftest import HP_QA, needs
 from scipy import stats
 from unlearnkit import config, models, paths, runs
 from unlearnkit.metrics import scored as sampled_scores
@@ -215,7 +215,8 @@ def test_evenly_spaced_questions_cover_the_split():
     assert leakage.evenly_spaced(rows, None) == rows and leakage.evenly_spaced(rows, 500) == rows
 
 
-@pytest.mark.skipif(not HP_QA.exists(), reason=f"the HP Q&A file is not at {HP_QA}")
+@needs(HP_QA.exists(), "the HP Q&A file is not in ../shared/data/hp_qa (CI has it)",
+       "tests/test_leakage.py::test_the_synthetic_keyword_qa_with_an_untrained_model")
 def test_hp_path_on_the_real_file_with_an_untrained_model(tiny_model, tiny_tokenizer, template):
     rows = leakage.hp_rows(str(HP_QA), max_questions=6)
     assert len(rows) == 6 and all(r["keywords"] for r in rows)

@@ -53,7 +53,8 @@ def test_lora_trains_adapters_only_and_merges(tiny_model):
 
 
 @pytest.mark.slow
-@requires_real_tofu()
+@requires_real_tofu("tests/test_paper_dry.py::test_notebook_01_fine_tunes_the_phi_stand_in_with_the_papers_schedule "
+                    "(the paper profile on the synthetic corpus)")
 def test_paper_profile_path_with_a_local_model_on_real_tofu(tiny_model, tiny_tokenizer, tmp_path, monkeypatch):
     """The paper profile loads a model by name and TOFU by name; here the same code reads a tiny model
     saved to a local folder and the real TOFU files, offline."""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import skip_unless
 from notebook_checks import check_03, check_04, check_05, check_06, check_07
 from unlearnkit import config, paths, runner, runs
 
@@ -319,8 +320,10 @@ def test_the_report_renders_offline_in_a_headless_browser(smoke_report):
     import shutil
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("no headless browser: Debian's chromium package is not installed here (apt install chromium)")
+    skip_unless(browser is not None, "no headless browser: Debian's chromium package is not installed here (apt install "
+                "chromium; CI machines have none)",
+                "tests/test_notebooks.py::test_the_report_has_every_page_every_figure_and_loads_nothing (the same pages, "
+                "read as HTML)")
     isolate = ["unshare", "-n"] if shutil.which("unshare") and subprocess.run(
         ["unshare", "-n", "true"], capture_output=True).returncode == 0 else []
     # without a network namespace, a proxy that does not exist stands in for the missing network
@@ -377,11 +380,17 @@ def test_the_default_report_is_quiet_where_its_runs_are_current(tmp_path):
 
     params = config.Params.load("default")
     executed = sorted(runs.store(params).glob("0*.ipynb")) if runs.store(params).exists() else []
-    if not executed:
-        pytest.skip("no run of the default profile in runs/ (make all makes one)")
+    cover = ("tests/test_glossary.py::test_every_term_the_default_report_prints_is_in_the_glossary (the default "
+             "report's terms, committed) and "
+             "tests/test_notebooks.py::test_the_reader_view_is_quiet_and_every_printed_symbol_is_in_the_glossary (smoke)")
+    skip_unless(bool(executed), "no run of the default profile in runs/ (make all makes one)", cover)
     revisions = {json.loads(p.read_text())["metadata"].get("unlearnkit", {}).get("provenance", {}).get("git_revision")
                  for p in executed}
-    if revisions != {provenance.git_revision()}:
-        pytest.skip(f"the default runs were made by {sorted(map(str, revisions))}, not this commit: run make all")
-    report.build(params, tmp_path)
+    skip_unless(revisions == {provenance.git_revision()},
+                f"the default runs were made by {sorted(map(str, revisions))}, not this commit (make all)", cover)
+    index = report.build(params, tmp_path)
     assert _reader_problems(tmp_path) == {}
+    # CI reads docs/printed-terms.json instead of these runs (tests/test_glossary.py): it must be this report's
+    printed = report.terms_by_page(tmp_path, report.notebook_pages(report.pages(params)))
+    committed = json.loads(paths.PRINTED_TERMS.read_text(encoding="utf-8"))["pages"]
+    assert committed == printed, f"docs/printed-terms.json is not this report's: make report rewrites it ({index})"

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import LOSS_WEIGHTS, SHARED_DATA
+from conftest import LOSS_WEIGHTS, SHARED_DATA, needs
 from unlearnkit import config, paths, unlearning
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
@@ -281,8 +281,8 @@ def test_step_parts_are_what_the_unlearning_loss_sends_through_each_model(settin
     assert sorted(seen["reference"]) == sorted(on_reference)
 
 
-@pytest.mark.skipif(not all((SHARED_DATA / f).exists() for f in ("tofu", "jbb/harmful-behaviors.csv", "hp_qa/hp_qa_en.csv")),
-                    reason=f"no reference data under {SHARED_DATA}")
+@needs(all((SHARED_DATA / f).exists() for f in ("tofu", "jbb/harmful-behaviors.csv", "hp_qa/hp_qa_en.csv")),
+       "the reference data are not in ../shared/data", "CI, whose clone has ../shared beside it")
 def test_the_built_in_figures_are_those_of_the_reference_files():
     measured = pc.measure_reference(SHARED_DATA)
     assert measured.tofu == pc.BUILT_IN.tofu

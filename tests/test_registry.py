@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 import yaml
+from conftest import needs
 from unlearnkit import paths, registry, runs
 
 
@@ -41,13 +42,14 @@ def test_every_former_finding_points_to_a_registry_entry():
     assert not missing, f"former findings without a registered claim: {missing}"
 
 
-@pytest.mark.skipif(not paths.PAPERS.is_dir(), reason=f"the papers' full texts are not at {paths.PAPERS} "
-                    "(../shared/papers beside the checkout, or UNLEARNKIT_PAPERS): the verbatim check needs them")
+@needs(paths.PAPERS.is_dir(), "the papers' full texts are not in ../shared/papers (or UNLEARNKIT_PAPERS): the verbatim "
+       "check needs them", "CI, whose clone has ../shared beside it")
 def test_the_seed_papers_quotes_are_verbatim_in_their_files():
     assert registry.quote_problems(registry.load()) == []
 
 
-@pytest.mark.skipif(not paths.PAPERS.is_dir(), reason=f"the papers' full texts are not at {paths.PAPERS}")
+@needs(paths.PAPERS.is_dir(), "the papers' full texts are not in ../shared/papers (or UNLEARNKIT_PAPERS)",
+       "CI, whose clone has ../shared beside it")
 def test_the_quote_check_catches_an_edited_quote_and_a_changed_file(tmp_path, raw):
     reg = registry.load()
     for paper in reg.papers.values():

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import needs, skip_unless
 from unlearnkit import config, generation, models, paths, runs
 from unlearnkit.config import Params
 from unlearnkit.generation import certainty, encode_prompts, greedy_with_confidences, sample_answers
@@ -368,8 +369,10 @@ def test_the_vllm_path_takes_no_transformers_model(tiny_model, tiny_tokenizer, t
 
 # --------------------------------------------------------------------------- (d) the real vLLM, on a GPU
 
-requires_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
-                                   reason="vllm is not installed (it needs a CUDA machine: make setup-vllm)")
+requires_vllm = needs(importlib.util.find_spec("vllm") is not None,
+                      "vllm is not installed (it needs a CUDA machine: make setup-vllm)",
+                      "tests/test_sampler_seam.py::test_vllm_answers_and_certainty_are_read_as_the_transformers_backend_measures_them "
+                      "(a stand-in of vLLM's interface)")
 
 
 @requires_vllm
@@ -378,8 +381,8 @@ def test_vllm_samples_the_tiny_model_as_transformers_does(tiny_model, tiny_token
     """Runs vLLM itself. Greedy decoding and c(x) agree with the transformers backend on a float32 tiny model (a
     tie within the kernels' rounding would show here first); top-k 1 samples the greedy answer; a seed repeats its
     samples."""
-    if not torch.cuda.is_available():
-        pytest.skip("vllm is installed but there is no CUDA GPU")
+    skip_unless(torch.cuda.is_available(), "vllm is installed but there is no CUDA GPU",
+                "tests/test_sampler_seam.py::test_vllm_answers_and_certainty_are_read_as_the_transformers_backend_measures_them")
     folder = models.save_model(tiny_model, tiny_tokenizer, tmp_path / "tiny", template)
     rows, n = _rows(small_corpus), 8
     engine = generation.load_vllm(folder, dtype="float32", template=None, seed=0, gpu_memory_utilization=0.3,

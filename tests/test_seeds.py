@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import skip_unless
 from unlearnkit import config, machine, paths, pipeline, runner, runs
 from unlearnkit.studies import verdicts
 
@@ -211,8 +212,8 @@ def test_the_pin_is_set_where_it_applies_and_never_over_a_users_value(monkeypatc
 def test_the_makefile_and_a_fresh_process_take_the_libraries_pin():
     """The Makefile's exports come from machine.py itself, and a Python started by the workbook computes on AVX2
     where the machine has it (PyTorch reports it; NumPy's AVX-512 loops are off when it loads after the pin)."""
-    if not machine.pinnable():
-        pytest.skip("no AVX2 on this machine: nothing is pinned (the README says what such a machine gets)")
+    skip_unless(machine.pinnable(), "no AVX2 on this machine: nothing is pinned (the README says what such a machine gets)",
+                "tests/test_seeds.py::test_the_pin_is_set_where_it_applies_and_never_over_a_users_value")
     printed = subprocess.run([sys.executable, str(paths.ROOT / "lib" / "unlearnkit" / "machine.py")],
                              capture_output=True, text=True, check=True).stdout.split()
     assert dict(word.split("=", 1) for word in printed) == machine.PIN

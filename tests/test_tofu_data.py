@@ -20,7 +20,7 @@ from unlearnkit.data.tofu import (
 )
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_tofu_data.py::test_synthetic_corpus_reads_like_tofu")
 def test_real_tofu_splits_load_with_their_documented_sizes():
     src = TofuSource(REAL_TOFU)
     # every Hub config but the holdouts, which the team's copy lacks (saved there, they load like the others)
@@ -34,7 +34,7 @@ def test_real_tofu_splits_load_with_their_documented_sizes():
     assert len(src.load("real_authors_perturbed")[0]["perturbed_answer"]) == 3
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_tofu_data.py::test_synthetic_corpus_reads_like_tofu")
 def test_real_tofu_full_is_retain_then_forget():
     src = TofuSource(REAL_TOFU)
     assert src.load("full") == src.load("retain90") + src.load("forget10")
@@ -101,7 +101,7 @@ def test_retain_split_for_and_author_index(small_corpus):
     assert rows[19]["author_index"] == 0 and rows[20]["author_index"] == 1
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_tofu_data.py::test_an_author_subset_keeps_the_holdout_whole_and_filters_the_alternates")
 def test_an_author_subset_filters_every_author_split_alike():
     source = pipeline.corpus(config.as_params({"data_source": str(REAL_TOFU), "max_authors": 30, "forget_split": "forget10"}))
     full = with_author_index(TofuSource(REAL_TOFU).load("full"))
@@ -154,7 +154,7 @@ def test_a_folder_without_holdout_names_the_hub_config_to_save(tmp_path):
         source.load("holdout20")
 
 
-@requires_real_tofu()
+@requires_real_tofu("tests/test_tofu_data.py::test_a_folder_without_holdout_names_the_hub_config_to_save")
 def test_the_real_tofu_copy_has_no_holdout_and_says_what_to_download():
     source = TofuSource(REAL_TOFU)
     assert not source.has_split("holdout10")

@@ -28,6 +28,8 @@ SUMMARY = ROOT / "docs" / "findings.json"
 #: The full results of the summary, which the README links (make readme writes it with the README's section).
 RESULTS_PAGE = ROOT / "docs" / "results.md"
 SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
+#: Every term the default profile's report prints, which the glossary must define (make report writes it).
+PRINTED_TERMS = ROOT / "docs" / "printed-terms.json"
 #: The former findings (schema 0: judged over six seeds of one corpus draw) and the table of what replaced them.
 FORMER_SUMMARY = ROOT / "docs" / "findings-former.json"
 OLD_TO_NEW = ROOT / "docs" / "verdicts-old-to-new.md"

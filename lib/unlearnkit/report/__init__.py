@@ -12,6 +12,9 @@ from .lint import (  # noqa: F401
     glossary_gaps,
     glossary_terms,
     page_problems,
+    printed_terms,
+    terms_by_page,
+    undefined,
 )
 from .readme import (  # noqa: F401
     END,
@@ -57,9 +60,11 @@ from .site import (  # noqa: F401
     glossary_notebook,
     link_glossary,
     named_settings,
+    notebook_pages,
     pages,
     provenance,
     provenance_line,
     report_dir,
+    write_printed_terms,
 )
 from .summary import committed_summary, write_summary  # noqa: F401

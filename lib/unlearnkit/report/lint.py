@@ -62,6 +62,8 @@ def page_problems(page: str) -> list[str]:
 
 
 GLOSSARY = paths.ROOT / "docs" / "glossary.md"
+#: docs/glossary.md as a page of the report, linked from every page's navigation.
+GLOSSARY_PAGE = "glossary.html"
 #: A table is a findings or summary table when one of its column headers is one of these. Every header of a table in
 #: an output must be a term of the glossary; a table the notebook's own prose writes (markdown) is checked only when
 #: it is a findings or summary table.
@@ -92,23 +94,41 @@ def _generic(term: str) -> str:
     return term.lower()
 
 
-def glossary_gaps(page: str, known: set[str]) -> list[str]:
-    """The symbols M_… in a page's visible text, and the column headers of every table in its outputs (and of the
-    findings and summary tables its markdown writes), that the glossary (``known``, :func:`glossary_terms`) does
-    not define."""
+def printed_terms(page: str) -> list[str]:
+    """The terms a report page prints that the glossary must define, as printed: the symbols M_… in its visible text,
+    and the column headers of every table in its outputs (and of the findings and summary tables its markdown
+    writes), numbers left out."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(page, "html.parser")
-    gaps: set[str] = set()
+    terms: set[str] = set()
     for block in soup.select(".jp-RenderedMarkdown, .jp-OutputArea-output"):
-        gaps |= {s for s in _SYMBOL.findall(block.get_text(" ")) if s.lower() not in known}
+        terms |= set(_SYMBOL.findall(block.get_text(" ")))
         output = "jp-OutputArea-output" in block.get("class", [])
         for table in block.select("table"):
             headers = [th.get_text(" ").strip() for th in table.select("thead th")]
             if output or _SUMMARY_MARKERS & {h.lower() for h in headers}:
-                gaps |= {h for h in headers if h and not re.fullmatch(r"[-+.\deE%]+", h)
-                         and _generic(h) not in known}
-    return sorted(gaps)
+                terms |= {h for h in headers if h and not re.fullmatch(r"[-+.\deE%]+", h)}
+    return sorted(terms)
+
+
+def glossary_gaps(page: str, known: set[str]) -> list[str]:
+    """The terms a page prints (:func:`printed_terms`) that the glossary (``known``, :func:`glossary_terms`) does not
+    define, a header that carries a step, a run, a question or a count looked up by its generic name."""
+    return undefined(printed_terms(page), known)
+
+
+def undefined(terms, known: set[str]) -> list[str]:
+    """Those of ``terms`` (as printed) that the glossary (``known``) does not define."""
+    return sorted(t for t in terms if _generic(t) not in known)
+
+
+def terms_by_page(folder: Path, names=None) -> dict[str, list[str]]:
+    """The pages of a written report (``folder``; those of ``names`` where given, else all but the glossary's own
+    page) with the terms each prints (:func:`printed_terms`)."""
+    chosen = sorted(names) if names is not None else [p.name for p in sorted(folder.glob("*.html"))
+                                                       if p.name != GLOSSARY_PAGE]
+    return {name: printed_terms((folder / name).read_text(encoding="utf-8")) for name in chosen}
 
 
 #: Attributes through which a page would load something: none of them may point off the machine.

@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import config, parameters_cell, paths, runs
 from ..config import Params
-from .lint import GLOSSARY
+from .lint import GLOSSARY, GLOSSARY_PAGE, terms_by_page
 from .sanitise import clean_html
 
 REPORT = paths.ROOT / "report"
@@ -38,8 +38,6 @@ MATHJAX_DIR = "mathjax"
 #: MathJax 2.7's configuration that ships with jupyter_server_mathjax: TeX in, HTML-CSS (or native MathML) out.
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
 INDEX = "index.html"
-#: docs/glossary.md as a page of the report, linked from every page's navigation.
-GLOSSARY_PAGE = "glossary.html"
 
 
 def report_dir(params: Params) -> Path:
@@ -311,4 +309,28 @@ def build(params: Params, out: Path | None = None) -> Path:
         "workbook_nav": _nav(entries, GLOSSARY_PAGE, params), "workbook_footer": f'<a href="{INDEX}">findings</a>',
         "workbook_provenance": "docs/glossary.md: every term and symbol the pages print", "metadata": {"name": "glossary"}})
     runs.atomic_write_text(out / GLOSSARY_PAGE, body)
+    if out == report_dir(params) and runs.publishes(params) and runs.is_reference_seed(params):
+        write_printed_terms(out, notebook_pages(entries))
     return out / INDEX
+
+
+def notebook_pages(entries: Sequence[tuple[str, Path]]) -> list[str]:
+    """The pages of :func:`pages` that show the numbered notebooks (the findings notebook's is the index), not an
+    evaluation of one's own model."""
+    return [file for file, notebook in entries if notebook.name[:2].isdigit()]
+
+
+def write_printed_terms(folder: Path, names: Sequence[str]) -> Path:
+    """Write docs/printed-terms.json: every term each notebook page (``names``) of the default profile's report
+    (``folder``) prints, so that a checkout without the default runs (CI) still checks each against the glossary
+    (tests/test_glossary.py). Written only when its content changes; ``make all`` keeps it current and a stale copy
+    shows in ``git status``."""
+    text = json.dumps({"about": PRINTED_TERMS_ABOUT, "pages": terms_by_page(folder, names)}, indent=1,
+                      ensure_ascii=False) + "\n"
+    if not paths.PRINTED_TERMS.exists() or paths.PRINTED_TERMS.read_text(encoding="utf-8") != text:
+        runs.atomic_write_text(paths.PRINTED_TERMS, text)
+    return paths.PRINTED_TERMS
+
+
+PRINTED_TERMS_ABOUT = ("The column headers and symbols each page of the default profile's report prints (make report "
+                       "writes this file); tests/test_glossary.py checks every one against docs/glossary.md.")
