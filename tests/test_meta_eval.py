@@ -214,3 +214,21 @@ def test_leak_curves_from_notebook_05_per_item_tables():
     np.testing.assert_allclose(curves["retain90"].per_question, [[0, 0], [1 / 128, 2 / 128]])
     with pytest.raises(ValueError, match="no 'leaks' column for x"):
         M.leak_at_k_curves({"x": {"key": ["a"]}}, 128)
+
+
+def test_leak_curves_of_the_committed_notebook_05_results():
+    """Seed 0's committed per-item results: leak@1 is the stored leak rate (a second path to the same number), every
+    curve rises with k, and the target leaks at least as often as the retain model at every k."""
+    import json
+
+    from unlearnkit.runs.committed import results_dir
+
+    folder = results_dir("default", 0) / "05_probabilistic_bounds"
+    per_item = json.loads((folder / "per_item.json").read_text(encoding="utf-8"))
+    n = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))["target"]["forget"]["n_samples"]
+    curves = M.leak_at_k_curves(per_item, n)
+    assert set(curves) == set(per_item) and "retain90" in curves
+    for model, curve in curves.items():
+        np.testing.assert_allclose(curve.per_question[:, 0], per_item[model]["leak_rate"])
+        assert np.all(np.diff(curve.mean) >= 0), model
+    assert np.all(curves["target"].mean >= curves["retain90"].mean)
