@@ -55,6 +55,11 @@ def test_r_symmetric_also_penalises_a_model_that_moves_less_than_the_retain_mode
     np.testing.assert_allclose(r, [0.4, 2 / 3])
 
 
+def test_r_refuses_a_retain_change_that_fits_no_model():
+    with pytest.raises(ValueError, match="does not fit"):
+        M.relearning_r([0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.1, 0.2], [0.3, 0.3], variant="symmetric")
+
+
 def test_r_is_the_same_for_a_metric_and_its_negation():
     ub, ua, rb, ra = np.array([0.1, 0.3]), np.array([0.5, 0.35]), 0.2, 0.3
     for variant in M.VARIANTS:

@@ -96,7 +96,11 @@ def relearning_r(unlearned_before, unlearned_after, retain_before, retain_after,
     if ub.shape != ua.shape:
         raise ValueError(f"unlearned_before {ub.shape} and unlearned_after {ua.shape} differ in shape")
     d_u = np.atleast_1d(ua - ub)
-    d_r = np.broadcast_to(ra - rb, d_u.shape)
+    try:
+        d_r = np.broadcast_to(ra - rb, d_u.shape)
+    except ValueError:
+        raise ValueError(f"the retain model's change {np.shape(ra - rb)} does not fit the {d_u.shape} unlearned "
+                         "models (one number, or one per model)") from None
     if variant == "one_directional":
         den = d_u
         num = d_r
