@@ -225,6 +225,20 @@ def test_greedy_vs_samples_shows_the_leak_bounds_the_verdict_judges():
     _assert_legible(leakage_plots.plot_greedy_vs_samples(results, alpha=None))
 
 
+def test_leak_at_k_figure_is_legible_and_names_the_floor():
+    from unlearnkit.metrics.meta_eval import leak_at_k_curves
+
+    rng = np.random.default_rng(0)
+    per_item = {"target": {"leaks": rng.integers(60, 129, 40)}, "retain90": {"leaks": rng.integers(0, 3, 40)},
+                "ga_mild@26": {"leaks": rng.integers(0, 60, 40)}, "rmu@35": {"leaks": rng.integers(0, 20, 40)}}
+    fig = leakage_plots.plot_leak_at_k(leak_at_k_curves(per_item, 128), floor="retain90")
+    _assert_legible(fig)
+    texts = " ".join(_texts(fig))
+    assert "retain90 (floor: guessing)" in texts and "n = 128" in texts
+    with pytest.raises(ValueError, match="floor model"):
+        leakage_plots.plot_leak_at_k(leak_at_k_curves(per_item, 128), floor="retain95")
+
+
 def test_the_robustness_figures_are_legible():
     from unlearnkit.plots import recovery as recovery_plots
 

@@ -1,7 +1,17 @@
 """Scores: TOFU metrics (:mod:`.tofu`), parameterisation strength (:mod:`.ps`), and in their own modules the
-format scores (:mod:`.formats`), n samples per prompt scored (:mod:`.sampling`) and the sample judges
-(:mod:`.judges`)."""
+format scores (:mod:`.formats`), n samples per prompt scored (:mod:`.sampling`), the sample judges
+(:mod:`.judges`) and which metric to trust (:mod:`.meta_eval`: faithfulness AUC, R, Q, leak@k)."""
 
+from .meta_eval import (  # noqa: F401
+    faithfulness_auc,
+    harmonic_mean,
+    leak_at_k,
+    leak_at_k_curve,
+    leak_at_k_curves,
+    quantisation_q,
+    relearning_r,
+    summarise,
+)
 from .ps import PSEvaluator, PSProfile, evaluate_ps, ps_profile, ps_scores, search_shortest_prefix  # noqa: F401
 from .tofu import (  # noqa: F401
     answer_nll,

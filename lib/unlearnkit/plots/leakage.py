@@ -1,6 +1,6 @@
 """Figures of the leakage study (:mod:`unlearnkit.studies.leakage`, Scholten et al.): the models of the paper's
 regime, greedy ROUGE-L against the sampled distribution, the binary and general leakage bounds (the latter drawn by
-notebook 06), the bounds against the number of samples and the keyword Q&A."""
+notebook 06), the bounds against the number of samples, the keyword Q&A and leak@k against k (:func:`plot_leak_at_k`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..metrics.meta_eval import LeakCurve
 from ..metrics.sampling import SampledScores
 from ..studies.leakage import general_leak_curves
 
 __all__ = ["plot_greedy_vs_samples", "plot_binary_bounds", "plot_general_leak_curves", "plot_bounds_vs_n",
-           "plot_hp", "plot_bound_modes", "plot_regime_paths"]
+           "plot_hp", "plot_bound_modes", "plot_regime_paths", "plot_leak_at_k"]
 
 
 def _grid(count: int, ncols: int, size: tuple[float, float]):
@@ -289,4 +290,34 @@ def plot_regime_paths(chosen: Mapping[str, Any], ncols: int = 4):
     fig.legend(handles, labels, loc="lower center", ncol=4 if shown >= 3 else 2, fontsize=10, frameon=False)
     fig.suptitle("Where greedy decoding first calls the forget set unlearned: the models of the paper's regime")
     fig.tight_layout(rect=(0, (0.45 if shown >= 3 else 0.75) / fig.get_figheight(), 1, 1))
+    return fig
+
+
+def plot_leak_at_k(curves: Mapping[str, LeakCurve], floor: str | None = None):
+    """leak@k against k (log2 axis), one line per model: the mean over forget questions, with the 25-75 % range of
+    the questions as a band; the ``floor`` model (the retain model: what guessing alone reaches) dashed and grey.
+    ``curves`` as :func:`unlearnkit.metrics.meta_eval.leak_at_k_curves` returns them."""
+    if floor is not None and floor not in curves:
+        raise ValueError(f"the floor model {floor!r} is not among the curves ({', '.join(curves)})")
+    fig, ax = plt.subplots(figsize=(9.5, 4.6))
+    drawn = 0
+    for name, curve in curves.items():
+        ks = np.asarray(curve.ks)
+        if name == floor:
+            ax.plot(ks, curve.mean, color="0.45", ls="--", lw=1.8, marker="o", ms=3,
+                    label=f"{name} (floor: guessing)")
+            continue
+        colour, drawn = f"C{drawn % 10}", drawn + 1
+        q25, q75 = np.percentile(curve.per_question, [25, 75], axis=0)
+        ax.fill_between(ks, q25, q75, color=colour, alpha=0.08, lw=0)
+        ax.plot(ks, curve.mean, color=colour, lw=1.8, marker="o", ms=3, label=name)
+    first = next(iter(curves.values()))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(first.ks), [str(k) for k in first.ks])
+    ax.minorticks_off()
+    ax.set(xlabel="k (samples drawn)", ylabel="leak@k (mean over questions)", ylim=(-0.02, 1.02),
+           title=f"Probability that at least one of k samples leaks\n(estimated from n = {first.n} per question)")
+    ax.legend(fontsize=9.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model\n(band: 25-75 % of questions)",
+              title_fontsize=9.5)
+    fig.tight_layout()
     return fig
