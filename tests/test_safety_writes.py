@@ -216,3 +216,34 @@ def test_a_full_disk_mid_run_keeps_a_whole_failed_copy_and_names_the_file(store,
     assert not out.exists()
     assert failed.value.errno == errno.ENOSPC and failed.value.filename
     assert "99_tiny" in Path(failed.value.filename).name
+
+
+def test_the_door_refuses_a_link_anywhere_below_a_seed_before_anything_is_written(store):
+    """A link deep in a received store (a model's folder a trainer would write into) is refused when the store is
+    first named, in one line, before a library writes through it."""
+    params, seed = _smoke_seed(store)
+    outside = store.parent / "outside"
+    (seed / "models" / "base").mkdir(parents=True)
+    (seed / "models" / "base" / "checkpoint-1").symlink_to(outside)
+    try:
+        folder = runs.store(params)  # what a notebook names before a trainer writes its checkpoint there
+        (folder / "models" / "base" / "checkpoint-1" / "optimizer.pt").write_bytes(b"state")
+    except ValueError as exc:
+        refused = str(exc)
+    else:
+        refused = ""
+    assert _written(outside) == [], f"a checkpoint written outside the store: {_written(outside)}"
+    assert "\n" not in refused and "runs/smoke/seed-0/models/base/checkpoint-1" in refused
+    (seed / "models" / "base" / "checkpoint-1").unlink()
+    assert runs.store(params) == seed
+
+
+def test_a_store_whose_root_is_a_link_is_written_as_usual(tmp_path, monkeypatch):
+    moved = tmp_path / "other-disk" / "runs"
+    moved.mkdir(parents=True)
+    (tmp_path / "runs").symlink_to(moved)
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")  # as spelled, not resolved
+    params = config.Params.load("smoke")
+    with runs.seed_at_work(params):
+        runs.atomic_write_text(runs.store(params) / "00_data_tour" / "probe.json", "{}")
+    assert (moved / "smoke" / f"seed-{params.seed}" / "00_data_tour" / "probe.json").read_text() == "{}"
