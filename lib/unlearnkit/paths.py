@@ -122,17 +122,69 @@ def confined(path: str | os.PathLike, root: str | os.PathLike, what: str = "a fo
     return p
 
 
+class OutsideTheStore(ValueError):
+    """A write refused by :func:`writable`: it would go through a symlink below the run store, or to a link."""
+
+
+def writable(path: str | os.PathLike, what: str = "a file the workbook writes") -> Path:
+    """``path`` made absolute, where the workbook may write, lock, create or replace it: the one check every write,
+    lock, figure and folder creation of the run store passes (#59). Below the run store (:data:`RUNS`, resolved: the
+    root itself may be a link, users move stores to other disks) no part of the path may be a symlink, the last one
+    included, whether it exists or dangles: a received store holds no links, and one would lead a write anywhere.
+    Elsewhere (figures/, results/ and docs/ of the checkout, a folder a test or a user names) the path itself must not
+    be a symlink. An :class:`OutsideTheStore` error in one line otherwise, naming the link and where it points."""
+    p = Path(os.path.abspath(path))
+    root = Path(os.path.abspath(RUNS))
+    below = root in p.parents
+    parts = p.relative_to(root).parts if below else ()
+    for step in [root.joinpath(*parts[:i + 1]) for i in range(len(parts))] if below else [p]:
+        if step.is_symlink():
+            raise OutsideTheStore(f"{what} {_named(p)}: {_named(step)} is a symlink to {os.readlink(step)}"
+                                  f"{' below the run store' if below else ''}: refused (a store holds no links; copy "
+                                  "what it points to into the store instead)")
+    return p
+
+
+def _named(path: Path) -> str:
+    """How a refusal names a path below the run store: ``runs/...`` as spelled, its links not followed."""
+    root = Path(os.path.abspath(RUNS))
+    return str(Path("runs") / path.relative_to(root)) if root in path.parents or path == root else str(path)
+
+
+def no_links_below(folder: str | os.PathLike, what: str = "the run store") -> Path:
+    """``folder`` (checked with :func:`writable`) if nothing below it is a symlink; else :class:`OutsideTheStore` in
+    one line naming the first link. The door of a seed's store (``runs.store``): every write below it, those of the
+    libraries a notebook calls (``save_pretrained``, a trainer's checkpoints) included, then stays inside it."""
+    top = writable(folder, what)
+    for parent, dirs, files in os.walk(top):  # links are listed, never followed
+        for name in sorted(dirs + files):
+            entry = Path(parent) / name
+            if entry.is_symlink():
+                raise OutsideTheStore(f"{what} {_named(top)} holds a symlink, {_named(entry)} -> {os.readlink(entry)}: "
+                                      "refused (a store holds no links; copy what it points to into the store "
+                                      "instead)")
+    return top
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` so that ``path`` is either the old file or the whole new one, never a partial one; a write that
-    fails (a full disk) removes its temporary file and leaves the old file as it was."""
+    fails (a full disk) removes its temporary file, leaves the old file as it was and names ``path`` in its error.
+    The path is checked with :func:`writable` first, and the temporary file is created anew (never through a link)."""
+    path = writable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
+        tmp.unlink(missing_ok=True)  # a leftover (or a planted link) of that name: removed, never followed
+        with open(tmp, "xb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())  # on a full disk the write or the sync fails here, before the good file is touched
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None or Path(exc.filename) == tmp:  # the line names the file meant, not its temporary
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -55,7 +55,7 @@ def _save_atomically(model, tokenizer, folder: str | os.PathLike, files: dict[st
 
 def is_saved_model(folder: str | os.PathLike) -> bool:
     """A model folder the workbook saved, whole: its recipe, its config and weights that match their digest
-    (:func:`weights_intact`), so a truncated or altered weight file is retrained, never trusted."""
+    (:func:`weights_intact`), so a truncated weight file is retrained, never trusted."""
     folder = Path(folder)
     return (folder / "unlearnkit.json").exists() and (folder / "config.json").exists() and weights_intact(folder)
 

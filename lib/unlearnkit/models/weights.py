@@ -78,7 +78,9 @@ def weights_intact(folder: str | os.PathLike) -> bool:
     """Whether ``folder``'s weight files are the ones saved: each file's size and modification time are compared with
     its digest (cheap), and it is hashed in full only when they differ (a copy: the record is then refreshed). A
     folder saved before digests existed gets one computed after a structural check of each file (never a retrain of
-    a whole model); a file missing, added, truncated or altered makes it not intact."""
+    a whole model); a file missing, added or truncated, or one whose size or time changed with its bytes, makes it not
+    intact. Integrity against accident, not against a sender: bytes changed with size and time kept pass unhashed, and
+    whoever sends a folder can rewrite its digest (docs/threat-model.md)."""
     folder = Path(folder)
     files = _weight_files(folder)
     if not files:

@@ -11,7 +11,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .. import runs
+from .. import paths, runs
 from ..config import Params
 from .style import set_style
 
@@ -19,7 +19,7 @@ from .style import set_style
 def figure_path(name: str, params: Params) -> Path:
     """Where figure ``name`` of a run goes: ``figures/`` (committed) for the default profile's own seed, the seed's
     run store for any other seed or profile (:func:`unlearnkit.runs.figures_dir`)."""
-    folder = runs.figures_dir(params, name)
+    folder = paths.writable(runs.figures_dir(params, name), "a figures folder")
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{name}.png"
 
@@ -31,8 +31,14 @@ def save_fig(fig, name: str, params: Params) -> Path:
 
 
 def save_to(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` as PNG with deterministic bytes."""
-    fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
+    """Write ``fig`` to ``path`` as PNG with deterministic bytes: rendered in memory, then written whole
+    (:func:`paths.atomic_write_bytes`, which checks the path first), so a full disk leaves the previous figure as it
+    was and names the file."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight", metadata={"Software": None})
+    paths.atomic_write_bytes(Path(path), buffer.getvalue())
     return path
 
 

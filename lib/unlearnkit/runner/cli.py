@@ -153,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
+    except paths.OutsideTheStore as exc:  # a link in a received store: refused where the store is first named
+        print(exc, file=sys.stderr, flush=True)
+        return 2
     except OSError as exc:  # a full or read-only store, a folder that vanished: one line, nothing half-done
         where = f" {paths.shown(exc.filename)}" if getattr(exc, "filename", None) else ""
         print(f"cannot read or write{where}: {exc.strerror or exc}", file=sys.stderr, flush=True)

@@ -103,7 +103,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
 
     parameters = injected_parameters(notebook, params, own, changed)
     extra = {**{k: params[k] for k in changed}, **(own or {})}
-    out = out or runs.executed_notebook(params, f"{notebook.stem}{suffix}")
+    out = paths.writable(out or runs.executed_notebook(params, f"{notebook.stem}{suffix}"), "an executed notebook")
     out.parent.mkdir(parents=True, exist_ok=True)
     recipe = run_recipe(notebook, parameters)
     label = _label(params)
@@ -113,7 +113,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         return out
     with output_lock(out):  # one runner at a time writes this notebook; the lock dies with the process
         os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars in batch runs: the kernel inherits this
-        log = out.with_name(f".{out.stem}.stations.{os.getpid()}.jsonl")  # per runner: two never share a log
+        log = paths.writable(out.with_name(f".{out.stem}.stations.{os.getpid()}.jsonl"), "a station log")  # per runner
         log.unlink(missing_ok=True)
         os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
         started, cpu_before = time.time(), stations.children_cpu_seconds()
@@ -122,15 +122,16 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
         # papermill writes the executed copy cell by cell: into a hidden name, moved over the last good copy only once the
         # run succeeded, so a failed or interrupted run never replaces it (the failed copy goes to failed/, named).
-        running = out.with_name(f".{out.stem}.running.ipynb")
+        running = paths.writable(out.with_name(f".{out.stem}.running.ipynb"), "a running notebook's copy")
+        failed = paths.writable(failed_copy(out), "a failed run's copy")
+        whole_copies_in(out.parent)
         try:
             papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
                                        cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
                                        progress_bar=False, log_output=False, config=_kernel_config(sockets),
                                        kernel_manager_class=kernel_manager_class(), extra_arguments=KERNEL_ARGUMENTS)
         except BaseException as exc:
-            failed = failed_copy(out)
-            if running.exists():
+            if running.exists():  # a whole notebook (whole_copies_in), moved by a rename: the failed copy is whole too
                 failed.parent.mkdir(exist_ok=True)
                 os.replace(running, failed)
             if hasattr(exc, "add_note"):
@@ -146,7 +147,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
                                          "packages": provenance.package_versions(), "parameters": extra}, recipe)
         os.replace(running, out)
-        failed_copy(out).unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
+        failed.unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
     print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} done in {wall:.0f} s",
           flush=True)
     return out
@@ -158,8 +159,9 @@ def output_lock(out: Path):
     parameters, is refused in one line instead of overwriting it."""
     import fcntl
 
-    path = out.with_name(f".{out.stem}.lock")
-    handle = open(path, "a")
+    from ..runs.locks import open_lock_file
+
+    handle = os.fdopen(open_lock_file(out.with_name(f".{out.stem}.lock")), "r+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -167,6 +169,21 @@ def output_lock(out: Path):
         raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or profile") \
             from None
     return handle
+
+
+@functools.cache
+def whole_copies_in(folder: Path) -> None:
+    """papermill writes the executed copy in place after each cell (``open(path, "w")``): a full disk cut it short,
+    and the failed run's copy kept was cut JSON. Its writes of any notebook under ``folder`` go through
+    :func:`paths.atomic_write_text` instead (papermill's own I/O registry, by path prefix): each save is the whole
+    notebook or leaves the last whole one, and a failed save names the file."""
+    from papermill.iorw import LocalHandler, papermill_io
+
+    class WholeCopies(LocalHandler):
+        def write(self, buf: str, path: str) -> None:
+            paths.atomic_write_text(Path(path), buf)
+
+    papermill_io.register(f"{folder}{os.sep}", WholeCopies())
 
 
 def failed_copy(out: Path) -> Path:

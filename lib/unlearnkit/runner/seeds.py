@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from .. import config
+from .. import config, paths
 from .checks import _overrides, checked_params, plan, prepare_stand_ins
 from .execute import DEFAULT_TIMEOUT_S, run
 from .lines import Refused, _label, _shown
@@ -26,7 +26,7 @@ def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = 
     from .. import runs
 
     checked = plan("all", profile, {**overrides, "seed": seed}, skip=(runs.FINDINGS,))
-    logfile = runs.store(checked.params) / "runner.log"
+    logfile = paths.writable(runs.store(checked.params) / "runner.log", "a seed's runner log")
     logfile.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         if log:

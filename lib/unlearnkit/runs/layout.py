@@ -3,6 +3,7 @@ and at work, the profile's own seed and draw, and where a run's figures go."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .. import config, paths
@@ -31,8 +32,23 @@ def store(params: Params) -> Path:
     name = f"{SEED_PREFIX}{params.seed}"
     if params.corpus_draw != reference_draw(params.profile, params.seed):
         name += f"{DATA_SEED_INFIX}{params.corpus_draw}"
-    folder = profile_dir(params.profile) / name
-    paths.inside(folder, paths.RUNS, "the run store")  # runs/<profile> may be a symlink a received folder brought
+    return _door(profile_dir(params.profile) / name)
+
+
+#: The seed stores this process has found free of links (:func:`_door`).
+_CHECKED: set[Path] = set()
+
+
+def _door(folder: Path) -> Path:
+    """``folder``, a seed's store, once nothing on the way to it or below it is a symlink
+    (:func:`paths.no_links_below`; the store's root itself may be one): checked when this process first names the store,
+    before the runner starts a kernel or a notebook writes, so that no write below it (of the workbook or of a
+    library it calls) follows a link a received folder brought out of the store. A store not made yet is checked
+    when it is next named."""
+    if folder not in _CHECKED:
+        paths.no_links_below(folder, "the run store")
+        if folder.is_dir():
+            _CHECKED.add(folder)
     return folder
 
 
@@ -62,15 +78,18 @@ def in_progress(profile: str, seed: int) -> bool:
     ``.running`` lock: :func:`seed_at_work`)."""
     import fcntl
 
-    path = profile_dir(profile) / f"{SEED_PREFIX}{seed}" / RUNNING_MARK
+    path = paths.writable(profile_dir(profile) / f"{SEED_PREFIX}{seed}" / RUNNING_MARK, "a seed's running mark")
     if not path.exists():
         return False
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # read-only: asking never creates or changes a file
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
         fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        os.close(handle)
     return False
 
 

@@ -3,6 +3,7 @@ writes every result goes through."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,13 +18,23 @@ def file_lock(path: Path, shared: bool = False) -> Iterator[None]:
     with its process, so a killed holder never blocks the next one."""
     import fcntl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
+    handle = open_lock_file(path)
+    try:
         fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        os.close(handle)
+
+
+def open_lock_file(path: Path) -> int:
+    """An open descriptor of the lock file ``path`` (created, with its folder, if need be), checked with
+    :func:`paths.writable` and opened without following a link: a lock never creates or touches a file elsewhere."""
+    path = paths.writable(path, "a lock file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
 
 
 #: Whole-file writes (paths.atomic_write_bytes / atomic_write_text), here where the notebooks' code looks for them.
