@@ -45,6 +45,20 @@ def effect_text(row: Mapping[str, Any]) -> str:
     return text
 
 
+def needs_text(row: Mapping[str, Any]) -> str:
+    """What a seed's effect needs to be consistent: the side of no effect and the minimal effect ("above 0 by at
+    least 0.05"; "above 0.9" where the minimal effect is 0)."""
+    effect, minimal = row["effect"], row["minimal_effect"]["value"]
+    text = f"{effect['side']} {effect['no_effect']:g}"
+    return text + (f" by at least {minimal:g}" if minimal else "")
+
+
+def lean_text(row: Mapping[str, Any]) -> str:
+    """The claim's lean in words (docs/metrics.md §8.3), beside its verdict; a summary written before the lean was
+    judged says so."""
+    return row.get("lean_text") or "not judged in this summary"
+
+
 def seeds_text(row: Mapping[str, Any]) -> str:
     """Each seed's outcome and effect: "0 c +0.31; 1 ~ +0.02; 3 - (no model in the regime)"."""
     parts = []
@@ -72,15 +86,15 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
              f"the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
              "~ inconclusive, - not testable.", "",
              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
-             "| paper | claim, and the sentence it tests | effect over the seeds | per seed | verdict | at the former "
-             "bar |", "|---|---|---|---|---|---|"]
+             "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean "
+             "| at the former bar |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
         quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
         lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | "
                      f"{_cell(row['claim'] + kind + quote + amended_text(row))} | "
-                     f"{_cell(effect_text(row))} | {_cell(seeds_text(row))} | **{row['verdict']}** | "
-                     f"{_cell(row.get('former_bar') or '')} |")
+                     f"{_cell(effect_text(row))} | {_cell(needs_text(row))} | {_cell(seeds_text(row))} | "
+                     f"**{row['verdict']}** | {_cell(lean_text(row))} | {_cell(row.get('former_bar') or '')} |")
     untested = summary.get("untested") or []
     if untested:
         lines += ["", "Registered, not tested here:", ""]
@@ -137,8 +151,9 @@ def frame(rows: Sequence[Mapping[str, Any]]):
                           "claim": r["claim"] + ("" if r["kind"] == "finding" else f" ({r['kind']})")
                           + amended_text(r),
                           "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
-                          "effect over the seeds": effect_text(r), "per seed": seeds_text(r),
-                          "verdict": r["verdict"], "at the former bar": r.get("former_bar") or ""} for r in rows])
+                          "effect over the seeds": effect_text(r), "needs": needs_text(r),
+                          "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r),
+                          "at the former bar": r.get("former_bar") or ""} for r in rows])
 
 
 def styled(table):
