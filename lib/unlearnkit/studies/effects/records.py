@@ -50,7 +50,8 @@ def records(reg: Registry, judged: Sequence[ClaimVerdict], former: Sequence[Verd
         out.append({
             **v.as_dict(), "id": c.id, "kind": c.kind, "paper": c.paper.cite, "title": c.paper.title,
             "arxiv": c.paper.arxiv, "section": c.section, "quote": c.quote, "claim": c.claim, "notebook": c.notebook,
-            "effect": {"quantity": c.quantity, "scale": c.scale, "side": c.side, "no_effect": c.null},
+            "effect": {"quantity": c.quantity, "scale": c.scale, "side": c.side, "no_effect": c.null,
+                       "range": list(c.range)},
             "minimal_effect": {"value": c.minimal_effect, "reason": c.minimal_reason}, "unit": c.unit,
             "preconditions": list(c.preconditions), "replaces": list(c.replaces), "amended": list(c.amended),
             "former_bar": _former(c.replaces, by_key)})
