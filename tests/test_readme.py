@@ -195,3 +195,21 @@ def test_the_second_path_catches_a_summary_that_says_more_than_its_seeds(broken)
     else:
         row["per_seed"][0]["effect"] += 10 * abs(row["mean"]) + 1
         assert not _close(f"{row['mean']:+.3g}", _recomputed(row)["effect"][0])
+
+
+def test_the_first_registration_is_archived_and_the_v1_to_v2_table_follows_from_it():
+    """docs/findings-registered-v1.json is the registered claims' summary before issue #56 (no lean judged, the
+    shares tested against 0) and docs/verdicts-v1-to-v2.md is what the renderer writes from it and the summary now."""
+    from unlearnkit.report.claims import v1_to_v2
+
+    v1 = json.loads(paths.REGISTERED_V1.read_text())
+    now = json.loads(paths.SUMMARY.read_text())
+    assert all("lean" not in r for r in v1["claims"])
+    greedy = next(r for r in v1["claims"] if r["id"] == "scholten.greedy_understates")
+    assert greedy["effect"]["no_effect"] == 0.0 and greedy["minimal_effect"]["value"] == 0.19
+    table = paths.V1_TO_V2.read_text()
+    assert table == v1_to_v2(v1, now)
+    row = next(line for line in table.splitlines() if line.startswith("| scholten.greedy_understates |"))
+    assert "no effect 0.0 -> 0.19" in row and "amended 2026-11-28" in row
+    assert len([line for line in table.splitlines() if line.startswith("| ") and "|---" not in line]) == \
+        len(now["claims"]) + 1

@@ -250,6 +250,10 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
         from .claims import old_to_new
 
         runs.atomic_write_text(OLD_TO_NEW, old_to_new(json.loads(FORMER_SUMMARY.read_text()), summary))
+    if summary.get("claims") and paths.REGISTERED_V1.exists() and summary_path == SUMMARY:
+        from .claims import v1_to_v2
+
+        runs.atomic_write_text(paths.V1_TO_V2, v1_to_v2(json.loads(paths.REGISTERED_V1.read_text()), summary))
     from .. import plots
 
     folder = paths.FIGURES if figures is None else figures
