@@ -77,3 +77,48 @@ def test_judge_counts_outcomes_pools_units_and_says_what_the_seeds_say():
     assert again == v
     with pytest.raises(ValueError, match="two results of one seed"):
         judge.judge("x", [results[0], results[0]], "above", 0.0)
+
+
+@pytest.mark.parametrize("low, high, k, n, p, side, expected", [
+    (-0.05, -0.02, 0, 6, 1 / 32, "above", judge.AGAINST),  # both readings point away
+    (-0.05, -0.02, 2, 4, 1.0, "above", judge.AGAINST),  # the interval alone
+    (-0.01, 0.02, 0, 6, 1 / 32, "above", judge.AGAINST),  # the sign test alone
+    (-0.01, 0.02, 6, 6, 1 / 32, "above", judge.WITH),
+    (0.02, 0.05, 3, 3, 0.25, "above", judge.WITH),
+    (0.02, 0.05, 0, 6, 1 / 32, "below", judge.AGAINST),  # a claim below its null: an interval above is against it
+    (-0.01, 0.02, 5, 6, 0.22, "above", judge.NO_LEAN),  # five of six is no lean at p < 0.05
+    (0.01, 0.02, 0, 6, 1 / 32, "above", judge.NO_LEAN),  # the two readings disagree
+    (None, None, 0, 0, 1.0, "above", judge.NO_LEAN)])
+def test_the_lean_reads_the_interval_and_the_sign_test_against_no_effect(low, high, k, n, p, side, expected):
+    assert judge.lean_of(low, high, k, n, p, side, 0.0) == expected
+
+
+def test_the_lean_is_judged_with_the_verdict_and_said_in_words():
+    results = [judge.seed_result(s, -0.03 - 0.001 * s, "above", 0.0, 0.05) for s in range(6)]
+    v = judge.judge("x.claim", results, "above", 0.0)
+    assert v.verdict == judge.INCONCLUSIVE_VERDICT and v.lean == judge.AGAINST
+    assert v.lean_text.startswith("leans against the paper: the 95 % t-interval lies wholly below no effect 0")
+    assert "0 of 6 seeds on the paper's side" in v.lean_text
+    assert judge.ClaimVerdict.from_dict(v.as_dict()) == v
+
+
+@pytest.mark.parametrize("claim_id, verdict, lean", [
+    ("altpo.claim", judge.INCONCLUSIVE_VERDICT, judge.AGAINST),
+    ("wang.gd_best", judge.INCONCLUSIVE_VERDICT, judge.AGAINST),
+    ("npo.better_tradeoff_than_ga", judge.INCONCLUSIVE_VERDICT, judge.WITH)])
+def test_the_committed_seeds_lean_as_the_issue_read_them(claim_id, verdict, lean):
+    """Judged afresh from the committed results (results/default/seed-<s>/) and as docs/findings.json stores it."""
+    import json
+
+    from unlearnkit import paths, registry, runs
+    from unlearnkit.studies import effects
+
+    if any(p.parent.name != runs.FINDINGS for p in runs.profile_dir("default").glob("seed-*/0*/metrics.json")):
+        pytest.skip("runs/default/ holds seeds of its own, which the judge reads before the committed results")
+    summary = json.loads(paths.SUMMARY.read_text())
+    reg = registry.load()
+    only = registry.Registry(reg.schema_version, reg.registered, reg.frozen, reg.papers, (reg[claim_id],))
+    (v,) = effects.judge_claims("default", summary["seeds"], only)
+    assert (v.verdict, v.lean) == (verdict, lean)
+    stored = next(r for r in summary["claims"] if r["id"] == claim_id)
+    assert (stored["verdict"], stored["lean"], stored["lean_text"]) == (verdict, lean, v.lean_text)

@@ -112,6 +112,23 @@ def _recomputed(row: dict) -> dict:
     return {"verdict": verdict, "effect": (mean, interval, n)}
 
 
+def _lean(row: dict, want: dict) -> str:
+    """The lean by the rule of docs/metrics.md §8.3, recomputed: the t-interval wholly on one side of no effect, or
+    the exact sign test at p < 0.05 (scipy's binomtest, not the judge's)."""
+    if want["effect"] is None:
+        return "none"
+    sign = 1 if row["effect"]["side"] == "above" else -1
+    gaps = [sign * (r["effect"] - row["effect"]["no_effect"]) for r in row["per_seed"]
+            if r["outcome"] != "not testable" and r.get("effect") is not None]
+    k, n = sum(g > 0 for g in gaps), sum(g != 0 for g in gaps)
+    p = stats.binomtest(k, n, 0.5).pvalue if n else 1.0
+    interval = want["effect"][1]
+    bounds = sorted(sign * (b - row["effect"]["no_effect"]) for b in interval) if interval else None
+    toward = (bounds is not None and bounds[0] > 0) or (p < 0.05 and 2 * k > n)
+    away = (bounds is not None and bounds[1] < 0) or (p < 0.05 and 2 * k < n)
+    return "with" if toward and not away else "against" if away and not toward else "none"
+
+
 def _close(shown: str, value: float) -> bool:
     """A number printed with three significant digits is the value, rounded."""
     return math.isclose(float(shown), value, rel_tol=6e-3, abs_tol=1e-9)
@@ -119,12 +136,13 @@ def _close(shown: str, value: float) -> bool:
 
 def _readme_rows() -> dict[str, dict]:
     section = README.read_text().split(report.START, 1)[1].split(report.END, 1)[0]
-    header = "| paper | finding | effect [95 % interval] | verdict | figure |"
+    header = "| paper | finding | effect [95 % interval] | needs | verdict | lean | figure |"
     table = section.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
     rows = {}
     for line in table:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        rows[cells[1].split(":", 1)[0]] = {"effect": cells[2], "verdict": cells[3].strip("*")}
+        rows[cells[1].split(":", 1)[0]] = {"effect": cells[2], "needs": cells[3], "verdict": cells[4].strip("*"),
+                                           "lean": cells[5]}
     return rows
 
 
@@ -136,6 +154,12 @@ def test_every_number_the_readme_shows_follows_from_the_summary_by_a_second_path
     for cid, shown in rows.items():
         want = _recomputed(claims[cid])
         assert shown["verdict"] == want["verdict"], cid
+        effect, minimal = claims[cid]["effect"], claims[cid]["minimal_effect"]["value"]
+        assert shown["needs"].startswith(f"{effect['side']} {effect['no_effect']:g}"), cid
+        assert (f"by at least {minimal:g}" in shown["needs"]) == (minimal > 0), cid
+        assert shown["lean"].split(":", 1)[0] in {"leans with the paper", "leans against the paper", "no lean"}, cid
+        assert shown["lean"].startswith({"with": "leans with", "against": "leans against", "none": "no lean"}[
+            _lean(claims[cid], want)]), cid
         if want["effect"] is None:
             assert shown["effect"] == "no testable seed", cid
             continue
@@ -171,3 +195,21 @@ def test_the_second_path_catches_a_summary_that_says_more_than_its_seeds(broken)
     else:
         row["per_seed"][0]["effect"] += 10 * abs(row["mean"]) + 1
         assert not _close(f"{row['mean']:+.3g}", _recomputed(row)["effect"][0])
+
+
+def test_the_first_registration_is_archived_and_the_v1_to_v2_table_follows_from_it():
+    """docs/findings-registered-v1.json is the registered claims' summary before issue #56 (no lean judged, the
+    shares tested against 0) and docs/verdicts-v1-to-v2.md is what the renderer writes from it and the summary now."""
+    from unlearnkit.report.claims import v1_to_v2
+
+    v1 = json.loads(paths.REGISTERED_V1.read_text())
+    now = json.loads(paths.SUMMARY.read_text())
+    assert all("lean" not in r for r in v1["claims"])
+    greedy = next(r for r in v1["claims"] if r["id"] == "scholten.greedy_understates")
+    assert greedy["effect"]["no_effect"] == 0.0 and greedy["minimal_effect"]["value"] == 0.19
+    table = paths.V1_TO_V2.read_text()
+    assert table == v1_to_v2(v1, now)
+    row = next(line for line in table.splitlines() if line.startswith("| scholten.greedy_understates |"))
+    assert "no effect 0.0 -> 0.19" in row and "amended 2026-11-28" in row
+    assert len([line for line in table.splitlines() if line.startswith("| ") and "|---" not in line]) == \
+        len(now["claims"]) + 1

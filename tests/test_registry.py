@@ -76,6 +76,13 @@ def test_the_quote_check_catches_an_edited_quote_and_a_changed_file(tmp_path, ra
     (lambda d: d["claims"][1]["minimal_effect"].update(value=-1), "negative"),
     (lambda d: d.update(schema_version=0), "schema_version"),
     (lambda d: d["claims"][1].update(amended=[{"date": "2026-11-27", "before": "x", "why": "y"}]), "says what was known"),
+    (lambda d: d["claims"][1]["effect"].pop("range"), "needs its range"),
+    (lambda d: d["claims"][1]["effect"].update(range=[None, 0.5]), "cannot come out inconsistent"),
+    (lambda d: d["claims"][1]["effect"].update(range=[-0.5, None]), "cannot come out consistent"),
+    (lambda d: d["claims"][1]["effect"].update(range=[1, 2]), "lies outside its range"),
+    (lambda d: d["claims"][1]["effect"].update(range=[2, -2]), "lo must be below hi"),
+    (lambda d: d["claims"][1]["effect"].update(range=[None, "x"]), "must be a number"),
+    (lambda d: d["claims"][1]["effect"].update(scale="share of questions"), "is bounded"),
 ])
 def test_a_malformed_registry_is_refused_in_one_line(raw, edit, message):
     data = copy.deepcopy(raw)
@@ -92,3 +99,29 @@ def test_a_registry_that_is_not_yaml_is_refused_in_one_line(tmp_path):
     with pytest.raises(registry.RegistryError, match="not valid YAML") as e:
         registry.read(bad)
     assert "\n" not in str(e.value)
+
+
+def test_a_share_tested_against_zero_is_refused_as_a_claim_that_cannot_fail(raw):
+    """scholten.greedy_understates as first registered (a share >= 0, no effect 0, minimal effect 0.19) could never
+    come out inconsistent: the registry refuses it now, and its amendment says what was known."""
+    data = copy.deepcopy(raw)
+    entry = next(c for c in data["claims"] if c["id"] == "scholten.greedy_understates")
+    assert entry["amended"] and "0.048" in entry["amended"][-1]["known"]
+    entry["effect"]["no_effect"], entry["minimal_effect"]["value"] = 0.0, 0.19
+    with pytest.raises(registry.RegistryError, match="greedy_understates.*cannot come out inconsistent"):
+        registry.parse(data)
+
+
+def test_every_entry_states_its_range_and_can_come_out_either_way():
+    """For every entry, a seed effect within its range that the judge rates consistent and one it rates inconsistent
+    (the range's ends, or a unit beyond the minimal effect where an end is open). This reads the registry's numbers
+    with the judge; building the seed results through each entry's own extractor is issue #56's remaining part."""
+    from unlearnkit import judge
+
+    for c in registry.load().claims:
+        low, high = c.range
+        assert (low is None or low <= c.null) and (high is None or c.null <= high), c.id
+        beyond = c.minimal_effect + 1
+        candidates = [c.null - beyond if low is None else low, c.null + beyond if high is None else high]
+        outcomes = {judge.seed_result(0, x, c.side, c.null, c.minimal_effect).outcome for x in candidates}
+        assert outcomes == {judge.CONSISTENT, judge.INCONSISTENT}, (c.id, c.range, outcomes)

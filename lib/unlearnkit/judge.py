@@ -20,7 +20,10 @@ Over seeds (:func:`verdict_of`): n counts the consistent, inconsistent and incon
 when n is 0. Five seeds that all agree are the fewest that clear the bound (0.05 ** (1/5) = 0.55 > 1/2 >
 0.05 ** (1/4) = 0.47): a claim testable on four seeds or fewer cannot be reproduced by this rule, a limit of power,
 not a failure. Beside the verdict, never overriding it: the effect's mean with a t-interval over the testable seeds
-and the exact two-sided sign test of the effect against its null.
+and the exact two-sided sign test of the effect against its null, and the **lean** they give (:func:`lean_of`):
+*against* the paper when the t-interval lies wholly on the other side of no effect, or the sign test finds the seeds
+on the other side with p < 0.05; *with* it symmetrically; *none* otherwise. The lean says where an inconclusive claim's
+evidence points; it never changes a verdict.
 
 Pure arithmetic on plain values (scipy.stats for the t quantile and the binomial test): no model, no run store.
 """
@@ -189,6 +192,48 @@ def sign_test(effects: Sequence[float], side: str, null: float) -> tuple[int, in
     return (k, n, float(binomtest(k, n, 0.5).pvalue) if n else 1.0)
 
 
+#: The lean (docs/metrics.md §8.3): where the seeds' effects point, beside the verdict.
+WITH, AGAINST, NO_LEAN = "with", "against", "none"
+LEANS = (WITH, AGAINST, NO_LEAN)
+#: The sign test's level for a lean (two-sided, exact: six seeds all on one side give p = 1/32).
+LEAN_P = 0.05
+
+
+def lean_of(low: float | None, high: float | None, sign_k: int, sign_n: int, sign_p: float, side: str,
+            null: float) -> str:
+    """The lean of a claim over its testable seeds: *against* when the t-interval [low, high] lies wholly on the
+    other side of no effect (``null``), or the exact sign test finds the seeds on the other side with p < 0.05
+    (``sign_k`` of ``sign_n`` seeds off the null on the paper's side); *with* symmetrically; *none* otherwise (and
+    where the two readings point opposite ways)."""
+    gaps = (sorted(signed_effect(x, side, null) for x in (low, high)) if _finite(low) and _finite(high)
+            else None)
+    signed = sign_n > 0 and sign_p < LEAN_P
+    toward = (gaps is not None and gaps[0] > 0) or (signed and 2 * sign_k > sign_n)
+    away = (gaps is not None and gaps[1] < 0) or (signed and 2 * sign_k < sign_n)
+    return WITH if toward and not away else AGAINST if away and not toward else NO_LEAN
+
+
+def lean_words(lean: str, low: float | None, high: float | None, sign_k: int, sign_n: int, sign_p: float,
+               side: str, null: float) -> str:
+    """The lean in words, with what gives it: "leans against the paper: the 95 % t-interval lies wholly below no
+    effect 0; 0 of 6 seeds on the paper's side (sign test p = 0.031)"."""
+    if lean not in LEANS:
+        raise ValueError(f"lean {lean!r}: one of {', '.join(LEANS)}")
+    seeds = f"{sign_k} of {sign_n} seeds on the paper's side (sign test p = {sign_p:.2g})" if sign_n else \
+        "no seed off no effect"
+    if lean == NO_LEAN:
+        return f"no lean: {seeds}"
+    other = {"above": "below", "below": "above"}[side]
+    where = side if lean == WITH else other
+    reasons = []
+    if _finite(low) and _finite(high):
+        gaps = sorted(signed_effect(x, side, null) for x in (low, high))
+        if (lean == WITH and gaps[0] > 0) or (lean == AGAINST and gaps[1] < 0):
+            reasons.append(f"the 95 % t-interval lies wholly {where} no effect {null:g}")
+    reasons.append(seeds)
+    return f"leans {lean} the paper: " + "; ".join(reasons)
+
+
 def seeds_words(results: Sequence[SeedResult]) -> str:
     """What the seeds say: "consistent on 5 of 6 testable seeds (inconclusive on 1); not testable on seed 3 (...)",
     with the power limit where fewer than five seeds are testable."""
@@ -235,6 +280,9 @@ class ClaimVerdict:
     sign_n: int
     sign_p: float
     support: tuple[int, int] = (0, 0)
+    #: Where the seeds point (:func:`lean_of`), and why in words (:func:`lean_words`).
+    lean: str = NO_LEAN
+    lean_text: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -258,7 +306,7 @@ def _or_none(x: float) -> float | None:
 
 def judge(claim: str, results: Sequence[SeedResult], side: str, null: float) -> ClaimVerdict:
     """One claim over the seeds of ``results`` (one per seed) by the rule, with the effect's t-interval and sign test
-    over the testable seeds and the pooled support of their units."""
+    over the testable seeds, the pooled support of their units and the lean."""
     results = tuple(sorted(results, key=lambda r: r.seed))
     if len({r.seed for r in results}) != len(results):
         raise ValueError(f"claim {claim!r}: two results of one seed")
@@ -269,10 +317,12 @@ def judge(claim: str, results: Sequence[SeedResult], side: str, null: float) -> 
     n = len(counted)
     tally = {o: sum(r.outcome == o for r in counted) for o in COUNTED}
     pooled = [r.support for r in counted]
+    lean = lean_of(_or_none(low), _or_none(high), k, n_sign, p, side, null)
     return ClaimVerdict(
         claim, verdict_of([r.outcome for r in results]), seeds_words(results), results, n, tally[CONSISTENT],
         tally[INCONSISTENT], tally[INCONCLUSIVE], tuple(r.seed for r in results if r.outcome == NOT_TESTABLE),
         clopper_pearson_lower(tally[CONSISTENT], n, RULE_ALPHA) if n else 0.0,
         clopper_pearson_lower(tally[INCONSISTENT], n, RULE_ALPHA) if n else 0.0,
         _or_none(mean), _or_none(low), _or_none(high), k, n_sign, p,
-        (sum(s[0] for s in pooled), sum(s[1] for s in pooled)))
+        (sum(s[0] for s in pooled), sum(s[1] for s in pooled)), lean,
+        lean_words(lean, _or_none(low), _or_none(high), k, n_sign, p, side, null))

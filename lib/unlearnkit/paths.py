@@ -33,6 +33,10 @@ PRINTED_TERMS = ROOT / "docs" / "printed-terms.json"
 #: The former findings (schema 0: judged over six seeds of one corpus draw) and the table of what replaced them.
 FORMER_SUMMARY = ROOT / "docs" / "findings-former.json"
 OLD_TO_NEW = ROOT / "docs" / "verdicts-old-to-new.md"
+#: The registered claims' summary as it stood before issue #56 (an archive, copied once, never rewritten) and the
+#: table of each claim's verdict then and now.
+REGISTERED_V1 = ROOT / "docs" / "findings-registered-v1.json"
+V1_TO_V2 = ROOT / "docs" / "verdicts-v1-to-v2.md"
 #: Each committed seed's quantities, the judge's input (results/<profile>/seed-<s>/): lib/unlearnkit/results.py.
 RESULTS = Path(os.environ.get("UNLEARNKIT_RESULTS", ROOT / "results")).resolve()
 #: The quote registry: every claim the workbook tests, quoted from its paper (docs/metrics.md §8.3).
@@ -41,7 +45,8 @@ CLAIMS = ROOT / "docs" / "claims.yaml"
 #: (UNLEARNKIT_PAPERS names another folder); only the registry's quote check reads them.
 PAPERS = Path(os.environ.get("UNLEARNKIT_PAPERS", ROOT.parent / "shared" / "papers")).resolve()
 #: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
-WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS_PAGE, RESULTS, OLD_TO_NEW)
+WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS_PAGE, RESULTS, OLD_TO_NEW,
+                           V1_TO_V2)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 

@@ -8,6 +8,11 @@ it cannot be tested here (and what testing it would cost) is listed, never judge
 measurement, shown in its notebook and never counted. :mod:`unlearnkit.judge` reads a claim's effect with this
 record; docs/metrics.md §8.3 states the rule.
 
+Every claim can fail: each states the range its effect can take (``effect.range: [lo, hi]``, null for an unbounded
+end, never null on a scale that is bounded: a share, an AUC, a correlation, a scale whose bounds it names), and an
+entry whose consistent or inconsistent region (beyond the minimal effect on either side of no effect) lies outside
+that range is refused at load (:func:`reachable`).
+
 The file is data: read with ``yaml.safe_load``, checked field by field, never executed. For the three papers whose full
 text lies in ``../shared/papers`` (:data:`unlearnkit.paths.PAPERS`), :func:`quote_problems` checks each quote against the
 file, byte for byte, and the file against the digest the registry records.
@@ -68,6 +73,8 @@ class Claim:
     minimal_effect: float
     minimal_reason: str
     unit: str
+    #: The values the effect can take, (lo, hi); None: unbounded on that side.
+    range: tuple[float | None, float | None] = (None, None)
     kind: str = FINDING
     pool: str | None = None
     preconditions: tuple[str, ...] = ()
@@ -123,6 +130,46 @@ def _number(value: Any, where: str, name: str) -> float:
     return float(value)
 
 
+#: Words of a scale that bound it: such an effect's range may not have a null end.
+BOUNDED_WORDS = ("0 to 1", "-1 to 1", "to 100", "auc", "correlation", "pearson", "share of questions",
+                 "share of greedy-safe", "share of pairs", "share of runs")
+
+
+def reachable(low: float | None, high: float | None, side: str, null: float, minimal: float) -> list[str]:
+    """The outcomes a claim's effect cannot reach within its range [low, high] (None: unbounded): consistent needs
+    at least ``minimal`` from ``null`` on the paper's side (beyond it where ``minimal`` is 0), inconsistent as much on
+    the other side (:func:`unlearnkit.judge.outcome_of`)."""
+    def beyond(bound: float | None, edge: float, up: bool) -> bool:
+        if bound is None:
+            return True
+        return (bound > edge if up else bound < edge) or (bound == edge and minimal > 0)
+
+    toward_high = side == "above"
+    consistent = beyond(high, null + minimal, True) if toward_high else beyond(low, null - minimal, False)
+    inconsistent = beyond(low, null - minimal, False) if toward_high else beyond(high, null + minimal, True)
+    return [name for name, ok in (("consistent", consistent), ("inconsistent", inconsistent)) if not ok]
+
+
+def _range(effect: Mapping[str, Any], where: str, side: str, null: float, minimal: float):
+    raw = effect.get("range", "missing")
+    if raw == "missing":
+        raise _fail(where, "effect needs its range [lo, hi] (null for an unbounded end): every claim must be able to fail")
+    if not isinstance(raw, Sequence) or isinstance(raw, str) or len(raw) != 2:
+        raise _fail(where, f"effect range {raw!r}: a list [lo, hi]")
+    low, high = (None if v is None else _number(v, where, "effect range") for v in raw)
+    if any(w in str(effect["scale"]).lower() for w in BOUNDED_WORDS) and (low is None or high is None):
+        raise _fail(where, f"effect range {raw!r}: the scale {effect['scale']!r} is bounded, so neither end may be null")
+    if low is not None and high is not None and not low < high:
+        raise _fail(where, f"effect range {raw!r}: lo must be below hi")
+    if (low is not None and null < low) or (high is not None and null > high):
+        raise _fail(where, f"effect no_effect {null:g} lies outside its range {raw!r}")
+    unreachable = reachable(low, high, side, null, minimal)
+    if unreachable:
+        raise _fail(where, f"cannot come out {' or '.join(unreachable)}: with no effect {null:g}, side {side} and "
+                           f"minimal effect {minimal:g}, that region lies outside the range {raw!r}")
+    return low, high
+
+
 def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     where = f"claim {raw.get('id', '?')!r}"
     missing = [k for k in _REQUIRED if k not in raw]
@@ -143,6 +190,8 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     value = _number(minimal["value"], where, "minimal_effect value")
     if value < 0:
         raise _fail(where, f"minimal_effect value {value} is negative")
+    null = _number(effect["no_effect"], where, "effect no_effect")
+    bounds = _range(effect, where, str(effect["side"]), null, value)
     quote, status = raw.get("quote"), raw.get("status")
     if kind == FINDING and not quote and not status:
         raise _fail(where, "a finding needs its verbatim quote (no quote, no finding: give a status saying why)")
@@ -157,7 +206,7 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
              "seed0_known", "amended"}
     return Claim(str(raw["id"]), papers[raw["paper"]], str(raw.get("section") or ""), quote, str(raw["claim"]),
                  str(raw["notebook"]), str(effect["quantity"]), str(effect["scale"]), str(effect["side"]),
-                 _number(effect["no_effect"], where, "effect no_effect"), value, str(minimal["reason"]), str(raw["unit"]), kind,
+                 null, value, str(minimal["reason"]), str(raw["unit"]), bounds, kind,
                  pool, tuple(str(p) for p in raw.get("preconditions") or ()),
                  tuple(str(k) for k in raw.get("replaces") or ()), status, str(raw.get("seed0_known", "")),
                  raw.get("quote_seen_at"), tuple({k: str(v) for k, v in a.items()} for a in amended),

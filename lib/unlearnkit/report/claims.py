@@ -45,6 +45,20 @@ def effect_text(row: Mapping[str, Any]) -> str:
     return text
 
 
+def needs_text(row: Mapping[str, Any]) -> str:
+    """What a seed's effect needs to be consistent: the side of no effect and the minimal effect ("above 0 by at
+    least 0.05"; "above 0.9" where the minimal effect is 0)."""
+    effect, minimal = row["effect"], row["minimal_effect"]["value"]
+    text = f"{effect['side']} {effect['no_effect']:g}"
+    return text + (f" by at least {minimal:g}" if minimal else "")
+
+
+def lean_text(row: Mapping[str, Any]) -> str:
+    """The claim's lean in words (docs/metrics.md §8.3), beside its verdict; a summary written before the lean was
+    judged says so."""
+    return row.get("lean_text") or "not judged in this summary"
+
+
 def seeds_text(row: Mapping[str, Any]) -> str:
     """Each seed's outcome and effect: "0 c +0.31; 1 ~ +0.02; 3 - (no model in the regime)"."""
     parts = []
@@ -72,15 +86,15 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
              f"the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
              "~ inconclusive, - not testable.", "",
              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
-             "| paper | claim, and the sentence it tests | effect over the seeds | per seed | verdict | at the former "
-             "bar |", "|---|---|---|---|---|---|"]
+             "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean "
+             "| at the former bar |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
         quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
         lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | "
                      f"{_cell(row['claim'] + kind + quote + amended_text(row))} | "
-                     f"{_cell(effect_text(row))} | {_cell(seeds_text(row))} | **{row['verdict']}** | "
-                     f"{_cell(row.get('former_bar') or '')} |")
+                     f"{_cell(effect_text(row))} | {_cell(needs_text(row))} | {_cell(seeds_text(row))} | "
+                     f"**{row['verdict']}** | {_cell(lean_text(row))} | {_cell(row.get('former_bar') or '')} |")
     untested = summary.get("untested") or []
     if untested:
         lines += ["", "Registered, not tested here:", ""]
@@ -129,6 +143,49 @@ def old_to_new(former: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _changes(then: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """Why a claim's verdict or reading moved between two summaries: its registration (no effect, minimal effect,
+    range, quantity), each amendment made since, and the seeds whose outcome changed."""
+    why = []
+    for label, get in (("no effect", lambda r: r["effect"]["no_effect"]), ("minimal effect",
+                       lambda r: r["minimal_effect"]["value"]), ("side", lambda r: r["effect"]["side"]),
+                       ("quantity", lambda r: r["effect"]["quantity"])):
+        if get(then) != get(now):
+            why.append(f"{label} {get(then)} -> {get(now)}" if label != "quantity" else "quantity re-registered")
+    known = {a["date"] + a["why"] for a in then.get("amended") or ()}
+    why += [f"amended {a['date']}: {a['why']}" for a in now.get("amended") or () if a["date"] + a["why"] not in known]
+    before = {r["seed"]: r["outcome"] for r in then["per_seed"]}
+    moved = [f"seed {r['seed']} {before.get(r['seed'], 'absent')} -> {r['outcome']}" for r in now["per_seed"]
+             if before.get(r["seed"]) != r["outcome"]]
+    if moved:
+        why.append("per seed: " + ", ".join(moved))
+    return why
+
+
+def v1_to_v2(v1: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+    """docs/verdicts-v1-to-v2.md: every registered claim's verdict in the archived first registration
+    (docs/findings-registered-v1.json) beside its verdict and lean now, and why it changed."""
+    then = {r["id"]: r for r in v1.get("claims") or []}
+    lines = ["# Registered claims: first registration -> now", "",
+             "Written by `make readme` (and `runner aggregate`) from docs/findings-registered-v1.json (docs/findings.json "
+             "as it stood before issue #56, archived once) and docs/findings.json. The lean (docs/metrics.md §8.3) is "
+             "new: the first registration did not judge it.", "",
+             "| claim | verdict then | verdict now | lean now | why it changed |", "|---|---|---|---|---|"]
+    for row in summary.get("claims") or []:
+        old = then.get(row["id"])
+        if old is None:
+            lines.append(f"| {row['id']} | (not registered) | **{row['verdict']}** | {row.get('lean', '')} | added |")
+            continue
+        why = _changes(old, row)
+        moved = "" if old["verdict"] == row["verdict"] else "verdict moved; "
+        lines.append(f"| {row['id']} | {old['verdict']} | **{row['verdict']}** | {row.get('lean', '')} | "
+                     f"{_cell(moved + ('; '.join(why) or 'unchanged'))} |")
+    gone = [cid for cid in then if cid not in {r["id"] for r in summary.get("claims") or []}]
+    if gone:
+        lines += ["", "Judged then, not now: " + ", ".join(gone) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def frame(rows: Sequence[Mapping[str, Any]]):
     """The claims as a table for notebook 09 and its report page (the README's columns)."""
     import pandas as pd
@@ -137,8 +194,9 @@ def frame(rows: Sequence[Mapping[str, Any]]):
                           "claim": r["claim"] + ("" if r["kind"] == "finding" else f" ({r['kind']})")
                           + amended_text(r),
                           "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
-                          "effect over the seeds": effect_text(r), "per seed": seeds_text(r),
-                          "verdict": r["verdict"], "at the former bar": r.get("former_bar") or ""} for r in rows])
+                          "effect over the seeds": effect_text(r), "needs": needs_text(r),
+                          "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r),
+                          "at the former bar": r.get("former_bar") or ""} for r in rows])
 
 
 def styled(table):

@@ -131,6 +131,10 @@ def story(summary: Mapping[str, Any]) -> list[str]:
         ids = [f"{r['id']} ({r['paper']})" for r in rows if r["verdict"] == verdict]
         if ids:
             named.append(f"**{verdict.capitalize()}**: {', '.join(ids)}.")
+    for lean in ("against", "with"):
+        ids = [r["id"] for r in rows if r["verdict"] == "inconclusive" and r.get("lean") == lean]
+        if ids:
+            named.append(f"**Inconclusive, leaning {lean} the paper**: {', '.join(ids)}.")
     return [opening, "", " ".join(named)] if named else [opening]
 
 
@@ -142,18 +146,20 @@ def readme_section(summary: Mapping[str, Any]) -> str:
     if not summary.get("claims"):
         lines += results_body(summary)
         return "\n".join(lines + ["", END])
-    from .claims import CLAIMS_OVERVIEW
+    from .claims import CLAIMS_OVERVIEW, lean_text, needs_text
 
     lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
               f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
-              "| paper | finding | effect [95 % interval] | verdict | figure |", "|---|---|---|---|---|"]
+              "| paper | finding | effect [95 % interval] | needs | verdict | lean | figure |",
+              "|---|---|---|---|---|---|---|"]
     figures = {f.get("key"): f.get("figure") for f in summary.get("findings", [])}
     for row in summary["claims"]:
         kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
         figure = claim_figure(row, figures)
         shown = f"[{figure}](figures/{figure}.png)" if figure else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
-                     f"{_cell(effect_cell(row))} | **{row['verdict']}** | {shown} |")
+                     f"{_cell(effect_cell(row))} | {_cell(needs_text(row))} | **{row['verdict']}** | "
+                     f"{_cell(lean_text(row))} | {shown} |")
     lines += ["", "Each claim's quoted sentence, every seed's outcome, the former findings and the seed study: "
               "[docs/results.md](docs/results.md)."]
     return "\n".join(lines + ["", END])
@@ -244,6 +250,10 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
         from .claims import old_to_new
 
         runs.atomic_write_text(OLD_TO_NEW, old_to_new(json.loads(FORMER_SUMMARY.read_text()), summary))
+    if summary.get("claims") and paths.REGISTERED_V1.exists() and summary_path == SUMMARY:
+        from .claims import v1_to_v2
+
+        runs.atomic_write_text(paths.V1_TO_V2, v1_to_v2(json.loads(paths.REGISTERED_V1.read_text()), summary))
     from .. import plots
 
     folder = paths.FIGURES if figures is None else figures

@@ -18,7 +18,9 @@ RULE = ("Per registered claim (docs/claims.yaml), each seed's effect on the pape
         "or not testable (a precondition unmet; left out of n). Reproduced when the one-sided 95 % Clopper-Pearson "
         "lower bound of consistent/n exceeds 1/2 (at least five testable seeds, all consistent), contradicted when "
         "that of inconsistent/n does, inconclusive otherwise; beside it the effect's mean with a 95 % t-interval "
-        "over the testable seeds and the exact sign test. docs/metrics.md §8.3.")
+        "over the testable seeds and the exact sign test, and the lean: against the paper when the t-interval lies wholly "
+        "on the other side of no effect or the sign test finds the seeds there with p < 0.05, with it symmetrically, "
+        "none otherwise. docs/metrics.md §8.3.")
 
 
 def _former(claim_replaces: Sequence[str], former: Mapping[str, Verdict]) -> str:
@@ -48,7 +50,8 @@ def records(reg: Registry, judged: Sequence[ClaimVerdict], former: Sequence[Verd
         out.append({
             **v.as_dict(), "id": c.id, "kind": c.kind, "paper": c.paper.cite, "title": c.paper.title,
             "arxiv": c.paper.arxiv, "section": c.section, "quote": c.quote, "claim": c.claim, "notebook": c.notebook,
-            "effect": {"quantity": c.quantity, "scale": c.scale, "side": c.side, "no_effect": c.null},
+            "effect": {"quantity": c.quantity, "scale": c.scale, "side": c.side, "no_effect": c.null,
+                       "range": list(c.range)},
             "minimal_effect": {"value": c.minimal_effect, "reason": c.minimal_reason}, "unit": c.unit,
             "preconditions": list(c.preconditions), "replaces": list(c.replaces), "amended": list(c.amended),
             "former_bar": _former(c.replaces, by_key)})
@@ -68,3 +71,13 @@ def counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     for r in findings:
         out[r["verdict"]] = out.get(r["verdict"], 0) + 1
     return out
+
+
+def leans(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The findings by verdict and lean ("inconclusive, leans against": 4), setup checks and questions apart."""
+    out: dict[str, int] = {}
+    for r in rows:
+        if r["kind"] == "finding":
+            key = f"{r['verdict']}, leans {r.get('lean', 'none')}"
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))

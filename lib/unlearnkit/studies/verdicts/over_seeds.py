@@ -67,7 +67,8 @@ def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, 
     reg = registry.load()
     rows = claim_records.records(reg, claims or (), verdicts)
     out = {"schema_version": claim_records.SCHEMA_VERSION, "profile": profile, "seeds": seeds,
-           "claims_rule": claim_records.RULE, "claims_counts": claim_records.counts(rows), "claims": rows,
+           "claims_rule": claim_records.RULE, "claims_counts": claim_records.counts(rows),
+           "claims_leans": claim_records.leans(rows), "claims": rows,
            "untested": claim_records.untested_records(reg),
            "rule": RULE, "counts": counts(verdicts), "findings": [v.as_dict() for v in verdicts]}
     if seed_study is not None:
