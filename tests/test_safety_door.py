@@ -163,6 +163,18 @@ def test_every_problem_of_a_model_folder_is_named_at_once_one_line_each(model_fo
     assert [line.split()[0] for line in err.splitlines()] == ["model"] * 3 + ["reference"]
 
 
+def test_a_runs_model_and_data_problems_are_named_together(model_folder, tofu_folder, monkeypatch, capsys):
+    _tokenizer_auto_map(model_folder)
+    (tofu_folder / "forget01.json").write_text("")
+    started = []
+    monkeypatch.setattr(runner.cli, "run", lambda *a, **kw: started.append(a))
+    code, _, err = _main(["01", "--profile", "smoke", "--set", f"model={model_folder}",
+                          "--set", f"data_source={tofu_folder}"], capsys)
+    assert code == 2 and not started
+    _one_line_each(err, 2)
+    assert "auto_map" in err.splitlines()[0] and "forget01.json: no rows" in err.splitlines()[1]
+
+
 def test_a_sound_folder_passes_the_door(model_folder, tofu_folder, monkeypatch, capsys):
     started = []
     monkeypatch.setattr(runner.evaluate, "run_notebook", lambda *a, **kw: started.append(kw))

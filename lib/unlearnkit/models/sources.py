@@ -55,9 +55,9 @@ def stated(name_or_path: str | os.PathLike) -> dict[str, str]:
 
 def check_source(spec: str, what: str = "model") -> None:
     """Refuse, in one line per problem and before any kernel starts, a model the run could not load: a folder that
-    does not exist, holds no ``config.json`` or what :func:`~unlearnkit.models.folder.folder_problems` finds in it (all
-    of them, :class:`~unlearnkit.refusals.Problems`), or a Hub name while offline (``HF_HUB_OFFLINE=1``, the runner's default) that is not
-    in the local Hub cache. ``tiny`` (trained from scratch) always passes."""
+    does not exist, holds no ``config.json`` or holds what :func:`~unlearnkit.models.folder.folder_problems` finds
+    (all of it, :class:`~unlearnkit.refusals.Problems`), or a Hub name while offline (``HF_HUB_OFFLINE=1``, the
+    runner's default) that is not in the local Hub cache. ``tiny`` (trained from scratch) always passes."""
     if spec == "tiny":
         return
     local = paths.resolve(spec)

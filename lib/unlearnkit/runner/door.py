@@ -20,11 +20,19 @@ def run_store(params: config.Params) -> None:
     runs.store(params)
 
 
-def sources(params: config.Params) -> None:
-    """What the notebooks will load: the model folder (every problem it holds) and the data source."""
+def model_source(params: config.Params) -> None:
+    """The model the notebooks will load: a folder's every problem (:func:`unlearnkit.models.check_source`)."""
+    from .. import models
+
+    models.check_source(params.model, "model")
+
+
+def data_source(params: config.Params) -> None:
+    """The data the notebooks will read (:func:`unlearnkit.pipeline.check_sources`, its model check left to
+    :func:`model_source`)."""
     from .. import pipeline
 
-    pipeline.check_sources(params)
+    pipeline.check_sources(params.replace(model="tiny"))
 
 
 def seeds_to_judge(params: config.Params) -> None:
@@ -38,7 +46,7 @@ def seeds_to_judge(params: config.Params) -> None:
 
 
 #: A notebook run's checks, in order.
-CHECKS: tuple[Check, ...] = (run_store, sources)
+CHECKS: tuple[Check, ...] = (run_store, model_source, data_source)
 #: The findings notebook's checks (it reads the seeds' results, not a model).
 AGGREGATE_CHECKS: tuple[Check, ...] = (run_store, seeds_to_judge)
 

@@ -61,7 +61,8 @@ class Request(NamedTuple):
 
 def check_request(params: config.Params, model: str, data: str | None, reference: str | None,
                   suites: Sequence[str] | str | None, template: str | None, revision: str | None = None) -> Request:
-    """Everything about an evaluation that can be wrong, refused in one line (ValueError) before any work.
+    """Everything about an evaluation that can be wrong, refused before any work: a ValueError in one line, or
+    :class:`unlearnkit.refusals.Problems` naming the model's, the reference's and the data's problems together.
 
     ``model``: a run or saved model of the profile's store (``npo``, ``unlearned-npo``), a folder or a Hub name.
     ``data``: None takes the profile's corpus for the store's own models; it is required for any other model.
