@@ -51,18 +51,30 @@ RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 
 def resolve(path: str | os.PathLike) -> Path:
-    """A path given by a user or a profile: absolute as is, relative to the project root otherwise."""
-    p = Path(os.path.expandvars(os.path.expanduser(str(path))))
+    """A path given by a user or a profile: absolute as is, relative to the project root otherwise. ``~`` is the
+    user's home; ``$VAR`` is not expanded (a received profile reads no environment variable through a path: the
+    shell expands the command line's own, and a profile names a documented variable with ``env:``)."""
+    p = Path(os.path.expanduser(str(path)))
     return p if p.is_absolute() else (ROOT / p).resolve()
 
 
+#: The environment variables a profile may read with ``env:VAR|fallback`` (docs/threat-model.md): where a machine
+#: keeps the TOFU folder, Schwinn et al.'s HP Q&A file and JBB's CSV. Any other would let a received profile print a
+#: secret of the user's environment in an error line.
+DATA_VARIABLES = ("UNLEARNKIT_TOFU_DIR", "UNLEARNKIT_HP_QA", "UNLEARNKIT_JBB")
+
+
 def from_environment(spec: str, what: str = "a path") -> str:
-    """A data source as a profile names it: ``env:VAR|fallback`` reads the environment variable VAR and falls
-    back to what follows the bar (the local-data profiles name a folder beside the project there); anything
-    else is returned as it is. ``what`` says in the error what the variable should hold."""
+    """A data source as a profile names it: ``env:VAR|fallback`` reads the environment variable VAR (one of
+    :data:`DATA_VARIABLES`; any other is refused unread) and falls back to what follows the bar (the local-data
+    profiles name a folder beside the project there); anything else is returned as it is. ``what`` says in the
+    error what the variable should hold."""
     if not spec.startswith("env:"):
         return spec
     var, _, fallback = spec[4:].partition("|")
+    if var not in DATA_VARIABLES:
+        raise ValueError(f"{spec.split('|')[0]!r} reads environment variable {var[:64]!r}, not one the workbook "
+                         f"documents: a profile may read {', '.join(DATA_VARIABLES)}")
     value = os.environ.get(var) or fallback
     if not value:
         raise ValueError(f"set the environment variable {var}: {what}")

@@ -171,8 +171,30 @@ def _checkpoints(output_dir: Path) -> list[Path]:
     before the scheduler's state moved to trainer_state.json, or received with one, are passed over), oldest first."""
     found = [p for p in output_dir.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit()
              and (p / "trainer_state.json").exists() and (p / "model.safetensors").exists()
-             and not any(p.glob("custom_checkpoint_*"))]
+             and not any(p.glob("custom_checkpoint_*")) and _loads_weights_only(p)]
     return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+#: The pickled files of a checkpoint accelerate loads (the optimizer's and scheduler's states, the RNG states).
+CHECKPOINT_PICKLES = ("*.bin", "*.pt", "*.pth", "*.pkl")
+
+
+def _loads_weights_only(checkpoint: Path) -> bool:
+    """Whether every pickled file of ``checkpoint`` is one torch's weights-only loader accepts (tensors and plain
+    values; memory-mapped, so the tensors are not read into memory): accelerate loads them that way and a received one it refuses
+    would stop training with a traceback, where this checkpoint is passed over instead. Nothing is unpickled beyond
+    what that loader allows."""
+    from accelerate.utils.other import load  # weights-only, with the numpy types accelerate allows
+
+    for pattern in CHECKPOINT_PICKLES:
+        for file in checkpoint.glob(pattern):
+            try:
+                load(file, map_location="cpu", weights_only=True, mmap=True)
+            except Exception:  # refused (UnpicklingError), or not a file torch wrote
+                logging.getLogger(__name__).warning("checkpoint %s passed over: %s is not loadable weights-only",
+                                                    checkpoint.name, file.name)
+                return False
+    return True
 
 
 class _DropTiedWeightsNote(logging.Filter):

@@ -35,6 +35,8 @@ def _read_yaml(path: Path) -> Any:
     try:
         with open(path) as f:
             return yaml.safe_load(f)
+    except RecursionError:  # a received profile of [[[[...]]]] 100,000 deep: the parser's stack, not a traceback
+        raise ValueError(f"{paths.shown(path)} is not a profile: its values are nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

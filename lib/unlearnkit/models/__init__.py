@@ -6,7 +6,8 @@ naming its prompt template (and the hash of what made it), so each later step tr
 Hugging Face model.
 
 The modules, one job each: :mod:`.templates` (prompt templates), :mod:`.sources` (where a model comes from, what
-was stated for it, the check before a run), :mod:`.scratch` (tokenizer, tiny Llama and stand-ins built from
+was stated for it, the check before a run), :mod:`.folder` (what a received folder holds, checked without loading
+it), :mod:`.scratch` (tokenizer, tiny Llama and stand-ins built from
 scratch), :mod:`.loading`, :mod:`.running` (device, eval mode, CPU threads), :mod:`.saving`, :mod:`.weights` (the
 weights' digest), :mod:`.lora` and :mod:`.encoding` (Q&A as token ids and batches).
 """
@@ -25,6 +26,7 @@ from .encoding import (  # noqa: F401
     packs_sequences,
     pad_token_id,
 )
+from .folder import folder_problems, safetensors_header  # noqa: F401
 from .loading import (  # noqa: F401
     LoadedModel,
     load_model,

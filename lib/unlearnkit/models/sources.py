@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import paths
+from .. import paths, refusals
 
 #: ``{folder or Hub name: template}`` stated for models without the workbook's marker (``runner eval --template``),
 #: as JSON in the environment so that every worker process loading the model takes the same template.
@@ -54,21 +54,28 @@ def stated(name_or_path: str | os.PathLike) -> dict[str, str]:
 
 
 def check_source(spec: str, what: str = "model") -> None:
-    """Refuse, in one line and before any kernel starts, a model the run could not load: a folder that does not exist
-    or holds no ``config.json``, or a Hub name while offline (``HF_HUB_OFFLINE=1``, the runner's default) that is not
-    in the local Hub cache. ``tiny`` (trained from scratch) always passes."""
+    """Refuse, in one line per problem and before any kernel starts, a model the run could not load: a folder that
+    does not exist, holds no ``config.json`` or holds what :func:`~unlearnkit.models.folder.folder_problems` finds
+    (all of it, :class:`~unlearnkit.refusals.Problems`), or a Hub name while offline (``HF_HUB_OFFLINE=1``, the
+    runner's default) that is not in the local Hub cache. ``tiny`` (trained from scratch) always passes."""
     if spec == "tiny":
         return
     local = paths.resolve(spec)
     if local.is_dir():
         if (local / ADAPTER_CONFIG).exists():  # a peft adapter: its base must load too
-            check_source(adapter_base(local), f"the base of {what} {spec!r}")
+            found = refusals.Collected()
+            with found.check():
+                _check_folder(local, spec, what, adapter=True)
+            with found.check():
+                check_source(adapter_base(local), f"the base of {what} {spec!r}")
+            found.raise_any()
             return
         if not (local / "config.json").exists():
             raise ValueError(f"{what} {spec!r}: the folder {paths.shown(local)} holds no config.json (not a saved model)")
         if not any(local.glob("*.safetensors")):
             raise ValueError(f"{what} {spec!r}: {paths.shown(local)} holds no *.safetensors weights (the workbook never "
                              "unpickles *.bin; save with model.save_pretrained(folder), the default)")
+        _check_folder(local, spec, what)
         return
     if _missing_folder(spec, local):
         raise ValueError(f"{what} {spec!r}: the model folder {paths.shown(local)} does not exist (and it is not a Hub "
@@ -79,6 +86,14 @@ def check_source(spec: str, what: str = "model") -> None:
         if not isinstance(try_to_load_from_cache(spec, "config.json", revision=stated_revision(spec)), str):
             raise ValueError(f"{what} {spec!r} is a Hub name that is not in the local Hub cache, and the runner is "
                              "offline: pass --online (make ... ONLINE=1) to download it once, or name a local folder")
+
+
+def _check_folder(local: Path, spec: str, what: str, adapter: bool = False) -> None:
+    from .folder import folder_problems
+
+    problems = folder_problems(local, adapter=adapter)
+    if problems:
+        raise refusals.Problems(f"{what} {spec!r}: {problem}" for problem in problems)
 
 
 #: What marks a folder as a peft adapter (LoRA and the like): transformers loads its base and applies it.

@@ -97,6 +97,7 @@ def check_params(params: Params, extra_runs: Sequence[str] = ()) -> Params:
                     raise ValueError(f"parameter {key!r}: {value!r} is not a {kind} split of data source "
                                      f"{params.data_source!r}{f' (did you mean {near}?)' if near else ''}; "
                                      f"{kind} splits: {', '.join(valid) or 'none'}")
+    _check_case(params, extra_runs)
     for run in params.method_settings:  # every named run's settings, whether a list names it or not
         try:
             _run_overrides(params, run)
@@ -119,6 +120,21 @@ def check_params(params: Params, extra_runs: Sequence[str] = ()) -> Params:
                              f"({', '.join(sorted(set(FORGET_TO_RETAIN.values())))}) or an unlearning run ({exc})") \
                 from None
     return params
+
+
+def _check_case(params: Params, extra_runs: Sequence[str]) -> None:
+    """No two run names of the profile (a method, a key of ``method_settings``, a name a list gives) that differ only
+    in case: ``GA`` and ``ga`` would share their folders and files on a case-insensitive file system."""
+    named = [*params.method_settings, *extra_runs]
+    for key in RUN_LIST_KEYS:
+        values = params[key]
+        named += [values] if isinstance(values, str) else [v for v in values or () if isinstance(v, str)]
+    seen: dict[str, str] = {}
+    for name in dict.fromkeys(named):
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            raise ValueError(f"runs {other!r} and {name!r} differ only in case: they would share a folder on a "
+                             "case-insensitive file system (macOS, Windows); rename one")
 
 
 def run_params(params: Params, run: str) -> Params:

@@ -1,7 +1,7 @@
 """The notebook runner, ``python -m unlearnkit.runner`` (its usage: :mod:`unlearnkit.runner.cli`), one module per job.
 
 :mod:`.cli` the command line (the parser, ``main``, ``run`` and ``params``); :mod:`.checks` the front door, every
-parameter checked before a kernel starts; :mod:`.notebooks` the source notebooks and keeping them clean;
+parameter checked before a kernel starts; :mod:`.door` the one check before any kernel, every problem in one line each; :mod:`.notebooks` the source notebooks and keeping them clean;
 :mod:`.execute` papermill execution into the run store; :mod:`.record` the timing and recipe an executed copy keeps;
 :mod:`.seeds` the training seeds (``seed``, ``aggregate``, ``seeds``); :mod:`.evaluate` ``runner eval``;
 :mod:`.train` ``runner train``; :mod:`.figures` ``runner figures``; :mod:`.lines` a refusal and the runner's lines.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -13,6 +14,7 @@ import yaml
 from .. import config
 from ..parameters_cell import cell_keys as _cell_keys
 from ..parameters_cell import own_parameters
+from . import door
 from .lines import Refused, _shown
 from .notebooks import find_notebook, source_notebooks
 
@@ -91,18 +93,16 @@ def plan(target: str, profile: str, overrides: dict[str, Any], skip: tuple[str, 
     return Plan(notebooks, params, own, sorted(profile_keys))
 
 
-def prepare_stand_ins(params: config.Params) -> None:
-    """Build the stand-in models a profile names (``paper-dry``) before its notebooks look for them."""
+def prepare_stand_ins(params: config.Params, checks: Sequence[door.Check] = door.CHECKS) -> None:
+    """Build the stand-in models a profile names (``paper-dry``) before its notebooks look for them, then the one
+    check before any kernel (:func:`door.before_kernel`: what the notebooks will load, every problem at once)."""
     from .. import pipeline
 
     built = pipeline.build_stand_ins(params)
     if built:
         print(f"[{params.profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
               flush=True)
-    try:  # what the notebooks will load, checked once the stand-ins exist and before any kernel starts
-        pipeline.check_sources(params)
-    except ValueError as exc:
-        raise Refused(str(exc)) from None
+    door.before_kernel(params, checks)  # once the stand-ins exist
 
 
 def _override(text: str) -> tuple[str, Any]:

@@ -28,7 +28,8 @@ import sys
 import yaml
 
 from .. import config, paths
-from .checks import _overrides, plan, prepare_stand_ins, profile_params
+from . import door
+from .checks import _overrides, checked_params, plan, prepare_stand_ins
 from .evaluate import EVAL_OPTIONS, _cmd_eval
 from .execute import DEFAULT_TIMEOUT_S, run
 from .figures import _cmd_figures
@@ -46,7 +47,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .. import runs
 
     checked = plan(args.notebook, args.profile, _overrides(args))
-    prepare_stand_ins(checked.params)
+    findings_alone = [nb.stem for nb in checked.notebooks] == [runs.FINDINGS]  # it judges seeds run before
+    prepare_stand_ins(checked.params, door.AGGREGATE_CHECKS if findings_alone else door.CHECKS)
     try:
         for notebook in checked.notebooks:
             # the seed is marked as being run while its own notebooks run (the findings notebook of another
@@ -62,8 +64,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)  # an unknown key is refused when the profile is merged with them
-    merged = dict(profile_params(args.profile, overrides))
+    overrides = _overrides(args)  # an unknown key, a bad value or run name is refused as plan refuses it
+    merged = dict(checked_params(args.profile, overrides))
     print(yaml.safe_dump(merged, sort_keys=False), end="")
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import refusals
 from .checks import _overrides, checked_params
 from .execute import failed_copy, run_notebook
 from .lines import Refused, _shown
@@ -36,8 +37,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     try:
         request, lines = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
                                               args.revision, args.allow_long)
-    except (ValueError, FileNotFoundError, OSError) as exc:
-        raise Refused(str(exc).splitlines()[0]) from None
+    except (ValueError, FileNotFoundError, OSError) as exc:  # every problem the door found, one line each
+        raise Refused("\n".join(refusals.problem_lines(exc))) from None
     print("\n".join(lines), flush=True)
     out = own_model.eval_folder(params, request) / eval_notebook().name
     own = {"eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,

@@ -7,6 +7,7 @@ import sys
 import time
 
 from .. import config
+from . import door
 from .checks import _overrides, profile_params
 from .lines import _label, _shown
 
@@ -28,4 +29,6 @@ def redraw_figures(params: config.Params) -> int:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
-    return redraw_figures(profile_params(args.profile, _overrides(args)))
+    params = profile_params(args.profile, _overrides(args))
+    door.before_kernel(params, (door.run_store,))  # a seed folder linked out of the store: one line
+    return redraw_figures(params)

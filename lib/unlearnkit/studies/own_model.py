@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .. import config, models, paths, runs
+from .. import config, models, paths, refusals, runs
 
 #: The suites, in the order they run: TOFU's metrics with open-unlearning's memorisation and privacy metrics,
 #: sampled leakage with the high-probability bounds and the ED score, the format-transformed evaluation, and the
@@ -61,7 +61,8 @@ class Request(NamedTuple):
 
 def check_request(params: config.Params, model: str, data: str | None, reference: str | None,
                   suites: Sequence[str] | str | None, template: str | None, revision: str | None = None) -> Request:
-    """Everything about an evaluation that can be wrong, refused in one line (ValueError) before any work.
+    """Everything about an evaluation that can be wrong, refused before any work: a ValueError in one line, or
+    :class:`unlearnkit.refusals.Problems` naming the model's, the reference's and the data's problems together.
 
     ``model``: a run or saved model of the profile's store (``npo``, ``unlearned-npo``), a folder or a Hub name.
     ``data``: None takes the profile's corpus for the store's own models; it is required for any other model.
@@ -74,9 +75,13 @@ def check_request(params: config.Params, model: str, data: str | None, reference
         if paths.resolve(location).is_dir():
             raise ValueError(f"--revision {revision!r} names a version of a Hub model; {model!r} is a folder")
         state_revision(location, revision)
-    models.check_source(location, "model")
+    found = refusals.Collected()  # the model's and the reference's problems, and the data's, named together
+    with found.check():
+        models.check_source(location, "model")
     own = own_folder is not None or _made_here(location)
-    stated = _template(location, template)
+    stated = None
+    with found.check():
+        stated = _template(location, template)
     if data is None:
         if not own:
             raise ValueError(f"--data is required for a model the workbook did not make ({model!r}): the data it was "
@@ -86,17 +91,21 @@ def check_request(params: config.Params, model: str, data: str | None, reference
     if data != PROFILE_DATA:
         from ..pipeline import check_sources
 
-        check_sources(params.replace(data_source=data, model="tiny"))
+        with found.check():
+            check_sources(params.replace(data_source=data, model="tiny"))
     if reference is None and own:
-        found = runs.retain_model(params, None)  # the one notebook 01 used, or none
-        located = runs.locate(params, found) if found else None
+        found_retain = runs.retain_model(params, None)  # the one notebook 01 used, or none
+        located = runs.locate(params, found_retain) if found_retain else None
         reference = str(located) if located is not None else None
     elif reference is not None:
         located = runs.locate(params, reference) if paths.NAME.fullmatch(reference) else None
         reference = str(located) if located is not None else reference
-        models.check_source(reference, "reference")
+        with found.check():
+            models.check_source(reference, "reference")
+        found.raise_any()
         _same_base(location, reference)
         _template(reference, template)
+    found.raise_any()
     return Request(location, _label(model), data, reference, suites, stated, own)
 
 
@@ -207,9 +216,12 @@ def parameter_count(location: str) -> int:
         return parameter_count(models.adapter_base(folder))
     total = 0
     for file in sorted(folder.glob("*.safetensors")):
-        with safe_open(str(file), "pt") as f:
-            for key in f.keys():
-                total += int(np.prod(f.get_slice(key).get_shape()))
+        try:
+            with safe_open(str(file), "pt") as f:
+                for key in f.keys():
+                    total += int(np.prod(f.get_slice(key).get_shape()))
+        except Exception as exc:  # safetensors' own error (a Hub cache's file): one line, no traceback
+            raise ValueError(f"{paths.shown(file)}: not a readable safetensors file ({str(exc)[:120]})") from None
     return total
 
 
