@@ -4,12 +4,14 @@ or sampling."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 from .. import paths, runs
 from ..config import Params
@@ -72,6 +74,9 @@ def _render(name: str, params: Params, plot: Callable[..., Any], args: tuple, kw
         plt.rcdefaults()
         set_style()
         fig = plot(*args, **kwargs)
+        if not isinstance(fig, Figure):
+            plt.close("all")
+            raise TypeError(f"{getattr(plot, '__qualname__', plot)} returned a {type(fig).__name__}, not a figure")
         try:
             return save_fig(fig, name, params)
         finally:
@@ -86,7 +91,12 @@ def draw(name: str, params: Params, plot: Callable[..., Any], *args: Any, **kwar
     where it is)."""
     if not callable(plot) or "<" in getattr(plot, "__qualname__", "<"):
         raise TypeError(f"draw needs a module-level plotting function of the library, got {plot!r}")
+    from .recipes import plot_registry
     from .recipes import write as write_recipe
+
+    if plot not in plot_registry().values():
+        raise TypeError(f"draw needs one of the plotting functions of plots.recipes.PLOTS, got {plot.__module__}:"
+                        f"{plot.__qualname__}")
 
     path = _render(name, params, plot, args, kwargs)
     data = figure_data_path(name, params)
@@ -108,7 +118,9 @@ def _show(path: Path, name: str) -> None:
 
 def redraw(params: Params) -> list[Path]:
     """Every figure of the run (profile and seed) drawn again from what :func:`draw` kept, without training or
-    sampling. Raises FileNotFoundError when the run has kept nothing (its notebooks have not run)."""
+    sampling, each under its recipe's name in this run's own place (:func:`figure_path`). A recipe that is not one,
+    or whose plot fails, is one line on stderr naming its file, and the others are drawn. Raises FileNotFoundError
+    when the run has kept nothing (its notebooks have not run)."""
     from .recipes import RecipeError
     from .recipes import read as read_recipe
 
@@ -123,9 +135,17 @@ def redraw(params: Params) -> list[Path]:
     out = []
     for path in kept:
         try:
+            if not _FIGURE_NAME.fullmatch(path.stem):
+                raise RecipeError(f"{path.stem!r} is not a figure's name (letters, digits, '_', '-')")
             plot, args, kwargs = read_recipe(path)
+            out.append(_render(path.stem, params, plot, args, kwargs))
         except RecipeError as exc:
             print(f"{path}: {exc}; not drawn", file=sys.stderr)
-            continue
-        out.append(_render(path.stem, params, plot, args, kwargs))
+        except Exception as exc:  # a received recipe's arguments that its plot refuses: that figure only
+            message = (str(exc).splitlines() or [""])[0]
+            print(f"{path}: {type(exc).__name__}: {message}; not drawn", file=sys.stderr)
     return out
+
+
+#: What a figure (and its recipe) may be called.
+_FIGURE_NAME = re.compile(r"[A-Za-z0-9][\w-]*")

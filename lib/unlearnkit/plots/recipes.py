@@ -4,11 +4,14 @@
 the figure without training or sampling. They used to be pickles, and a runs folder received from a colleague would
 have executed whatever its pickles held. A recipe is now ``<name>.json`` (and ``<name>.npz`` for numeric arrays,
 read with ``allow_pickle=False``): plain JSON values, tagged where JSON has no type of its own (tuples, non-string
-keys, NaN, paths, numpy arrays, pandas frames and series), the library's own dataclasses and named tuples by their
-class (a class of ``unlearnkit`` only, rebuilt from its fields), and the plotting function by its module and name (a
-public function defined in one of the modules of ``unlearnkit.plots``, found by one lookup in that registry, never by
-a dotted path). Anything else is refused when the figure is drawn, with its type named, so a
-figure that is drawn can always be redrawn; anything else in a recipe is refused when it is read.
+keys, NaN, paths, numpy arrays, pandas frames and series), the few dataclasses and named tuples a plot takes
+(:data:`PLOT_CLASSES`, rebuilt by their constructor, so their checks run), and the plotting function by its module
+and name: one of :data:`PLOTS`, each a function that returns a figure and writes nothing, found by one lookup, never
+by a dotted path. The drawing machinery (``draw``, ``redraw``, ``save_fig``, ``save_to``, ``render_to``,
+``figure_path``) is no plotting function: a recipe draws, and never saves, redraws, makes a folder or names a run (no
+``Params`` is among the classes, so a recipe names no profile or seed; the run it sits in draws it). Anything else is
+refused when the figure is drawn, with its type named, so a figure that is drawn can always be redrawn; anything else
+in a recipe is refused when it is read, in one line.
 """
 
 from __future__ import annotations
@@ -89,9 +92,9 @@ class _Encoder:
                                    "dtype": str(x.dtype), "name": self(x.name)}}
         if _is_namedtuple(x) or dataclasses.is_dataclass(x) and not isinstance(x, type):
             cls = type(x)
-            if not cls.__module__.startswith(LIBRARY + ".") or _library_class(_qualified(cls)) is not cls:
-                raise RecipeError(f"a {_qualified(cls)} cannot be kept as a figure's data: only the library's own "
-                                  "dataclasses and named tuples are")
+            if _qualified(cls) not in PLOT_CLASSES or _library_class(_qualified(cls)) is not cls:
+                raise RecipeError(f"a {_qualified(cls)} cannot be kept as a figure's data: only the dataclasses and "
+                                  "named tuples a plot takes are (recipes.PLOT_CLASSES)")
             names = cls._fields if _is_namedtuple(x) else [f.name for f in dataclasses.fields(x)]
             return {"__object__": _qualified(cls), "fields": {n: self(getattr(x, n)) for n in names}}
         if isinstance(x, tuple):
@@ -167,16 +170,7 @@ class _Decoder:
             dtype = None if spec["dtype"] == "object" else spec["dtype"]
             return pd.Series(values, index=self.index(spec["index"]), name=self(spec["name"]), dtype=dtype)
         if tag == "__object__":
-            cls = _library_class(x[tag])
-            fields = {k: self(v) for k, v in x["fields"].items()}
-            if _is_namedtuple_class(cls):
-                return cls(**fields)
-            init = {f.name for f in dataclasses.fields(cls) if f.init}
-            obj = cls(**{k: v for k, v in fields.items() if k in init})
-            for k, v in fields.items():
-                if k not in init:
-                    object.__setattr__(obj, k, v)
-            return obj
+            return _build(x[tag], {k: self(v) for k, v in _mapping(x, "fields").items()})
         raise RecipeError(f"unknown tag {tag!r} in a figure recipe")
 
 
@@ -184,12 +178,56 @@ def _is_namedtuple_class(cls: type) -> bool:
     return issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 
-#: The modules whose public, module-level functions a recipe may name: the registry of plotting functions.
-PLOT_MODULES = ("unlearnkit.plots", "unlearnkit.plots.alignment", "unlearnkit.plots.calibration",
-                "unlearnkit.plots.corpus", "unlearnkit.plots.curves", "unlearnkit.plots.drawing",
-                "unlearnkit.plots.entropy", "unlearnkit.plots.formats", "unlearnkit.plots.leakage",
-                "unlearnkit.plots.recovery", "unlearnkit.plots.seeds", "unlearnkit.plots.style",
-                "unlearnkit.plots.unlearning_runs", "unlearnkit.plots.verdicts")
+#: Every plotting function a recipe may name, by module: each returns a matplotlib figure and writes nothing. The
+#: drawing machinery (``drawing``: draw, redraw, save_fig, save_to, render_to, figure_path; ``style``) and the helpers
+#: that draw into an axis are not among them. A plot a notebook draws is added here.
+PLOTS = {
+    "unlearnkit.plots.alignment": ("plot_binary_bounds", "plot_category_bounds", "plot_score_distributions",
+                                   "plot_strength_summary"),
+    "unlearnkit.plots.calibration": ("controls_figure", "controls_grid_figure", "interference_figure", "mixing_figure",
+                                     "plot_trajectory", "splits_figure"),
+    "unlearnkit.plots.corpus": ("corpus_overview",),
+    "unlearnkit.plots.curves": ("loss_curves", "metric_grid"),
+    "unlearnkit.plots.entropy": ("plot_adaptive_sweep", "plot_diversity", "plot_ed_vs_utility", "plot_entropy_along",
+                                 "plot_lambda_f_sweep", "plot_regime_eo", "plot_table1", "plot_temperature_sweep"),
+    "unlearnkit.plots.formats": ("plot_format_scores", "plot_kept_share", "plot_transfer"),
+    "unlearnkit.plots.leakage": ("plot_binary_bounds", "plot_bound_modes", "plot_bounds_vs_n", "plot_general_leak_curves",
+                                 "plot_greedy_vs_samples", "plot_hp", "plot_regime_paths"),
+    "unlearnkit.plots.recovery": ("plot_probes", "plot_quantisation", "plot_relearning", "plot_rtt", "plot_survival"),
+    "unlearnkit.plots.seeds": ("margins_per_seed", "rank_shares"),
+    "unlearnkit.plots.unlearning_runs": ("ou_summary", "rouge_trajectory", "unlearning_comparison", "unlearning_terms"),
+    "unlearnkit.plots.verdicts": ("findings_overview",),
+}
+#: The dataclasses and named tuples a plot takes, the only ones a recipe holds: each rebuilt by its constructor from
+#: exactly its fields (its own checks run; no field it does not declare, such as ``__dict__``).
+PLOT_CLASSES = frozenset({
+    "unlearnkit.metrics.sampling:SampledScores", "unlearnkit.studies.alignment:Scored",
+    "unlearnkit.studies.calibration.criteria:Tolerances", "unlearnkit.studies.calibration.methods:MethodControls",
+    "unlearnkit.studies.calibration.search:Calibration", "unlearnkit.studies.leakage.regime:RegimeModel",
+    "unlearnkit.studies.leakage.results:AtomCoverage",
+})
+
+
+def _mapping(x: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = x.get(key)
+    if not isinstance(value, dict):
+        raise RecipeError(f"{key!r} of a figure recipe is not a mapping")
+    return value
+
+
+def _build(qualified: Any, fields: Mapping[str, Any]) -> Any:
+    """One of :data:`PLOT_CLASSES` made by its constructor from exactly the fields it declares."""
+    if qualified not in PLOT_CLASSES:
+        raise RecipeError(f"{qualified!r} is not a dataclass or named tuple a plot takes (recipes.PLOT_CLASSES)")
+    cls = _library_class(qualified)
+    declared = cls._fields if _is_namedtuple_class(cls) else [f.name for f in dataclasses.fields(cls) if f.init]
+    unknown = sorted(set(fields) - set(declared))
+    if unknown:
+        raise RecipeError(f"{qualified!r} has no field {unknown[0]!r}")
+    try:
+        return cls(**fields)
+    except (TypeError, ValueError) as exc:
+        raise RecipeError(f"{qualified!r}: {exc}") from None
 
 
 def _split(qualified: Any, package: str) -> tuple[str, str]:
@@ -207,18 +245,20 @@ def _split(qualified: Any, package: str) -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def plot_registry() -> dict[str, Callable[..., Any]]:
-    """Every plotting function a recipe may name, by ``module:name``: the public functions defined in
-    :data:`PLOT_MODULES` themselves (a name a module merely imports is not its own), and those of them the package's
-    face re-exports by the face's name as well (``unlearnkit.plots:draw``: where they were defined before the face
-    was split into modules, so the recipes kept then still resolve, to the same functions)."""
+    """Every plotting function a recipe may name, by ``module:name``: those of :data:`PLOTS`, each a function defined
+    in its own module, and those the package's face re-exports by the face's name as well (``unlearnkit.plots:
+    loss_curves``: where they were defined before the face was split into modules, so the recipes kept then still
+    resolve, to the same functions)."""
     out = {}
-    for module in PLOT_MODULES:
+    for module, names in PLOTS.items():
         namespace = importlib.import_module(module)
-        for name, fn in vars(namespace).items():
-            if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == module:
-                out[f"{module}:{name}"] = fn
+        for name in names:
+            fn = vars(namespace).get(name)
+            if not (inspect.isfunction(fn) and fn.__module__ == module):
+                raise RuntimeError(f"recipes.PLOTS names {module}:{name}, which is no function of that module")
+            out[f"{module}:{name}"] = fn
     for name, fn in vars(importlib.import_module(PLOTS_PACKAGE)).items():
-        if inspect.isfunction(fn) and not name.startswith("_") and out.get(f"{fn.__module__}:{name}") is fn:
+        if inspect.isfunction(fn) and out.get(f"{fn.__module__}:{name}") is fn:
             out[f"{PLOTS_PACKAGE}:{name}"] = fn
     return out
 
@@ -260,7 +300,8 @@ def write(path: Path, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str
     from .. import runs
 
     name = _recipe_name(plot)
-    plot_function(name)  # a function of the plots package, found again by its name
+    if plot_function(name) is not plot:  # one of the plotting functions, found again by its name
+        raise RecipeError(f"{name!r} is not a plotting function of {PLOTS_PACKAGE}")
     encode = _Encoder()
     payload = {"version": RECIPE_VERSION, "plot": name, "args": [encode(a) for a in args],
                "kwargs": {k: encode(v) for k, v in kwargs.items()}}
@@ -278,19 +319,28 @@ def write(path: Path, plot: Callable[..., Any], args: tuple, kwargs: Mapping[str
 
 
 def read(path: Path) -> tuple[Callable[..., Any], tuple, dict[str, Any]]:
-    """The plotting function and its arguments kept in ``path`` (JSON, with its ``.npz``). Raises RecipeError for a
-    file that is not such a recipe."""
+    """The plotting function and its arguments kept in ``path`` (JSON, with its ``.npz``). Raises RecipeError, in one
+    line (the caller names the file), for a file that is not such a recipe, whatever is wrong in it."""
     try:
         payload = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RecipeError(f"{path.name}: not a figure recipe ({exc})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise RecipeError(f"not a figure recipe ({exc})") from None
     if not isinstance(payload, dict) or payload.get("version") != RECIPE_VERSION:
-        raise RecipeError(f"{path.name}: not a figure recipe of version {RECIPE_VERSION}")
-    arrays: Mapping[str, np.ndarray] = {}
-    npz = path.with_suffix(".npz")
-    if npz.exists():
-        with np.load(npz, allow_pickle=False) as loaded:
-            arrays = {k: loaded[k] for k in loaded.files}
-    decode = _Decoder(arrays)
-    return (plot_function(payload["plot"]), tuple(decode(a) for a in payload["args"]),
-            {k: decode(v) for k, v in payload["kwargs"].items()})
+        raise RecipeError(f"not a figure recipe of version {RECIPE_VERSION}")
+    try:
+        if not isinstance(payload.get("args"), list):
+            raise RecipeError("'args' of a figure recipe is not a list")
+        kwargs = _mapping(payload, "kwargs")
+        plot = plot_function(payload.get("plot"))
+        arrays: Mapping[str, np.ndarray] = {}
+        npz = path.with_suffix(".npz")
+        if npz.exists():
+            with np.load(npz, allow_pickle=False) as loaded:
+                arrays = {k: loaded[k] for k in loaded.files}
+        decode = _Decoder(arrays)
+        return plot, tuple(decode(a) for a in payload["args"]), {k: decode(v) for k, v in kwargs.items()}
+    except RecipeError:
+        raise
+    except (ArithmeticError, AttributeError, KeyError, IndexError, TypeError, ValueError, OSError,
+            RecursionError) as exc:
+        raise RecipeError(f"not a figure recipe ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0]})") from None

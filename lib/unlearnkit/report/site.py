@@ -35,8 +35,10 @@ REPORT = paths.ROOT / "report"
 TEMPLATE_DIR = Path(__file__).parent
 TEMPLATE = "workbook_html"
 MATHJAX_DIR = "mathjax"
-#: MathJax 2.7's configuration that ships with jupyter_server_mathjax: TeX in, HTML-CSS (or native MathML) out.
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
+#: MathJax 2.7's configuration that ships with jupyter_server_mathjax: TeX in, HTML-CSS (or native MathML) out, with
+#: the Safe extension nbconvert's own default adds: TeX in a received notebook or profile is data, so no \href to a
+#: javascript: or data: URL, no \style or \class of its own.
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
 INDEX = "index.html"
 
 

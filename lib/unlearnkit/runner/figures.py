@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from .. import config
+from .. import config, runs
 from . import door
 from .checks import _overrides, profile_params
 from .lines import _label, _shown
@@ -23,9 +23,14 @@ def redraw_figures(params: config.Params) -> int:
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 1
+    kept = len(list((runs.store(params) / plots.FIGURE_DATA).glob("*.json")))
+    if not drawn:
+        print(f"{_label(params)} no figure redrawn: none of its {kept} recipes draws (lines above)", file=sys.stderr)
+        return 1
     folder = drawn[0].parent
-    print(f"{_label(params)} {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}")
-    return 0
+    print(f"{_label(params)} {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}"
+          + (f"; {kept - len(drawn)} not drawn (lines above)" if kept > len(drawn) else ""))
+    return 0 if kept == len(drawn) else 1
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
