@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from devices import close
 from unlearnkit import models, training
 
 HERE = Path(__file__).parent
@@ -111,10 +112,10 @@ def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tok
     history = json.loads((tmp_path / "resumed" / "history.json").read_text())
     assert [h["step"] for h in history] == list(range(1, 13))
     for (name, a), (_, b) in zip(uninterrupted.state_dict().items(), resumed.state_dict().items()):
-        assert torch.allclose(a, b, atol=1e-6, rtol=0), name
+        assert close(a, b, atol=1e-6, rtol=0), name
     # and the weights did move: the comparison is not between two untouched models
     fresh = resume_job.models.build_tiny_llama(tiny_tokenizer, resume_job.TINY, seed=0)
-    assert not torch.allclose(fresh.lm_head.weight, resumed.lm_head.weight)
+    assert not close(fresh.lm_head.weight, resumed.lm_head.weight)
 
 
 def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_path, monkeypatch):
@@ -138,3 +139,33 @@ def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_p
     (train / "checkpoint-00020").mkdir()
     claim_run_folder(train, "b")
     assert not (train / "checkpoint-00020").exists()
+
+
+def test_the_model_comes_back_on_the_device_it_was_given(small_corpus, tiny_tokenizer, tiny_model, template, tmp_path,
+                                                         monkeypatch):
+    """On a GPU accelerate moves the model there to train it; train() moves it back, so a test (or any caller) that
+    built it on the CPU never feeds CPU inputs to a model left on cuda. Here the accelerator's device is patched to
+    cuda on a CPU: the model records where it is sent (the CPU one really runs), and the batches are lists, which
+    accelerate's loader leaves where they are."""
+    from accelerate import Accelerator
+
+    monkeypatch.setattr(Accelerator, "device", property(lambda self: torch.device("cuda")))
+    sent: list[torch.device] = []
+    real_to = tiny_model.to
+
+    def to(device, *args, **kwargs):
+        sent.append(torch.device(device))
+        return real_to(device, *args, **kwargs) if torch.device(device).type == "cpu" else tiny_model
+
+    monkeypatch.setattr(tiny_model, "to", to)
+    pad = tiny_tokenizer.pad_token_id
+
+    def loss_on_the_cpu(model, batch):
+        return training.causal_lm_loss(model, {k: torch.tensor(v) for k, v in batch.items()})
+
+    cfg = training.TrainConfig(output_dir=tmp_path, max_steps=2, batch_size=4, lr=1e-3, progress=False)
+    training.train(tiny_model, _examples(small_corpus, tiny_tokenizer, template, 8), cfg,
+                   collate_fn=lambda b: {k: v.tolist() for k, v in models.collate(b, pad).items()},
+                   loss_fn=loss_on_the_cpu)
+    assert sent == [torch.device("cuda"), torch.device("cpu")]  # prepared onto the accelerator, then given back
+    assert models.device_of(tiny_model).type == "cpu"

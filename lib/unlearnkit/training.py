@@ -213,6 +213,10 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     ``config.batch_size × config.grad_accum`` is the global batch of an optimizer step however many processes
     ``accelerate launch`` starts: :func:`per_process_batches` shares it out, so a model trained on several GPUs is
     the one its profile (and its cache key) describes. The logged losses are means over the processes.
+
+    The model comes back on the device it was given (accelerate trains it on the GPU where there is one): a caller,
+    a test among them, that put it on the CPU feeds it CPU tensors afterwards; one that wants it on the GPU puts it
+    there first (``models.load_model(..., device="auto")``).
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -236,6 +240,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.lr,
     )
+    given = next((p.device for p in model.parameters()), None)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
 
     steps_per_epoch = max(1, math.ceil(len(loader) / grad_accum))
@@ -315,6 +320,8 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
                 break
     bar.close()
     model.eval()
+    if given is not None:
+        accelerator.unwrap_model(model).to(given)
     if accelerator.is_main_process:
         (out / "history.json").write_text(json.dumps(history))
     accelerator.wait_for_everyone()
