@@ -169,3 +169,23 @@ def test_the_model_comes_back_on_the_device_it_was_given(small_corpus, tiny_toke
                    loss_fn=loss_on_the_cpu)
     assert sent == [torch.device("cuda"), torch.device("cpu")]  # prepared onto the accelerator, then given back
     assert models.device_of(tiny_model).type == "cpu"
+
+
+PHI_15 = {"n_parameters": 1_418_270_720, "hidden_size": 2048, "num_layers": 24, "vocab_size": 51200,
+          "tokens_per_example": 64}
+
+
+@pytest.mark.parametrize(("gib", "split"), [(80, (32, 1)), (40, (32, 1)), (32, (16, 2)), (24, (1, 32)), (16, (1, 32))])
+def test_the_micro_batch_rule_is_a_function_of_the_card_and_the_model(gib, split):
+    """Phi-1.5 at the paper's global batch of 32: the whole batch in one micro-batch on an 80 GB card, halves where
+    the budget holds 18 examples, one at a time where even the weights and AdamW's states exceed it."""
+    assert training.gpu_micro_batches(32, gib * 2**30, **PHI_15) == split
+    assert training.gpu_micro_batches(32, gib * 2**30, **PHI_15) == split  # no state: the same answer again
+
+
+def test_the_micro_batch_rule_divides_the_global_batch_and_grows_with_the_card():
+    splits = [training.gpu_micro_batches(24, gib * 2**30, **PHI_15) for gib in range(16, 90, 2)]
+    assert all(b * a == 24 for b, a in splits) and [b for b, _ in splits] == sorted(b for b, _ in splits)
+    assert {b for b, _ in splits} == {1, 4, 12, 24}  # divisors of 24 only, from one at a time to the whole batch
+    with pytest.raises(ValueError, match="card_bytes must be a positive integer, got 0"):
+        training.gpu_micro_batches(32, 0, **PHI_15)
