@@ -62,9 +62,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     small = args.small
-    args.steps = args.steps or (1 if small else 6)
-    args.samples = args.samples or (8 if small else 1024)
-    args.max_new_tokens = args.max_new_tokens or (6 if small else 100)
+    for name, (if_small, otherwise) in {"steps": (1, 6), "samples": (8, 1024), "max_new_tokens": (6, 100)}.items():
+        if getattr(args, name) is None:
+            setattr(args, name, if_small if small else otherwise)
     for name in ("steps", "questions", "samples", "max_new_tokens"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
