@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 from conftest import REAL_TOFU, requires_real_tofu
+from devices import same
 from unlearnkit import attacks, config, models, pipeline
 
 #: QLoRA's NF4 levels as published (Dettmers et al. 2023, appendix E), to 4 decimals.
@@ -63,8 +64,8 @@ def test_fake_quantisation_leaves_the_output_head_and_the_original_alone():
     model.add_module("layer", torch.nn.Linear(4, 4))
     model.add_module("lm_head", torch.nn.Linear(4, 4))
     quantised = attacks.fake_quantise(model, "int4")
-    assert not torch.equal(quantised.layer.weight, model.layer.weight)
-    assert torch.equal(quantised.lm_head.weight, model.lm_head.weight)
+    assert not same(quantised.layer.weight, model.layer.weight)
+    assert same(quantised.lm_head.weight, model.lm_head.weight)
     assert [name for name, _ in attacks.quantised_layers(model)] == ["layer"]
 
 
@@ -114,8 +115,8 @@ def test_relearning_trains_on_the_rows_it_is_given_and_says_which(tmp_path):
                                                score=lambda m: 0.0, every=1)
     assert recipe["rows_hash"] == attacks.rows_hash(forget) != attacks.rows_hash(retain)
     assert recipe["split"] == "forget10" and recipe["steps"] == 2 and [s for s, _ in curve] == [0, 1, 2]
-    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the attacked model is untouched
-    assert any(not torch.equal(a, b) for a, b in zip(before, relearned.parameters()))
+    assert all(same(a, b) for a, b in zip(before, model.parameters()))  # the attacked model is untouched
+    assert any(not same(a, b) for a, b in zip(before, relearned.parameters()))
 
 
 def test_the_prefill_keeps_the_space_before_the_rest_of_the_answer():
@@ -136,8 +137,8 @@ def test_quantisation_touches_a_gpt2_style_models_conv1d_layers_by_output_channe
     for name, layer in dict(attacks.quantised_layers(quantised)).items():
         original = layers[name].weight
         expected = attacks.quantise_weight(original.t(), "int4").weight.t()  # output channels are columns
-        assert torch.equal(layer.weight, expected), name
-        assert not torch.equal(layer.weight, original), name
+        assert same(layer.weight, expected), name
+        assert not same(layer.weight, original), name
     crossing = attacks.bucket_crossing(model, quantised, "int8")
     assert crossing.weights == sum(m.weight.numel() for m in layers.values())
 

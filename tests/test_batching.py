@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from devices import assert_close
 from unlearnkit import models, training
 from unlearnkit.metrics.formats import next_token_logits
 from unlearnkit.metrics.tofu import encoded_nll
@@ -51,7 +52,7 @@ def test_packed_training_gives_the_padded_loss_and_gradients(tiny_model, tiny_to
         losses.append(float(loss.detach()))
         grads.append(torch.cat([p.grad.flatten() for p in tiny_model.parameters()]))
     assert losses[1] == pytest.approx(losses[0], rel=1e-5)
-    torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-6)
+    assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-6)
 
 
 class _IgnoresPositions(torch.nn.Module):
@@ -76,8 +77,8 @@ def test_next_token_logits_are_the_last_positions_of_the_whole_forward_pass(tiny
     with torch.no_grad():
         for seq, row, pair in zip(sequences, got, picked):
             alone = tiny_model(input_ids=torch.tensor([seq])).logits[0, -1]
-            torch.testing.assert_close(row, alone, rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(pair, alone[[5, 9]], rtol=1e-4, atol=1e-5)
+            assert_close(row, alone, rtol=1e-4, atol=1e-5)
+            assert_close(pair, alone[[5, 9]], rtol=1e-4, atol=1e-5)
 
 
 def test_answer_nll_on_the_answer_positions_alone_is_the_whole_passes(tiny_model, tiny_tokenizer, template):

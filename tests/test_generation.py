@@ -187,6 +187,28 @@ def test_the_own_loop_samples_what_generate_samples(ending_model, tiny_tokenizer
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_no_confidences_asked_none_computed_and_the_same_draws(ending_model, tiny_tokenizer, template, monkeypatch):
+    """confidences=False (what sample_and_score and sample_answers without return_confidences ask) skips the
+    per-step softmax maximum, a third of a GPU's sampling time, and draws the same tokens, for both decoders."""
+    prompts = [models.encode_prompt(tiny_tokenizer, template, q) for q in PROMPTS]
+    kw = {"n": 6, "max_new_tokens": 10, "seed": 4, "chunk_size": 8, "progress": False}
+    asked = {d: generation.sample_continuations(ending_model, tiny_tokenizer, prompts, decoder=d, **kw)
+             for d in generation.DECODERS}
+    calls = []
+    for module in (generation.loop, generation.processors):
+        real = module._max_token_probability
+        monkeypatch.setattr(module, "_max_token_probability", lambda logits, real=real: calls.append(1) or real(logits))
+    for decoder in generation.DECODERS:
+        ids, confidences = generation.sample_continuations(ending_model, tiny_tokenizer, prompts, decoder=decoder,
+                                                           confidences=False, **kw)
+        assert ids == asked[decoder][0] and confidences is None and not calls, decoder
+    plain = generation.sample_answers(ending_model, tiny_tokenizer, template, PROMPTS, 6, max_new_tokens=10, seed=4,
+                                      progress=False)
+    assert not calls and isinstance(plain, list)
+    generation.sample_continuations(ending_model, tiny_tokenizer, prompts, decoder="loop", **kw)
+    assert calls  # the counter does see the confidences where they are asked for
+
+
 def test_the_own_loop_decodes_greedily_what_generate_decodes(ending_model, tiny_tokenizer, template, monkeypatch):
     prompts = [models.encode_prompt(tiny_tokenizer, template, q) for q in PROMPTS * 3]
     loop = generation.greedy_continuations(ending_model, tiny_tokenizer, prompts, max_new_tokens=12, batch_size=5)

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from devices import close, same
 from unlearnkit import config, models, paths, pipeline, runs
 from unlearnkit.unlearning import METHODS, mix_models
 
@@ -42,7 +43,7 @@ def test_fine_tuning_trains_adapters_on_every_linear_layer_only(lora_runs):
     _, base, target, _ = lora_runs
     before, after = _state(base.model), _state(target.model)
     assert before.keys() == after.keys()  # merged and saved as a plain model
-    changed = {k for k in after if not torch.equal(after[k], before[k])}
+    changed = {k for k in after if not same(after[k], before[k])}
     assert changed == {k for k in after if _linear_weight(k)}  # all-linear: q, k, v, o, gate, up, down
     assert runs.saved_recipe(runs.model_dir(lora_runs[0], "target"))["params_hash"]
 
@@ -55,14 +56,14 @@ def test_every_method_unlearns_through_adapters_and_saves_a_plain_model(lora_run
     assert not hasattr(reloaded, "peft_config")
     before, after = _state(target.model), _state(reloaded)
     assert before.keys() == after.keys()
-    changed = {k for k in after if not torch.equal(after[k], before[k])}
+    changed = {k for k in after if not same(after[k], before[k])}
     assert changed and all(_linear_weight(k) for k in changed)  # embeddings and norms untouched
     if method == "rmu":  # RMU reaches only the layers up to the steered one (smoke: layer 1 of 2, so all)
         assert changed
     # the weights kept at the last step are the final model: keeping them did not merge the live adapters away
     last = sorted(runs.trajectory_dir(lora_runs[0], method).glob("step-*"))[-1]
     kept = _state(models.load_model(last, dtype="float32", template=None).model)
-    assert all(torch.equal(kept[k], after[k]) for k in after)
+    assert all(same(kept[k], after[k]) for k in after)
     assert len(trained.history) == int(last.name.split("-")[1])
 
 
@@ -81,7 +82,7 @@ def test_mixing_a_lora_run_with_the_target(lora_runs):
     ends = _state(target.model), _state(unlearned["ga"].model)
     for key in half:
         if _linear_weight(key):
-            assert torch.allclose(half[key], (ends[0][key] + ends[1][key]) / 2, atol=1e-6)
+            assert close(half[key], (ends[0][key] + ends[1][key]) / 2, atol=1e-6)
 
 
 def test_a_lora_run_is_its_own_cache_entry(lora_runs):

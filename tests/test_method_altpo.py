@@ -8,8 +8,8 @@ import json
 import math
 
 import pytest
-import torch
 from conftest import LOSS_WEIGHTS
+from devices import same
 from method_checks import (
     N,
     ce_by_example,
@@ -54,7 +54,7 @@ def test_the_batch_carries_one_alternate_per_forget_row(method_batch, rows, pool
     forget, alt = method_batch["forget"], method_batch["forget_alt"]
     for i, row in enumerate(rows[0]):
         n_prompt = int(((forget["labels"][i] == -100) & (forget["attention_mask"][i] == 1)).sum())
-        assert torch.equal(forget["input_ids"][i, :n_prompt], alt["input_ids"][i, :n_prompt])  # the same question
+        assert same(forget["input_ids"][i, :n_prompt], alt["input_ids"][i, :n_prompt])  # the same question
         answer = tiny_tokenizer.decode(alt["labels"][i][alt["labels"][i] != -100][:-1])
         assert answer == ul.pick_alternate(row["question"], 0, pools[i]) and answer != row["answer"]
     # keyed by (seed, question), like the refusals, and spread over the pool

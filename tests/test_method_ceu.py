@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 from conftest import LOSS_WEIGHTS
+from devices import close
 from method_checks import N, assert_sgd_step_lowers_forget_logprob, forget_term_logits_grad, logits_of
 from unlearnkit import unlearning as ul
 
@@ -77,7 +78,7 @@ def test_the_logits_gradient_is_p_minus_q(memorised_model, method_batch):
         q = p.clone()
         q[y] = 0.0
         expected[i, t - 1] = (p - q / (1 - p[y])) / len(kept)
-    assert torch.allclose(grad.double(), expected, atol=1e-7)
+    assert close(grad.double(), expected, atol=1e-7)
 
 
 def test_one_sgd_step_lowers_the_forget_probability(memorised_model, method_batch):

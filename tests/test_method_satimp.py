@@ -5,8 +5,8 @@ direction of one SGD step."""
 from __future__ import annotations
 
 import pytest
-import torch
 from conftest import LOSS_WEIGHTS
+from devices import close
 from method_checks import (
     assert_pooled_over_tokens,
     assert_sgd_step_lowers_forget_logprob,
@@ -36,7 +36,7 @@ def test_the_weight_is_detached(memorised_model, method_batch):
     loss_fn = ul.UnlearningLoss("satimp", **LOSS_WEIGHTS)  # β1 5, β2 1
     logits, grad = forget_term_logits_grad(loss_fn, memorised_model, sub)
     expected = weighted_ce_logits_grad_by_hand(logits, sub["labels"], lambda p: p ** 5 * (1 - p))
-    assert torch.allclose(grad.double(), expected, atol=1e-7)
+    assert close(grad.double(), expected, atol=1e-7)
 
 
 def test_one_sgd_step_lowers_the_forget_probability(memorised_model, method_batch):

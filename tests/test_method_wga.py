@@ -4,8 +4,8 @@ its value by hand on a tiny model, the detached weight (the logits' gradient) an
 from __future__ import annotations
 
 import pytest
-import torch
 from conftest import LOSS_WEIGHTS
+from devices import close
 from method_checks import (
     assert_pooled_over_tokens,
     assert_sgd_step_lowers_forget_logprob,
@@ -32,7 +32,7 @@ def test_the_weight_is_detached(memorised_model, method_batch):
     sub = method_batch["forget"]
     logits, grad = forget_term_logits_grad(ul.UnlearningLoss("wga", wga_beta=1.0, **LOSS_WEIGHTS), memorised_model, sub)
     expected = weighted_ce_logits_grad_by_hand(logits, sub["labels"], lambda p: p)  # w_t = p_t
-    assert torch.allclose(grad.double(), expected, atol=1e-7)
+    assert close(grad.double(), expected, atol=1e-7)
 
 
 def test_one_sgd_step_lowers_the_forget_probability(memorised_model, method_batch):

@@ -8,6 +8,7 @@ import time
 import pytest
 import torch
 from conftest import REAL_TOFU, requires_real_tofu
+from devices import close, same
 from unlearnkit import config, models, paths, pipeline
 
 
@@ -24,7 +25,7 @@ def test_saved_tiny_model_reloads_with_its_template_and_same_outputs(tiny_model,
     assert template.name == "llama2-chat" and type(model).__name__ == "LlamaForCausalLM"
     ids = torch.tensor([models.encode_prompt(tokenizer, template, "Who?")])
     with torch.no_grad():
-        assert torch.allclose(model(ids).logits, tiny_model(ids).logits, atol=1e-6)
+        assert close(model(ids).logits, tiny_model(ids).logits, atol=1e-6)
     assert tokenizer.decode(tokenizer("Where was Kofi born?")["input_ids"]) == "Where was Kofi born?"
 
 
@@ -48,7 +49,7 @@ def test_lora_trains_adapters_only_and_merges(tiny_model):
             if "lora_B" in n:
                 p.fill_(0.01)  # B starts at zero; make the adapters do something
     merged = peft_model.merge_and_unload()
-    changed = [k for k, v in merged.state_dict().items() if not torch.equal(v, before[k])]
+    changed = [k for k, v in merged.state_dict().items() if not same(v, before[k])]
     assert changed and all("proj" in k for k in changed)
 
 

@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 import pytest
 import torch
+from devices import numpy
 from unlearnkit import models
 from unlearnkit.metrics.privacy import (
     AUC_KEYS,
@@ -91,7 +92,7 @@ def test_extraction_strength_of_an_empty_answer_and_a_bad_option():
 
 def _hand_logprobs(logits: torch.Tensor) -> np.ndarray:
     """lp of each answer token, computed apart with numpy: [lp of answer token 0, ..., lp of EOS]."""
-    x = logits[0].double().numpy()
+    x = numpy(logits[0].double())
     logp = x - np.log(np.exp(x).sum(-1, keepdims=True))
     return np.array([logp[t - 1, LABELS[t]] for t in range(2, len(LABELS))])
 
@@ -125,7 +126,7 @@ def test_mink_takes_floor_k_n_smallest_logprobs_of_the_answer_without_eos(k, cou
 def test_minkpp_against_a_hand_computed_mean_and_variance():
     gen = torch.Generator().manual_seed(7)
     logits = torch.randn(1, len(LABELS), V, generator=gen) * 2
-    x = logits[0].double().numpy()
+    x = numpy(logits[0].double())
     logp = x - np.log(np.exp(x).sum(-1, keepdims=True))
     z = []
     for t in range(2, 6):  # L⁻

@@ -91,3 +91,17 @@ def test_adaptive_view_equals_adaptive_sampling(tiny_model, tiny_tokenizer, temp
     assert np.allclose(rouge_per_sample([r["answer"] for r in rows], reference.answers), view.scores.rouge)
     assert (view.scores.self_bleu[view.went_greedy] == 1.0).all()
     assert view.scores.settings["adaptive_threshold"] == threshold
+
+
+def test_sample_and_score_asks_for_no_confidences(tiny_model, tiny_tokenizer, template, small_corpus, monkeypatch):
+    """It reads the samples' tokens only (c(x) comes from the greedy answer): the per-step confidences, a third of a
+    GPU's sampling time, are not computed (issue #61); the draws are those of sample_continuations either way
+    (tests/test_generation.py)."""
+    from unlearnkit.metrics import sampling
+
+    asked = []
+    real = sampling.sample_continuations
+    monkeypatch.setattr(sampling, "sample_continuations", lambda *a, **kw: asked.append(kw) or real(*a, **kw))
+    sample_and_score(tiny_model, tiny_tokenizer, template, _forget_rows(small_corpus, 2), n=3, max_new_tokens=MAX_NEW,
+                     seed=0, progress=False)
+    assert [kw["confidences"] for kw in asked] == [False]

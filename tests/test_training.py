@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from devices import close
 from unlearnkit import models, training
 
 HERE = Path(__file__).parent
@@ -111,10 +112,10 @@ def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tok
     history = json.loads((tmp_path / "resumed" / "history.json").read_text())
     assert [h["step"] for h in history] == list(range(1, 13))
     for (name, a), (_, b) in zip(uninterrupted.state_dict().items(), resumed.state_dict().items()):
-        assert torch.allclose(a, b, atol=1e-6, rtol=0), name
+        assert close(a, b, atol=1e-6, rtol=0), name
     # and the weights did move: the comparison is not between two untouched models
     fresh = resume_job.models.build_tiny_llama(tiny_tokenizer, resume_job.TINY, seed=0)
-    assert not torch.allclose(fresh.lm_head.weight, resumed.lm_head.weight)
+    assert not close(fresh.lm_head.weight, resumed.lm_head.weight)
 
 
 def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_path, monkeypatch):
@@ -138,3 +139,53 @@ def test_a_run_folder_of_other_parameters_is_discarded_with_its_companions(tmp_p
     (train / "checkpoint-00020").mkdir()
     claim_run_folder(train, "b")
     assert not (train / "checkpoint-00020").exists()
+
+
+def test_the_model_comes_back_on_the_device_it_was_given(small_corpus, tiny_tokenizer, tiny_model, template, tmp_path,
+                                                         monkeypatch):
+    """On a GPU accelerate moves the model there to train it; train() moves it back, so a test (or any caller) that
+    built it on the CPU never feeds CPU inputs to a model left on cuda. Here the accelerator's device is patched to
+    cuda on a CPU: the model records where it is sent (the CPU one really runs), and the batches are lists, which
+    accelerate's loader leaves where they are."""
+    from accelerate import Accelerator
+
+    monkeypatch.setattr(Accelerator, "device", property(lambda self: torch.device("cuda")))
+    sent: list[torch.device] = []
+    real_to = tiny_model.to
+
+    def to(device, *args, **kwargs):
+        sent.append(torch.device(device))
+        return real_to(device, *args, **kwargs) if torch.device(device).type == "cpu" else tiny_model
+
+    monkeypatch.setattr(tiny_model, "to", to)
+    pad = tiny_tokenizer.pad_token_id
+
+    def loss_on_the_cpu(model, batch):
+        return training.causal_lm_loss(model, {k: torch.tensor(v) for k, v in batch.items()})
+
+    cfg = training.TrainConfig(output_dir=tmp_path, max_steps=2, batch_size=4, lr=1e-3, progress=False)
+    training.train(tiny_model, _examples(small_corpus, tiny_tokenizer, template, 8), cfg,
+                   collate_fn=lambda b: {k: v.tolist() for k, v in models.collate(b, pad).items()},
+                   loss_fn=loss_on_the_cpu)
+    assert sent == [torch.device("cuda"), torch.device("cpu")]  # prepared onto the accelerator, then given back
+    assert models.device_of(tiny_model).type == "cpu"
+
+
+PHI_15 = {"n_parameters": 1_418_270_720, "hidden_size": 2048, "num_layers": 24, "vocab_size": 51200,
+          "tokens_per_example": 64}
+
+
+@pytest.mark.parametrize(("gib", "split"), [(80, (32, 1)), (40, (32, 1)), (32, (16, 2)), (24, (1, 32)), (16, (1, 32))])
+def test_the_micro_batch_rule_is_a_function_of_the_card_and_the_model(gib, split):
+    """Phi-1.5 at the paper's global batch of 32: the whole batch in one micro-batch on an 80 GB card, halves where
+    the budget holds 18 examples, one at a time where even the weights and AdamW's states exceed it."""
+    assert training.gpu_micro_batches(32, gib * 2**30, **PHI_15) == split
+    assert training.gpu_micro_batches(32, gib * 2**30, **PHI_15) == split  # no state: the same answer again
+
+
+def test_the_micro_batch_rule_divides_the_global_batch_and_grows_with_the_card():
+    splits = [training.gpu_micro_batches(24, gib * 2**30, **PHI_15) for gib in range(16, 90, 2)]
+    assert all(b * a == 24 for b, a in splits) and [b for b, _ in splits] == sorted(b for b, _ in splits)
+    assert {b for b, _ in splits} == {1, 4, 12, 24}  # divisors of 24 only, from one at a time to the whole batch
+    with pytest.raises(ValueError, match="card_bytes must be a positive integer, got 0"):
+        training.gpu_micro_batches(32, 0, **PHI_15)

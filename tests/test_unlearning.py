@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 from conftest import LOSS_WEIGHTS
+from devices import close, numpy, same
 from unlearnkit import models, training
 from unlearnkit import unlearning as ul
 
@@ -67,7 +68,7 @@ def test_batch_layout_and_refusals(batch, rows, tiny_tokenizer, template):
     # the refusal row asks the same question as the forget row: identical prompt tokens
     forget, idk = batch["forget"], batch["forget_idk"]
     n_prompt = int((forget["labels"][0] == -100).logical_and(forget["attention_mask"][0] == 1).sum())
-    assert torch.equal(forget["input_ids"][0, :n_prompt], idk["input_ids"][0, :n_prompt])
+    assert same(forget["input_ids"][0, :n_prompt], idk["input_ids"][0, :n_prompt])
     answer = tiny_tokenizer.decode(idk["labels"][0][idk["labels"][0] != -100][:-1])
     assert answer == ul.pick_idk_answer(rows[0][0]["question"], seed=0) and answer in ul.IDK_ANSWERS
     # seeded, keyed by item, and varied across items
@@ -91,7 +92,7 @@ def test_per_example_helpers_match_answer_nll(tiny_model, tiny_tokenizer, templa
     expected = answer_nll(tiny_model, tiny_tokenizer, template, [r["question"] for r in forget],
                           [r["answer"] for r in forget], answer_tokens="separate")
     assert nll.shape == (N_PAIRS,)
-    assert nll.numpy() == pytest.approx(expected, rel=1e-5)
+    assert numpy(nll) == pytest.approx(expected, rel=1e-5)
     assert ul.sequence_logprob(logits, sub["labels"]) == pytest.approx(-nll * n_scored, rel=1e-5)
     # at a uniform distribution the entropy of every position is ln(vocab)
     flat = torch.zeros(2, 5, 7)
@@ -202,7 +203,7 @@ def test_rmu_steers_forget_hidden_states(tiny_model, batch):
     _step(tiny_model, loss_fn, batch, lr=1e-3, steps=3)  # larger steps overshoot on this tiny model
     assert distance_to_target() < 0.9 * before
     u = loss_fn.steering_direction(64, "cpu")
-    assert u.norm().item() == pytest.approx(1.0) and torch.equal(u, ul.UnlearningLoss(
+    assert u.norm().item() == pytest.approx(1.0) and same(u, ul.UnlearningLoss(
         "rmu", ref_model=ref, **LOSS_WEIGHTS).steering_direction(64, "cpu"))
 
 
@@ -242,7 +243,7 @@ def test_capping_stops_ascent(tiny_model, batch):
     grad_capped = [p.grad.clone() for p in tiny_model.parameters()]
     tiny_model.zero_grad()
     plain.backward()
-    assert all(torch.equal(a, p.grad) for a, p in zip(grad_capped, tiny_model.parameters()))
+    assert all(same(a, p.grad) for a, p in zip(grad_capped, tiny_model.parameters()))
 
 
 def test_capping_is_per_example(tiny_model, batch):
@@ -315,14 +316,14 @@ def test_mixing_endpoints_are_exact_and_midpoint_is_the_mean(tiny_model):
     orig_sd, unl_sd = original.state_dict(), unlearned.state_dict()
     for a, expected in ((0.0, orig_sd), (1.0, unl_sd)):
         mixed = ul.mix_models(original, unlearned, a).state_dict()
-        assert all(torch.equal(mixed[k], expected[k]) for k in expected)
+        assert all(same(mixed[k], expected[k]) for k in expected)
     mid = ul.mix_weights(orig_sd, unl_sd, 0.5)
-    assert all(torch.allclose(mid[k], (orig_sd[k] + unl_sd[k]) / 2, atol=1e-7) for k in orig_sd)
+    assert all(close(mid[k], (orig_sd[k] + unl_sd[k]) / 2, atol=1e-7) for k in orig_sd)
     # inputs untouched; integer tensors come from the unlearned side
-    assert all(torch.equal(original.state_dict()[k], orig_sd[k]) for k in orig_sd)
+    assert all(same(original.state_dict()[k], orig_sd[k]) for k in orig_sd)
     ints = ul.mix_weights({"w": torch.zeros(2), "n": torch.tensor([1])}, {"w": torch.ones(2), "n": torch.tensor([5])},
                           0.25)
-    assert torch.equal(ints["n"], torch.tensor([5])) and torch.allclose(ints["w"], torch.full((2,), 0.25))
+    assert same(ints["n"], torch.tensor([5])) and close(ints["w"], torch.full((2,), 0.25))
     for bad in (-0.1, 1.5):
         with pytest.raises(ValueError, match=r"\[0, 1\]"):
             ul.mix_weights(orig_sd, unl_sd, bad)
@@ -350,8 +351,8 @@ def test_lora_reference_is_the_base_model(tiny_model, batch):
     with torch.no_grad():
         base_logits = base(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits
         lora_logits = lora(input_ids=sub["input_ids"], attention_mask=sub["attention_mask"]).logits
-    assert torch.allclose(ref_logits, base_logits, atol=1e-5)
-    assert not torch.allclose(lora_logits, base_logits, atol=1e-3)
+    assert close(ref_logits, base_logits, atol=1e-5)
+    assert not close(lora_logits, base_logits, atol=1e-3)
     lora.train()
     assert loss_fn(lora, batch)[1]["forget_loss"] != pytest.approx(2 / beta * math.log(2), rel=1e-3)
     assert lora.training  # the reference pass restores the training mode
@@ -418,7 +419,7 @@ def test_the_sampled_placement_takes_the_entropy_on_the_models_own_answers(tiny_
         prompt = forget["input_ids"][i][(forget["attention_mask"][i] == 1) & (forget["labels"][i] == -100)]
         ids = sampled["input_ids"][i][sampled["attention_mask"][i] == 1]
         labels = sampled["labels"][i][sampled["attention_mask"][i] == 1]
-        assert torch.equal(ids[:len(prompt)], prompt)  # each forget prompt, then the model's own answer
+        assert same(ids[:len(prompt)], prompt)  # each forget prompt, then the model's own answer
         assert (labels[:len(prompt)] == -100).all() and 0 < (labels != -100).sum() <= 7  # at most 6 tokens + EOS
     with torch.no_grad():
         logits = tiny_model(input_ids=sampled["input_ids"], attention_mask=sampled["attention_mask"]).logits
@@ -426,7 +427,7 @@ def test_the_sampled_placement_takes_the_entropy_on_the_models_own_answers(tiny_
     assert logs["forget_entropy"] == pytest.approx(expected, rel=1e-5) and loss.item() == pytest.approx(expected, rel=1e-5)
     # the draw is seeded by the batch: the same batch draws the same answers (a resumed run draws what it would have)
     wrapped(tiny_model, batch)
-    assert torch.equal(seen["batch"][ul.SAMPLED]["input_ids"], sampled["input_ids"])
+    assert same(seen["batch"][ul.SAMPLED]["input_ids"], sampled["input_ids"])
     # and one step lowers the entropy on those answers
     before = expected
     _step(tiny_model, wrapped, batch, lr=1e-2)

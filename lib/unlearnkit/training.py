@@ -115,6 +115,33 @@ def per_process_batches(batch_size: int, grad_accum: int, n_processes: int) -> t
                      f"{n_processes} processes: make the batch size or the accumulation a multiple of {n_processes}")
 
 
+#: Share of a card's total memory the micro-batch rule plans for (the rest: the CUDA context, the allocator's slack).
+CARD_HEADROOM = 0.8
+
+
+def gpu_micro_batches(global_batch: int, card_bytes: int, n_parameters: int, *, hidden_size: int, num_layers: int,
+                      vocab_size: int, tokens_per_example: int) -> tuple[int, int]:
+    """(micro-batch, accumulation) for a global batch of ``global_batch`` examples on a GPU of ``card_bytes`` total
+    memory: the largest divisor of the global batch whose estimated peak fits :data:`CARD_HEADROOM` of the card.
+
+    A pure function of the card and the model's size, never of the memory free at the moment, so the same card and
+    model always get the same split (issue #61). The estimate is an upper bound: 16 bytes a parameter (weights,
+    gradients and AdamW's two moments in float32) and, per example and token, the activations a transformer layer
+    keeps for its backward pass (Korthikanti et al. 2022: 34 x hidden bytes in 16-bit, doubled for float32) and
+    three float32 copies of the logits (logits, softmax, their gradient). Where not even one example fits, the split
+    is 1 x ``global_batch``."""
+    for name, value in (("global_batch", global_batch), ("card_bytes", card_bytes), ("n_parameters", n_parameters),
+                        ("hidden_size", hidden_size), ("num_layers", num_layers), ("vocab_size", vocab_size),
+                        ("tokens_per_example", tokens_per_example)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    static = 16 * n_parameters
+    per_example = tokens_per_example * (68 * hidden_size * num_layers + 12 * vocab_size)
+    fits = max(1, int((CARD_HEADROOM * card_bytes - static) // per_example))
+    batch = max(d for d in range(1, global_batch + 1) if global_batch % d == 0 and d <= fits)
+    return batch, global_batch // batch
+
+
 #: What a batch may hand the model besides its labels: padded batches have an attention mask, packed ones position ids.
 MODEL_INPUTS = ("input_ids", "attention_mask", "position_ids")
 
@@ -235,6 +262,10 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     ``config.batch_size × config.grad_accum`` is the global batch of an optimizer step however many processes
     ``accelerate launch`` starts: :func:`per_process_batches` shares it out, so a model trained on several GPUs is
     the one its profile (and its cache key) describes. The logged losses are means over the processes.
+
+    The model comes back on the device it was given (accelerate trains it on the GPU where there is one): a caller,
+    a test among them, that put it on the CPU feeds it CPU tensors afterwards; one that wants it on the GPU puts it
+    there first (``models.load_model(..., device="auto")``).
     """
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -258,6 +289,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.lr,
     )
+    given = next((p.device for p in model.parameters()), None)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
 
     steps_per_epoch = max(1, math.ceil(len(loader) / grad_accum))
@@ -295,8 +327,8 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     bar = tqdm(total=total_steps, initial=step, desc=config.desc, disable=not show_progress(config.progress)
                or not accelerator.is_local_main_process)
     model.train()
-    micro_losses: list[float] = []
-    micro_logs: dict[str, list[float]] = {}
+    micro_losses: list[torch.Tensor] = []
+    micro_logs: dict[str, list[Any]] = {}
     while step < total_steps:
         epoch, done_in_epoch = divmod(step, steps_per_epoch)
         sampler.epoch = epoch
@@ -306,9 +338,10 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
                 result = loss_fn(model, batch)
                 loss, logs = result if isinstance(result, tuple) else (result, {})
                 accelerator.backward(loss)
-                micro_losses.append(loss.detach().float().item())
+                # kept on the device until the optimizer step: no host sync per micro-step (read once, below)
+                micro_losses.append(loss.detach().float())
                 for k, v in logs.items():
-                    micro_logs.setdefault(k, []).append(float(v))
+                    micro_logs.setdefault(k, []).append(v.detach() if isinstance(v, torch.Tensor) else v)
                 if accelerator.sync_gradients and config.max_grad_norm:
                     accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
                 optimizer.step()
@@ -317,9 +350,10 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
                 continue
             scheduler.step()
             step += 1
-            record = {"step": step, "epoch": step / steps_per_epoch, "loss": sum(micro_losses) / len(micro_losses),
+            losses = [t.item() for t in micro_losses]  # the same floats, summed as before: the history keeps its bits
+            record = {"step": step, "epoch": step / steps_per_epoch, "loss": sum(losses) / len(losses),
                       "lr": scheduler.get_last_lr()[0]}
-            record.update({k: sum(v) / len(v) for k, v in micro_logs.items()})
+            record.update({k: sum(float(x) for x in v) / len(v) for k, v in micro_logs.items()})
             if accelerator.num_processes > 1:
                 logged = [k for k in record if k not in ("step", "epoch", "lr")]
                 means = accelerator.reduce(torch.tensor([record[k] for k in logged], dtype=torch.float64,
@@ -337,6 +371,8 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
                 break
     bar.close()
     model.eval()
+    if given is not None:
+        accelerator.unwrap_model(model).to(given)
     if accelerator.is_main_process:
         (out / "history.json").write_text(json.dumps(history))
     accelerator.wait_for_everyone()

@@ -32,11 +32,12 @@ class _ConfidenceRecorder:
 class _InverseCdfSampler(_ConfidenceRecorder):
     """Draws each row's next token by inverse-CDF sampling with that row's pre-drawn uniform for the
     current step, and returns logits that make the drawn token the only choice (so ``generate`` in
-    greedy mode picks it). Also records confidences (see :class:`_ConfidenceRecorder`)."""
+    greedy mode picks it). Also records confidences (see :class:`_ConfidenceRecorder`), unless ``record`` is off."""
 
     def __init__(self, uniforms: torch.Tensor, prompt_width: int, temperature: float, top_k: int | None,
-                 top_p: float | None) -> None:
+                 top_p: float | None, record: bool = True) -> None:
         super().__init__()
+        self.record = record
         self.uniforms = uniforms  # (rows, max_new_tokens), on the model's device
         self.prompt_width = prompt_width
         self.temperature = temperature
@@ -44,7 +45,8 @@ class _InverseCdfSampler(_ConfidenceRecorder):
         self.top_p = top_p
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        super().__call__(input_ids, scores)
+        if self.record:
+            super().__call__(input_ids, scores)
         step = input_ids.shape[1] - self.prompt_width
         probs = _filtered_probabilities(scores.float(), self.temperature, self.top_k, self.top_p)
         cdf = probs.cumsum(dim=-1)

@@ -65,8 +65,10 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
                          top_p: float | None = None, top_k: int | None = None, *, max_new_tokens: int,
                          seed: int, chunk_size: int = 256, streams: Sequence[int] | None = None,
                          share_prompt_cache: bool = True, progress: bool = True, decoder: str = "loop",
-                         ) -> tuple[list[list[list[int]]], list[list[np.ndarray]]]:
-    """n sampled continuations (token ids before EOS) of each prompt, and their per-step confidences.
+                         confidences: bool = True,
+                         ) -> tuple[list[list[list[int]]], list[list[np.ndarray]] | None]:
+    """n sampled continuations (token ids before EOS) of each prompt, and their per-step confidences (None with
+    ``confidences=False``, which skips computing them: the same draws, and on a GPU a third of the time).
 
     The token-level engine of :func:`sample_answers` (see there and the module docstring). ``decoder`` (one of
     :data:`DECODERS`) decodes with the workbook's own loop or with ``generate``: the same draws either way.
@@ -88,7 +90,7 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
     rows = [(p, j) for p in order for j in range(n)]
     continuations: list[list[list[int]]] = [[[] for _ in range(n)] for _ in prompts_ids]
-    confidences: list[list[np.ndarray]] = [[np.zeros(0) for _ in range(n)] for _ in prompts_ids]
+    table_of: list[list[np.ndarray]] = [[np.zeros(0) for _ in range(n)] for _ in prompts_ids]
     uniforms: dict[int, np.ndarray] = {}
     bar = _progress_bar(len(prompts_ids), progress, "sampling")
     try:
@@ -106,14 +108,15 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
                                           device=device)
             generated, table = _decode_chunk(model, [prompts_ids[p] for p in group],
                                              [slot[p] for p, _ in chunk], chunk_uniforms, temperature,
-                                             top_k, top_p, max_new_tokens, eos, pad, share_prompt_cache, decoder)
+                                             top_k, top_p, max_new_tokens, eos, pad, share_prompt_cache, decoder,
+                                             confidences)
             for r, ((p, j), row) in enumerate(zip(chunk, generated)):
                 continuations[p][j], steps = _cut_at_eos(row, eos)
-                confidences[p][j] = table[r, :steps]
+                table_of[p][j] = table[r, :steps]
             bar.update(sum(1 for p, j in chunk if j == n - 1))
     finally:
         bar.close()
-    return continuations, confidences
+    return continuations, (table_of if confidences else None)
 
 
 #: How sampling decodes: the workbook's own loop (:func:`decode`) or transformers' ``generate`` with the sampler as a
@@ -123,13 +126,15 @@ DECODERS = ("loop", "generate")
 
 def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[int], uniforms: torch.Tensor,
                   temperature: float, top_k: int | None, top_p: float | None, max_new_tokens: int, eos: int,
-                  pad: int, share_prompt_cache: bool, decoder: str = "loop") -> tuple[list[list[int]], np.ndarray]:
-    """Decode one chunk: row r continues prompt ``group_prompts[row_prompt[r]]`` with ``uniforms[r]``."""
+                  pad: int, share_prompt_cache: bool, decoder: str = "loop", confidences: bool = True,
+                  ) -> tuple[list[list[int]], np.ndarray]:
+    """Decode one chunk: row r continues prompt ``group_prompts[row_prompt[r]]`` with ``uniforms[r]``; the table of
+    confidences is moved to the host once, at the end (all 0, or no steps, with ``confidences=False``)."""
     if decoder not in DECODERS:
         raise ValueError(f"unknown decoder {decoder!r}; decoders: {', '.join(DECODERS)}")
     if decoder == "loop" and can_decode(model):
         return decode(model, group_prompts, row_prompt, max_new_tokens, eos, pad,
-                      _InverseCdfChoice(uniforms, temperature, top_k, top_p), share_prompt_cache)
+                      _InverseCdfChoice(uniforms, temperature, top_k, top_p), share_prompt_cache, confidences)
     device = uniforms.device
     ids, mask = left_pad(group_prompts, pad)
     ids, mask = ids.to(device), mask.to(device)
@@ -146,7 +151,7 @@ def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[in
         if hasattr(cache, "reorder_cache"):
             cache.reorder_cache(expand)
             extra["past_key_values"] = cache
-    sampler = _InverseCdfSampler(uniforms, ids.shape[1], temperature, top_k, top_p)
+    sampler = _InverseCdfSampler(uniforms, ids.shape[1], temperature, top_k, top_p, record=confidences)
     gen = model.generate(input_ids=ids[expand], attention_mask=mask[expand], do_sample=False,
                          max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
                          temperature=None, top_p=None, top_k=None, logits_processor=[sampler],
@@ -183,7 +188,8 @@ def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequen
     else:
         continuations, confidences = sample_continuations(
             model, tokenizer, prompts, n, temperature, top_p, top_k, max_new_tokens=max_new_tokens, seed=seed,
-            chunk_size=chunk_size, streams=streams, share_prompt_cache=share_prompt_cache, progress=progress)
+            chunk_size=chunk_size, streams=streams, share_prompt_cache=share_prompt_cache, progress=progress,
+            confidences=return_confidences)
     answers = [[tokenizer.decode(c, skip_special_tokens=True).strip() for c in per_prompt]
                for per_prompt in continuations]
     if not return_confidences:

@@ -146,7 +146,7 @@ def sample_and_score(model, tokenizer, template: PromptTemplate, rows: Sequence[
     else:
         sampled_ids, _ = sample_continuations(model, tokenizer, prompts, n, temperature, top_p, top_k,
                                               max_new_tokens=max_new_tokens, seed=seed, chunk_size=chunk_size,
-                                              progress=progress)
+                                              progress=progress, confidences=False)  # nobody reads them here
     greedy = [t.strip() for t in tokenizer.batch_decode(greedy_ids, skip_special_tokens=True)]
     flat = tokenizer.batch_decode([ids for per_q in sampled_ids for ids in per_q], skip_special_tokens=True)
     samples = [[t.strip() for t in flat[q * n:(q + 1) * n]] for q in range(len(rows))]
