@@ -10,15 +10,17 @@ import copy
 import numpy as np
 import pytest
 import torch
-from conftest import LOSS_WEIGHTS
+from conftest import LOSS_WEIGHTS, needs
 from devices import close
 from unlearnkit import generation, models, training
 from unlearnkit import unlearning as ul
 from unlearnkit.metrics.tofu import answer_nll
 
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(),
-                                 reason="no CUDA device here: the gpu smoke runs where torch.cuda.is_available()")]
+              needs(torch.cuda.is_available(), "no CUDA device here: the gpu smoke runs where torch.cuda.is_available()",
+                    "the CPU suite, tests/test_training.py::test_the_model_comes_back_on_the_device_it_was_given (a "
+                    "patched cuda device) and tests/test_device_agnostic.py::test_the_helper_compares_on_one_device; "
+                    "unproven on CUDA until a GPU runs it")]
 
 
 def _train(model, examples, collate, tmp_path, **kw):

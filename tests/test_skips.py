@@ -62,6 +62,11 @@ def skip_sites(source: str, file: str, existing: dict[str, set[str]]) -> tuple[d
                                 f"tests/{covering_file}::{test}")
         sites[f"tests/{file}::{owner}"] = cover
 
+    for node in tree.body:  # a module's own mark: every test of the file can skip
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            for call in ast.walk(node.value):
+                if isinstance(call, ast.Call) and _name(call.func) in HELPERS:
+                    check(call, "pytestmark")
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _name(node.func) in BARE and file != "conftest.py":
             problems.append(f"{file}:{node.lineno}: a bare pytest.{_name(node.func)}: use conftest's needs or "
@@ -115,6 +120,7 @@ import pytest
 from conftest import needs, skip_unless, requires_real_tofu
 later = needs(False, "x", "tests/test_skips.py::test_every_skip_names_what_covers_it")
 where = "CI"
+pytestmark = [pytest.mark.slow, needs(False, "a GPU", "CI")]
 
 @later
 def test_a(): pass
@@ -134,9 +140,9 @@ def test_e():
     skip_unless(False, "z", where)
 '''
     sites, problems = skip_sites(planted, "test_planted.py", _existing())
-    assert set(sites) == {f"tests/test_planted.py::{t}" for t in ("test_a", "test_c", "test_e")}
-    assert [p.split(": ", 1)[0] for p in problems] == ["test_planted.py:10", "test_planted.py:13",
-                                                       "test_planted.py:17", "test_planted.py:18",
-                                                       "test_planted.py:21"], problems
+    assert set(sites) == {f"tests/test_planted.py::{t}" for t in ("pytestmark", "test_a", "test_c", "test_e")}
+    assert [p.split(": ", 1)[0] for p in problems] == ["test_planted.py:11", "test_planted.py:14",
+                                                       "test_planted.py:18", "test_planted.py:19",
+                                                       "test_planted.py:22"], problems
     assert "does not exist: tests/test_nowhere.py::test_gone" in problems[1]
     assert "not a literal string" in problems[2] and "names no test and not CI" in problems[4]
