@@ -205,8 +205,8 @@ def test_every_notebook_ran(smoke_runs):
         assert any(name.startswith(source.stem) for name in executed), source.name
 
 
-def test_09_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
-    metrics = json.loads((smoke_runs / "09_findings" / "metrics.json").read_text())
+def test_10_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
+    metrics = json.loads((smoke_runs / "10_findings" / "metrics.json").read_text())
     rows = metrics["findings"]
     # every notebook that wrote metrics, and notebook 02 as a whole: open-unlearning's finding across its runs
     assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-8]*/metrics.json")} | {
@@ -217,14 +217,14 @@ def test_09_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs
     assert all(r["text"].startswith("one seed: ") for r in rows if r["n"]), [r["text"] for r in rows]
     # the profile's findings over its seeds sit beside the seeds' stores
     assert json.loads((smoke_runs.parent / "findings.json").read_text())["findings"] == rows
-    # every notebook's last cell prints its findings on this seed, the outcomes notebook 09 collected
+    # every notebook's last cell prints its findings on this seed, the outcomes notebook 10 collected
     for executed in smoke_runs.glob("0[0-8]_*.ipynb"):
         last = json.loads(executed.read_text())["cells"][-1]
         printed = "".join("".join(o.get("text", "")) for o in last["outputs"])
         mine = [r for r in rows if r["notebook"] == executed.stem]
         assert mine and all(f"outcome:  {r['per_seed'][0]['outcome'].upper()}" in printed for r in mine), \
             executed.name
-    assert (smoke_runs / "figures" / "09_findings_overview.png").exists()
+    assert (smoke_runs / "figures" / "10_findings_overview.png").exists()
 
 
 def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):
@@ -260,7 +260,7 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
 
     out = smoke_report.parent
     expected = {"index.html", report.GLOSSARY_PAGE} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb")
-                                                        if p.stem != "09_findings"} | {
+                                                        if p.stem != "10_findings"} | {
         f"eval-{p.parent.name}.html" for p in smoke_runs.glob("eval/*/eval_model.ipynb")}
     assert any(name.startswith("eval-npo-") for name in expected)
     assert {p.name for p in out.glob("*.html")} == expected
@@ -311,7 +311,7 @@ def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
     assert len(links) >= 10, "the findings table links its figures"
     for page, figure in links:
         assert f'id="fig-{figure}"' in pages[page], f"{page} has no anchor for {figure}"
-        assert not figure.startswith("09_") or page == "index.html"  # the findings notebook is the front page
+        assert not figure.startswith("10_") or page == "index.html"  # the findings notebook is the front page
         assert page == "index.html" or page.startswith(figure[:2]), (page, figure)
 
 
@@ -379,7 +379,7 @@ def test_the_default_report_is_quiet_where_its_runs_are_current(tmp_path):
     from unlearnkit import provenance, report
 
     params = config.Params.load("default")
-    executed = sorted(runs.store(params).glob("0*.ipynb")) if runs.store(params).exists() else []
+    executed = sorted(runs.store(params).glob("[0-9][0-9]_*.ipynb")) if runs.store(params).exists() else []
     cover = ("tests/test_glossary.py::test_every_term_the_default_report_prints_is_in_the_glossary (the default "
              "report's terms, committed) and "
              "tests/test_notebooks.py::test_the_reader_view_is_quiet_and_every_printed_symbol_is_in_the_glossary (smoke)")

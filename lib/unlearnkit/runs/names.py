@@ -14,7 +14,7 @@ LEAKAGE = "05_probabilistic_bounds"
 ENTROPY = "06_entropy_optimisation"
 ALIGNMENT = "07_alignment_toxicity"
 ROBUSTNESS = "08_robustness"
-FINDINGS = "09_findings"
+FINDINGS = "10_findings"
 #: Which notebook makes a saved model, by the model's name: unlearned-* come from notebook 02, the rest from 01.
 UNLEARNED_PREFIX = "unlearned-"
 
