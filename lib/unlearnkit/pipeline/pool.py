@@ -108,16 +108,16 @@ def pool_models(params: Params) -> dict[str, Path]:
     source = corpus(params)
     retain_name = runs.retain_model(params, params.forget_split)
     retain_folder = runs.model_dir(params, retain_name)
-    retain = None
+    retain = None if models.is_saved_model(retain_folder) else finetuned_model(params, retain_name)
+    identity = runs.model_identity(retain_folder)  # notebook 01's retain model, loaded only if a run must train
     for variant in dict.fromkeys(m.variant for m in plan):
         rows = pool_rows(params, variant, source)
         for lr in dict.fromkeys(m.lr for m in plan if m.variant == variant):
             members = [m for m in plan if m.variant == variant and m.lr == lr]
-            retain = retain or finetuned_model(params, retain_name)  # cached by notebook 01
-            identity = runs.model_identity(retain_folder)
             keys = {m.epochs: _key(params, identity, rows, m) for m in members}
             if all(_cached(runs.model_dir(params, m.name), keys[m.epochs]) for m in members):
                 continue
+            retain = retain or finetuned_model(params, retain_name)
             with _trains(params, f"pool-{variant}-lr{lr:g}"):
                 _train_run(params, retain, rows, members, keys)
     return {m.name: runs.model_dir(params, m.name) for m in plan}
