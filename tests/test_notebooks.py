@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import skip_unless
 from notebook_checks import check_03, check_04, check_05, check_06, check_07
@@ -197,6 +198,30 @@ def test_runner_eval_of_the_workbooks_npo_model_gets_the_numbers_its_notebooks_s
     schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
     assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []  # the notebooks' schema
     assert not (paths.ROOT / "results" / "smoke").exists()  # an evaluation is never mirrored into results/
+
+
+def test_09_metric_trust(smoke_runs):
+    """The P/N pool in the run store, the faithfulness of every pool metric, robustness from 08, leak@k of every model
+    notebook 05 sampled, and both figures."""
+    from unlearnkit.studies import metric_trust
+
+    metrics = json.loads((smoke_runs / "09_metric_trust" / "metrics.json").read_text())
+    assert set(metrics) == {"pool", "meta_evaluation", "leak_at_k", "meta"}
+    assert metrics["meta"]["pool_sizes"] == {"P": 2, "N": 2} and metrics["meta"]["quantisation"] == "nf4"
+    for name, row in metrics["pool"].items():
+        assert (smoke_runs / "models" / name / "config.json").exists() and row["side"] in ("P", "N")
+    table = metrics["meta_evaluation"]
+    assert set(table) == set(metric_trust.POOL_METRICS)
+    assert all(0 <= row["faithfulness"] <= 1 for row in table.values())
+    assert all(row["R symmetric"] is not None for m, row in table.items() if m in metric_trust.ROBUST_METRICS
+               and row["R left out symmetric"] < row["models"])
+    sampled = json.loads((smoke_runs / "05_probabilistic_bounds" / "per_item.json").read_text())
+    assert set(metrics["leak_at_k"]) == set(sampled)
+    for name, curve in metrics["leak_at_k"].items():  # leak@1 is the stored leak rate, and the curve never falls
+        assert curve["leak_at_k"][0] == pytest.approx(np.mean(sampled[name]["leak_rate"]))
+        assert all(a <= b + 1e-12 for a, b in zip(curve["leak_at_k"], curve["leak_at_k"][1:]))
+    for figure in ("table", "leak_at_k"):
+        assert (smoke_runs / "figures" / f"09_metric_trust_{figure}.png").stat().st_size > 1000
 
 
 def test_every_notebook_ran(smoke_runs):

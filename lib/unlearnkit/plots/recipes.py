@@ -188,7 +188,7 @@ def _is_namedtuple_class(cls: type) -> bool:
 PLOT_MODULES = ("unlearnkit.plots", "unlearnkit.plots.alignment", "unlearnkit.plots.calibration",
                 "unlearnkit.plots.corpus", "unlearnkit.plots.curves", "unlearnkit.plots.drawing",
                 "unlearnkit.plots.entropy", "unlearnkit.plots.formats", "unlearnkit.plots.leakage",
-                "unlearnkit.plots.recovery", "unlearnkit.plots.seeds", "unlearnkit.plots.style",
+                "unlearnkit.plots.recovery", "unlearnkit.plots.seeds", "unlearnkit.plots.style", "unlearnkit.plots.trust",
                 "unlearnkit.plots.unlearning_runs", "unlearnkit.plots.verdicts")
 
 
