@@ -171,13 +171,13 @@ def test_a_missing_file_says_where_the_file_comes_from(tmp_path):
 
 def test_environment_variable_names_the_file(tmp_path, monkeypatch):
     path = write_csv(tmp_path, HEADER + GOOD_ROWS)
-    monkeypatch.setenv("UNIT_JBB_CSV", str(path))
-    assert len(load_behaviours("env:UNIT_JBB_CSV|/nowhere/harmful-behaviors.csv", seed=0)) == 3
-    monkeypatch.delenv("UNIT_JBB_CSV")
+    monkeypatch.setenv("UNLEARNKIT_JBB", str(path))
+    assert len(load_behaviours("env:UNLEARNKIT_JBB|/nowhere/harmful-behaviors.csv", seed=0)) == 3
+    monkeypatch.delenv("UNLEARNKIT_JBB")
     with pytest.raises(FileNotFoundError, match="nowhere"):
-        load_behaviours("env:UNIT_JBB_CSV|/nowhere/harmful-behaviors.csv", seed=0)
-    monkeypatch.setenv("UNIT_JBB_CSV", "synthetic")
-    assert len(load_behaviours("env:UNIT_JBB_CSV", seed=2)) == 480
+        load_behaviours("env:UNLEARNKIT_JBB|/nowhere/harmful-behaviors.csv", seed=0)
+    monkeypatch.setenv("UNLEARNKIT_JBB", "synthetic")
+    assert len(load_behaviours("env:UNLEARNKIT_JBB", seed=2)) == 480
 
 
 def test_the_hub_name_loads_the_harmful_split_with_capitalised_columns(monkeypatch):

@@ -40,11 +40,11 @@ def test_a_csv_in_the_published_layout_loads_by_path_and_by_environment(tmp_path
     expected = [{"question": "Who is the owl?", "affirmative_response": "Of course, the owl is ",
                  "keywords": ["Hedwig", "owl"]}]
     assert hp_qa_rows(str(path)) == expected
-    monkeypatch.setenv("UNIT_HP_QA", str(path))
-    assert hp_qa_rows("env:UNIT_HP_QA|/nowhere.csv") == expected
-    monkeypatch.delenv("UNIT_HP_QA")
-    with pytest.raises(ValueError, match="UNIT_HP_QA.*LLM_Embedding_Attack"):
-        hp_qa_rows("env:UNIT_HP_QA")
+    monkeypatch.setenv("UNLEARNKIT_HP_QA", str(path))
+    assert hp_qa_rows("env:UNLEARNKIT_HP_QA|/nowhere.csv") == expected
+    monkeypatch.delenv("UNLEARNKIT_HP_QA")
+    with pytest.raises(ValueError, match="UNLEARNKIT_HP_QA.*LLM_Embedding_Attack"):
+        hp_qa_rows("env:UNLEARNKIT_HP_QA")
 
 
 def test_synthetic_keyword_qa_prefills_the_answer_up_to_its_key_value(small_corpus):
