@@ -132,7 +132,17 @@ def test_what_is_not_a_run_is_refused_in_one_line(params_dir):
 def test_the_runner_sets_the_runs_whole_as_before(capsys):
     import yaml
 
-    assert runner.main(["params", "--profile", "smoke", "--set", "method_settings={x: {method: ga}}"]) == 0
+    # --set replaces method_settings whole: the profile's own named runs are gone, so runner params, which checks as
+    # plan does (#59), refuses the run lists that still name them; with those lists set too it prints the whole set
+    with pytest.raises(SystemExit) as refused:
+        runner.main(["params", "--profile", "smoke", "--set", "method_settings={x: {method: ga}}"])
+    assert refused.value.code == 2
+    assert "unknown unlearning run 'npo_eo'" in capsys.readouterr().err
+    lists = {key: [] for key in ("regime_runs", "eo_table_runs", "eo_regime_runs", "interference_runs")}
+    argv = ["params", "--profile", "smoke", "--set", "method_settings={x: {method: ga}}", "--set", "methods=[x]"]
+    argv += [word for key in lists for word in ("--set", f"{key}=[]")]
+    assert runner.main(argv) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["method_settings"] == {"x": {"method": "ga"}}
-    assert printed == dict(config.Params.load("smoke", method_settings={"x": {"method": "ga"}}))
+    assert printed == dict(config.Params.load("smoke", method_settings={"x": {"method": "ga"}}, methods=["x"], **lists))
+    assert config.Params.load("smoke", method_settings={"x": {"method": "ga"}})["method_settings"] == {"x": {"method": "ga"}}

@@ -147,7 +147,7 @@ def test_the_runner_marks_a_seed_while_its_notebooks_run_never_while_the_finding
     for module in (runner.cli, runner.seeds):  # where runner run and runner seed find them
         monkeypatch.setattr(module, "plan", lambda target, profile, overrides, skip=(): runner.Plan(
             [n for n in notebooks if n.stem not in skip], params, {}, []))
-        monkeypatch.setattr(module, "prepare_stand_ins", lambda params: None)
+        monkeypatch.setattr(module, "prepare_stand_ins", lambda params, *checks: None)
         monkeypatch.setattr(module, "run", lambda notebook, *a, **k: seen.setdefault(notebook.stem,
                                                                                      runs.in_progress("default", 2)))
     assert runner.main(["all", "--set", "seed=2"]) == 0

@@ -14,7 +14,7 @@ import yaml
 from .. import config
 from ..parameters_cell import cell_keys as _cell_keys
 from ..parameters_cell import own_parameters
-from . import door
+from .door import CHECKS, Check, before_kernel
 from .lines import Refused, _shown
 from .notebooks import find_notebook, source_notebooks
 
@@ -93,16 +93,16 @@ def plan(target: str, profile: str, overrides: dict[str, Any], skip: tuple[str, 
     return Plan(notebooks, params, own, sorted(profile_keys))
 
 
-def prepare_stand_ins(params: config.Params, checks: Sequence[door.Check] = door.CHECKS) -> None:
+def prepare_stand_ins(params: config.Params, checks: Sequence[Check] = CHECKS) -> None:
     """Build the stand-in models a profile names (``paper-dry``) before its notebooks look for them, then the one
-    check before any kernel (:func:`door.before_kernel`: what the notebooks will load, every problem at once)."""
+    check before any kernel (:func:`.door.before_kernel`: what the notebooks will load, every problem at once)."""
     from .. import pipeline
 
     built = pipeline.build_stand_ins(params)
     if built:
         print(f"[{params.profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
               flush=True)
-    door.before_kernel(params, checks)  # once the stand-ins exist
+    before_kernel(params, checks)  # once the stand-ins exist
 
 
 def _override(text: str) -> tuple[str, Any]:

@@ -7,8 +7,8 @@ import sys
 import time
 
 from .. import config, runs
-from . import door
 from .checks import _overrides, profile_params
+from .door import before_kernel, run_store
 from .lines import _label, _shown
 
 
@@ -35,5 +35,5 @@ def redraw_figures(params: config.Params) -> int:
 
 def _cmd_figures(args: argparse.Namespace) -> int:
     params = profile_params(args.profile, _overrides(args))
-    door.before_kernel(params, (door.run_store,))  # a seed folder linked out of the store: one line
+    before_kernel(params, (run_store,))  # a seed folder linked out of the store: one line
     return redraw_figures(params)

@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from .. import config, paths
-from . import door
 from .checks import _overrides, checked_params, plan, prepare_stand_ins
+from .door import AGGREGATE_CHECKS, before_kernel
 from .execute import DEFAULT_TIMEOUT_S, run
 from .lines import Refused, _label, _shown
 
@@ -101,7 +101,7 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
     from .. import runs
 
     checked = plan(runs.FINDINGS[:2], profile, overrides)
-    door.before_kernel(checked.params, door.AGGREGATE_CHECKS)
+    before_kernel(checked.params, AGGREGATE_CHECKS)
     try:
         run(checked.notebooks[0], checked.params, checked.own, timeout, checked.changed)
     except PapermillExecutionError as exc:
