@@ -188,7 +188,7 @@ def test_runner_eval_of_the_workbooks_npo_model_gets_the_numbers_its_notebooks_s
     for part in ("forget", "retain", "real_authors", "world_facts", "summary"):
         assert model[part] == stored["02_unlearning_npo"]["npo"][part], part
     assert model["formats"] == stored["04_format_eval"]["npo"]
-    assert model["relearned"] == stored["08_robustness"]["npo"]["relearned"]
+    assert model["relearned"] == pytest.approx(stored["08_robustness"]["npo"]["relearned"], rel=1e-6)  # relearning: 1e-9 apart seen
     assert model["attacked forget"] == stored["08_robustness"]["npo"]["forget"]
     assert reference["sampled"] == stored["05_probabilistic_bounds"]["retain90"]["forget"]
     assert got["meta"]["evaluated"]["suites"] == ["tofu", "leakage", "formats", "attacks"]
