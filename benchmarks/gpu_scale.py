@@ -15,7 +15,12 @@ ratio to ``generate()``, and PASS / FAIL against the issue's targets: fine-tunin
 the rule at least 5x the 4 x 8 tokens/s, and the sampler at least 1.5x ``generate()`` at the paper profile's
 settings (1,024 samples per question, up to 100 new tokens; chunk 256 and the larger chunk). On a CPU (``--small``)
 the verdicts are printed for the record only: the targets are a GPU's. Also printed: the device, torch's version, the
-dtype and the TF32 policy, and whether vLLM is installed (it is measured only where it is: not yet written here).
+dtype and the TF32 policy, and whether vLLM is installed; where it is, ``generation.vllm_sample_answers`` on the
+stand-in saved to a folder is measured too (the real competitor on a GPU). ``--json OUT`` writes every figure, the
+device, the policy, the splits and chunks and the verdicts to OUT as well.
+
+The sampler is measured at chunk 256 and at ``generation.gpu_chunk_size``'s chunk for the card (on a CPU: all
+samples at once); the fine-tuning at 4 x 8 as configured (``micro_batches="given"``) and at the rule's split.
 
 The synthetic corpus (45 tokens per Q&A, as the issue's table) trains the stand-in's tokenizer; the model is random,
 so sampled answers run to ``max_new_tokens``: the sampler's worst case and the one the issue measured.
@@ -27,11 +32,13 @@ import argparse
 import contextlib
 import copy
 import importlib.util
+import json
 import os
 import resource
 import sys
 import tempfile
 import time
+from typing import Any
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -60,7 +67,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=None, help="samples per question (paper: 1024)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="(paper: 100)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="OUT", default=None, help="also write every figure and verdict to OUT as JSON")
     args = p.parse_args(argv)
+    if args.json is not None:
+        folder = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(folder) or os.path.isdir(args.json):
+            p.error(f"--json {args.json}: not a file in an existing folder")
     small = args.small
     for name, (if_small, otherwise) in {"steps": (1, 6), "samples": (8, 1024), "max_new_tokens": (6, 100)}.items():
         if getattr(args, name) is None:
@@ -131,7 +143,7 @@ def train_rate(model, examples, collate, loss_fn, batch: int, accum: int, steps:
 
     work = copy.deepcopy(model)
     cfg = training.TrainConfig(output_dir=tempfile.mkdtemp(prefix="gpu-scale-train-"), max_steps=steps,
-                               batch_size=batch, grad_accum=accum, lr=1e-5, progress=False)
+                               batch_size=batch, grad_accum=accum, lr=1e-5, progress=False, micro_batches="given")
     with Peak(device) as peak:
         _sync(device)
         start = time.perf_counter()
@@ -175,6 +187,19 @@ def sample_rate(model, prompts, n: int, chunk: int, max_new_tokens: int, tokeniz
     return {"samples/s": sum(len(p) for p in ids) / seconds, "seconds": seconds, "peak GiB": peak.gib}
 
 
+def vllm_rate(model, tokenizer, template, questions, n: int, max_new_tokens: int, seed: int) -> dict[str, float]:
+    """samples/s of ``generation.vllm_sample_answers`` on the stand-in saved to a folder (engine start excluded)."""
+    folder = tempfile.mkdtemp(prefix="gpu-scale-vllm-")
+    models.save_model(model, tokenizer, folder, template)
+    engine = generation.vllm_engine(folder, seed, "bfloat16", gpu_memory_utilization=0.3)
+    with Peak(torch.device("cpu")) as peak:
+        start = time.perf_counter()
+        answers = generation.vllm_sample_answers(engine, template, questions, n, max_new_tokens=max_new_tokens,
+                                                 seed=seed, progress=False)
+        seconds = time.perf_counter() - start
+    return {"samples/s": sum(len(a) for a in answers) / seconds, "seconds": seconds, "peak GiB": peak.gib}
+
+
 def score_rate(model, encoded, pad: int, device) -> dict[str, float]:
     tokens = sum(len(e["input_ids"]) for e in encoded)
     with Peak(device) as peak:
@@ -190,15 +215,18 @@ def verdict(ratio: float, target: float) -> str:
     return "PASS" if ratio >= target else "FAIL"
 
 
-def run(args) -> dict[str, dict[str, float]]:
+def run(args) -> dict[str, Any]:
     device = torch.device("cuda" if torch.cuda.is_available() and not args.small else "cpu")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # bfloat16 weights: TF32 touches only float32 side computations
     source, tokenizer, model = build(args, device)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"device {torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}; torch {torch.__version__}; "
-          f"dtype {next(model.parameters()).dtype}; TF32 matmul {torch.backends.cuda.matmul.allow_tf32}; "
-          f"{n_params / 1e6:.2f} M parameters; vLLM {'installed' if importlib.util.find_spec('vllm') else 'absent'}")
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    info = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "torch": torch.__version__,
+            "dtype": str(next(model.parameters()).dtype), "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+            "tf32_cudnn": torch.backends.cudnn.allow_tf32, "parameters": n_params, "vllm": has_vllm}
+    print(f"device {info['device']}; torch {info['torch']}; dtype {info['dtype']}; TF32 matmul "
+          f"{info['tf32_matmul']}; {n_params / 1e6:.2f} M parameters; vLLM {'installed' if has_vllm else 'absent'}")
     template = models.get_template("phi")  # Phi-1.5's own prompt
     rows = source.load("full")
     pad = models.pad_token_id(tokenizer)
@@ -213,6 +241,7 @@ def run(args) -> dict[str, dict[str, float]]:
     chosen = training.gpu_micro_batches(32, card, n_params, **sizes)
     print(f"the micro-batch rule on a {card / 2**30:.0f} GiB card: {chosen[0]} x {chosen[1]} "
           f"(Phi-1.5's size on 80 GiB: {' x '.join(map(str, phi_15_split(sizes['tokens_per_example'])))})")
+    info.update(card_bytes=card, split=list(chosen), tokens_per_example=sizes["tokens_per_example"])
     model.train()
     for batch, accum in dict.fromkeys(((4, 8), chosen)):
         results[f"fine-tune {batch} x {accum}"] = train_rate(model, examples, lambda b: models.collate(b, pad),
@@ -226,19 +255,36 @@ def run(args) -> dict[str, dict[str, float]]:
     model.eval()
     results["score (encoded_nll, batch 16)"] = score_rate(model, encoded[:32 if args.small else 256], pad, device)
     prompts = [models.encode_prompt(tokenizer, template, r["question"]) for r in forget[: args.questions]]
-    chunks = sorted({min(256, args.samples), args.samples})
+    if device.type == "cuda":
+        rule = generation.chunk_for(model, None, args.samples * len(prompts),
+                                    max(len(p) for p in prompts) + args.max_new_tokens)
+    else:
+        rule = args.samples  # a CPU's stand-in for the rule: all samples of a question at once
+    chunks = sorted({min(256, args.samples), rule})
+    info["chunks"] = chunks
     for chunk in chunks:
         results[f"generate() chunk {chunk}"] = generate_rate(model, prompts, args.samples, chunk,
                                                              args.max_new_tokens, tokenizer, device)
         for conf in (True, False):
             results[f"sampler chunk {chunk} {'with' if conf else 'without'} confidences"] = sample_rate(
                 model, prompts, args.samples, chunk, args.max_new_tokens, tokenizer, device, conf, args.seed)
-    report(results, n_params, chunks, chosen, small=args.small)
-    return results
+    if has_vllm and device.type == "cuda":
+        try:
+            results["vLLM"] = vllm_rate(model, tokenizer, template, [r["question"] for r in forget[: args.questions]],
+                                        args.samples, args.max_new_tokens, args.seed)
+        except Exception as error:  # a benchmark: say why, measure the rest
+            print(f"vLLM not measured: {type(error).__name__}: {error}".splitlines()[0])
+    verdicts = report(results, n_params, chunks, chosen, small=args.small)
+    out = {"info": info, "results": results, "verdicts": verdicts}
+    if args.json is not None:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
 
 
 def report(results: dict[str, dict[str, float]], n_params: int, chunks: list[int], chosen: tuple[int, int],
-           small: bool) -> None:
+           small: bool) -> list[dict[str, Any]]:
+    verdicts: list[dict[str, Any]] = []
     for name, r in results.items():
         parts = [f"{name:<42}"]
         if "tokens/s" in r:
@@ -253,6 +299,8 @@ def report(results: dict[str, dict[str, float]], n_params: int, chunks: list[int
     ratio = results[f"fine-tune {split}"]["tokens/s"] / results["fine-tune 4 x 8"]["tokens/s"]
     target = TARGETS["fine-tuning at the rule's split / 4 x 8 tokens/s"]
     print(f"target fine-tuning {split} / 4 x 8 = {ratio:.2f}x (>= {target}x): {verdict(ratio, target)}{note}")
+    verdicts.append({"what": f"fine-tuning {split} / 4 x 8", "ratio": ratio, "target": target,
+                     "verdict": verdict(ratio, target)})
     target = TARGETS["sampler / generate() samples/s"]
     for chunk in chunks:
         base = results[f"generate() chunk {chunk}"]["samples/s"]
@@ -260,6 +308,12 @@ def report(results: dict[str, dict[str, float]], n_params: int, chunks: list[int
             ratio = results[f"sampler chunk {chunk} {conf} confidences"]["samples/s"] / base
             print(f"target sampler chunk {chunk} {conf} confidences / generate() = {ratio:.2f}x (>= {target}x): "
                   f"{verdict(ratio, target)}{note}")
+            verdicts.append({"what": f"sampler chunk {chunk} {conf} confidences / generate()", "ratio": ratio,
+                             "target": target, "verdict": verdict(ratio, target)})
+    if "vLLM" in results:
+        ratio = results["vLLM"]["samples/s"] / results[f"generate() chunk {chunks[-1]}"]["samples/s"]
+        print(f"vLLM / generate() chunk {chunks[-1]} = {ratio:.2f}x (for the record)")
+    return verdicts
 
 
 def main(argv: list[str] | None = None) -> int:

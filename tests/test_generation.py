@@ -236,3 +236,29 @@ def test_a_generation_config_beyond_plain_decoding_goes_through_generate(tiny_mo
         assert penalised == [r[: r.index(eos)] if eos in r else r for r in expected]
     finally:
         tiny_model.generation_config.repetition_penalty = 1.0
+
+
+PHI_15_SAMPLING = {"n_parameters": 1_418_270_720, "num_layers": 24, "kv_width": 2048, "vocab_size": 51200,
+                   "max_tokens": 140, "dtype_bytes": 2}
+
+
+@pytest.mark.parametrize(("gib", "rows", "chunk"), [(140, 2048, 2048), (80, 2048, 1024), (16, 2048, 128), (2, 2048, 1),
+                                                    (80, 300, 300)])
+def test_the_gpu_chunk_rule_is_a_function_of_the_card_the_model_and_the_request(gib, rows, chunk):
+    """Phi-1.5 in bfloat16 sampling 2 x 1,024 answers of up to 100 new tokens: all at once on an H200, 1,024 on 80
+    GiB, fewer as the card shrinks (a power of two), never more than the rows to draw."""
+    from unlearnkit.generation import gpu_chunk_size
+
+    assert gpu_chunk_size(gib * 2**30, rows=rows, **PHI_15_SAMPLING) == chunk
+    with pytest.raises(ValueError, match="rows must be a positive integer, got 0"):
+        gpu_chunk_size(gib * 2**30, rows=0, **PHI_15_SAMPLING)
+
+
+def test_no_chunk_named_is_256_on_a_cpu_with_the_same_draws(tiny_model, tiny_tokenizer):
+    from unlearnkit.generation import CPU_CHUNK, chunk_for, sample_continuations
+
+    assert CPU_CHUNK == 256 and chunk_for(tiny_model, None, 10_000, 50) == 256 and chunk_for(tiny_model, 8, 10, 5) == 8
+    prompts = [[5, 6, 7], [8, 9]]
+    kw = {"max_new_tokens": 6, "seed": 1, "progress": False}
+    assert sample_continuations(tiny_model, tiny_tokenizer, prompts, 300, **kw)[0] == \
+        sample_continuations(tiny_model, tiny_tokenizer, prompts, 300, chunk_size=256, **kw)[0]

@@ -150,6 +150,7 @@ def test_the_model_comes_back_on_the_device_it_was_given(small_corpus, tiny_toke
     from accelerate import Accelerator
 
     monkeypatch.setattr(Accelerator, "device", property(lambda self: torch.device("cuda")))
+    monkeypatch.setattr(training, "card_bytes", lambda device: 80 * 2**30)  # the micro-batch rule reads the card
     sent: list[torch.device] = []
     real_to = tiny_model.to
 
@@ -164,9 +165,10 @@ def test_the_model_comes_back_on_the_device_it_was_given(small_corpus, tiny_toke
         return training.causal_lm_loss(model, {k: torch.tensor(v) for k, v in batch.items()})
 
     cfg = training.TrainConfig(output_dir=tmp_path, max_steps=2, batch_size=4, lr=1e-3, progress=False)
-    training.train(tiny_model, _examples(small_corpus, tiny_tokenizer, template, 8), cfg,
-                   collate_fn=lambda b: {k: v.tolist() for k, v in models.collate(b, pad).items()},
-                   loss_fn=loss_on_the_cpu)
+    result = training.train(tiny_model, _examples(small_corpus, tiny_tokenizer, template, 8), cfg,
+                            collate_fn=lambda b: {k: v.tolist() for k, v in models.collate(b, pad).items()},
+                            loss_fn=loss_on_the_cpu)
+    assert result.micro_batch["batch_size"] == 4 and result.micro_batch["card_bytes"] == 80 * 2**30  # the GPU chose
     assert sent == [torch.device("cuda"), torch.device("cpu")]  # prepared onto the accelerator, then given back
     assert models.device_of(tiny_model).type == "cpu"
 
@@ -189,3 +191,110 @@ def test_the_micro_batch_rule_divides_the_global_batch_and_grows_with_the_card()
     assert {b for b, _ in splits} == {1, 4, 12, 24}  # divisors of 24 only, from one at a time to the whole batch
     with pytest.raises(ValueError, match="card_bytes must be a positive integer, got 0"):
         training.gpu_micro_batches(32, 0, **PHI_15)
+
+
+def _card_for(model, examples, fits: int) -> int:
+    """A card's total memory on which the micro-batch rule fits exactly ``fits`` examples of ``examples``."""
+    c = model.config
+    static = 16 * sum(p.numel() for p in model.parameters())
+    per_example = training.tokens_per_example(examples) * (68 * c.hidden_size * c.num_hidden_layers
+                                                           + 12 * c.vocab_size)
+    return int((static + (fits + 0.5) * per_example) / training.CARD_HEADROOM)
+
+
+def _on_a_patched_gpu(monkeypatch, card: int) -> None:
+    """The training loop runs on the CPU, but chooses its micro-batches as on a CUDA card of ``card`` bytes."""
+    real = training.choose_micro_batches
+    monkeypatch.setattr(training, "card_bytes", lambda device: card)
+    monkeypatch.setattr(training, "choose_micro_batches",
+                        lambda model, examples, b, a, device, how="auto": real(model, examples, b, a,
+                                                                             torch.device("cuda"), how))
+
+
+def _fit(model, examples, pad, out, **kw):
+    cfg = training.TrainConfig(output_dir=out, lr=1e-3, progress=False, schedule="constant", **kw)
+    return training.train(model, examples, cfg, collate_fn=lambda b: models.collate(b, pad))
+
+
+def test_a_gpu_splits_the_global_batch_by_the_rule_and_records_it(small_corpus, tiny_tokenizer, tiny_model, template,
+                                                                   tmp_path, monkeypatch):
+    """On a (patched) card that holds 2 examples, 8 x 1 trains as 2 x 4 with each micro-batch weighted by its answer
+    tokens: the same update as 8 x 1 on the CPU up to rounding; the split is in the result and trainer_state.json,
+    and absent from a CPU run's."""
+    import copy
+
+    examples = _examples(small_corpus, tiny_tokenizer, template, 16)
+    pad = tiny_tokenizer.pad_token_id
+    on_cpu = copy.deepcopy(tiny_model)
+    plain = _fit(on_cpu, examples, pad, tmp_path / "cpu", max_steps=2, batch_size=8, checkpoint_every=1)
+    assert plain.micro_batch is None
+    state = json.loads((training.latest_checkpoint(tmp_path / "cpu") / "trainer_state.json").read_text())
+    assert "micro_batch" not in state
+
+    _on_a_patched_gpu(monkeypatch, _card_for(tiny_model, examples, fits=2))
+    on_gpu = copy.deepcopy(tiny_model)
+    split = _fit(on_gpu, examples, pad, tmp_path / "gpu", max_steps=2, batch_size=8, checkpoint_every=1)
+    assert {k: split.micro_batch[k] for k in ("batch_size", "grad_accum", "configured")} == \
+        {"batch_size": 2, "grad_accum": 4, "configured": [8, 1]}
+    state = json.loads((training.latest_checkpoint(tmp_path / "gpu") / "trainer_state.json").read_text())
+    assert state["micro_batch"] == split.micro_batch
+    assert [h["loss"] for h in split.history] == pytest.approx([h["loss"] for h in plain.history], rel=1e-5)
+    for (name, a), b in zip(on_cpu.named_parameters(), on_gpu.parameters(), strict=True):
+        assert close(a, b, atol=2e-5, rtol=1e-4), name
+    assert not close(tiny_model.lm_head.weight, on_gpu.lm_head.weight)  # and it did train
+
+
+def test_accumulation_weights_micro_batches_by_their_tokens(small_corpus, tiny_tokenizer, tiny_model, template,
+                                                            tmp_path):
+    """8 x 1, 4 x 2 and 1 x 8 as configured (no GPU rule): one update up to rounding, the micro-batches holding
+    different numbers of answer tokens; an unweighted mean of per-micro-batch means would differ."""
+    import copy
+
+    examples = _examples(small_corpus, tiny_tokenizer, template, 8)
+    counts = [int(training.micro_batch_weight(models.collate([e], tiny_tokenizer.pad_token_id))) for e in examples]
+    assert len(set(counts)) > 1  # the examples' answers differ in length: the weighting is tested
+    pad = tiny_tokenizer.pad_token_id
+    models_, results = [], []
+    for batch, accum in ((8, 1), (4, 2), (1, 8)):
+        m = copy.deepcopy(tiny_model)
+        results.append(_fit(m, examples, pad, tmp_path / f"{batch}x{accum}", max_steps=1, batch_size=batch,
+                            grad_accum=accum, micro_batches="given"))
+        models_.append(m)
+    assert all(r.micro_batch is None for r in results)
+    assert results[1].history[0]["loss"] == pytest.approx(results[0].history[0]["loss"], rel=1e-5)
+    assert results[2].history[0]["loss"] == pytest.approx(results[0].history[0]["loss"], rel=1e-5)
+    for m in models_[1:]:
+        for (name, a), b in zip(models_[0].named_parameters(), m.parameters(), strict=True):
+            assert close(a, b, atol=2e-5, rtol=1e-4), name
+
+
+def test_a_resume_on_another_split_stays_aligned(small_corpus, tiny_tokenizer, tiny_model, template, tmp_path,
+                                                 monkeypatch):
+    """Two steps split 2 x 4 by a (patched) GPU, then resumed on the CPU as 8 x 1: the same examples in each step
+    as four uninterrupted 8 x 1 steps (skipping counts the resumed split's micro-batches), the same weights."""
+    import copy
+
+    examples = _examples(small_corpus, tiny_tokenizer, template, 16)
+    pad = tiny_tokenizer.pad_token_id
+    straight = copy.deepcopy(tiny_model)
+    _fit(straight, examples, pad, tmp_path / "straight", max_steps=4, batch_size=8)
+    with monkeypatch.context() as patched:
+        _on_a_patched_gpu(patched, _card_for(tiny_model, examples, fits=2))
+        first = copy.deepcopy(tiny_model)
+        _fit(first, examples, pad, tmp_path / "resumed", max_steps=2, batch_size=8, checkpoint_every=1,
+             keep_checkpoints=2)
+    assert training.latest_checkpoint(tmp_path / "resumed").name == "checkpoint-1"  # none at the last step
+    resumed_model = copy.deepcopy(tiny_model)
+    resumed = _fit(resumed_model, examples, pad, tmp_path / "resumed", max_steps=4, batch_size=8)
+    assert resumed.resumed_from == 1 and [h["step"] for h in resumed.history] == [1, 2, 3, 4]
+    for (name, a), b in zip(straight.named_parameters(), resumed_model.parameters(), strict=True):
+        assert close(a, b, atol=2e-5, rtol=1e-4), name
+
+
+def test_a_pair_batch_weighs_its_examples():
+    pair = {"forget": {"input_ids": torch.zeros(3, 5), "labels": torch.zeros(3, 5)},
+            "retain": {"input_ids": torch.zeros(3, 7), "labels": torch.zeros(3, 7)}}
+    assert training.micro_batch_weight(pair) == 3
+    labels = torch.tensor([[-100, -100, 4, 5], [-100, 6, 7, -100]])
+    assert int(training.micro_batch_weight({"labels": labels})) == 4
+    assert [float(w) for w in training.step_weights([torch.tensor(1), 3], torch.device("cpu"))] == [0.25, 0.75]

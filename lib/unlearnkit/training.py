@@ -9,6 +9,7 @@ run ends with the same weights as an uninterrupted one. Multi-GPU comes from ``a
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import math
@@ -45,6 +46,10 @@ class TrainConfig:
     keep_checkpoints: int = 1  # resumable checkpoints kept (the newest ones)
     progress: bool = True
     desc: str = "train"
+    # "auto": on a CUDA device the split of the global batch batch_size x grad_accum into micro-batches is the one
+    # gpu_micro_batches chooses for the card (recorded as TrainResult.micro_batch); "given": as configured, on any
+    # device (gpu_scale's 4 x 8 measurement). On a CPU both train batch_size x grad_accum as given.
+    micro_batches: str = "auto"
 
 
 @dataclass
@@ -52,6 +57,8 @@ class TrainResult:
     steps: int
     history: list[dict[str, float]] = field(default_factory=list)
     resumed_from: int | None = None
+    #: The split a GPU chose (:func:`choose_micro_batches`), None where the configured one was trained (a CPU).
+    micro_batch: dict[str, Any] | None = None
 
 
 class EpochShuffleSampler(Sampler[int]):
@@ -140,6 +147,85 @@ def gpu_micro_batches(global_batch: int, card_bytes: int, n_parameters: int, *, 
     fits = max(1, int((CARD_HEADROOM * card_bytes - static) // per_example))
     batch = max(d for d in range(1, global_batch + 1) if global_batch % d == 0 and d <= fits)
     return batch, global_batch // batch
+
+
+def card_bytes(device: torch.device) -> int:
+    """The total memory of the CUDA card ``device`` (never the free memory of the moment)."""
+    return int(torch.cuda.get_device_properties(device).total_memory)
+
+
+def tokens_per_example(examples: Sequence[Any]) -> int:
+    """The most token ids one example holds, over all its sequences (an unlearning pair's forget, retain and other
+    parts together): what the micro-batch rule plans a row of activations for. A property of the data alone."""
+    def count(e: Any) -> int:
+        if isinstance(e, Mapping):
+            if "input_ids" in e:
+                return len(e["input_ids"])
+            return sum(count(v) for v in e.values())
+        return 0
+
+    return max(1, max(count(e) for e in examples))
+
+
+def choose_micro_batches(model, examples: Sequence[Any], batch_size: int, grad_accum: int, device: torch.device,
+                         how: str = "auto") -> tuple[int, int, dict[str, Any] | None]:
+    """(micro-batch, accumulation, record) of one process's global batch ``batch_size x grad_accum`` on ``device``.
+
+    On a CUDA device with ``how="auto"`` the split is :func:`gpu_micro_batches`'s for the card's total memory, the
+    model's size (its trainable and frozen parameters, hidden size, layers, vocabulary) and the longest example, and
+    the record says so (the card, the rule's inputs, the split it replaced); anywhere else the split is the
+    configured one and the record None, so a CPU run trains, logs and saves exactly what it did before."""
+    if how not in ("auto", "given"):
+        raise ValueError(f"micro_batches must be 'auto' or 'given', got {how!r}")
+    if how == "given" or device.type != "cuda":
+        return batch_size, grad_accum, None
+    cfg = getattr(model, "config", None)
+    sizes = {"hidden_size": getattr(cfg, "hidden_size", None), "num_layers": getattr(cfg, "num_hidden_layers", None),
+             "vocab_size": getattr(cfg, "vocab_size", None)}
+    if any(not isinstance(v, int) for v in sizes.values()):  # not a transformers model: nothing to size it by
+        return batch_size, grad_accum, None
+    card = card_bytes(device)
+    n_parameters = sum(p.numel() for p in model.parameters())
+    per_example = tokens_per_example(examples)
+    batch, accum = gpu_micro_batches(batch_size * grad_accum, card, n_parameters, tokens_per_example=per_example,
+                                     **sizes)
+    record = {"batch_size": batch, "grad_accum": accum, "configured": [batch_size, grad_accum],
+              "chosen_by": "training.gpu_micro_batches", "card_bytes": card, "n_parameters": n_parameters,
+              "tokens_per_example": per_example}
+    return batch, accum, record
+
+
+def micro_batch_weight(batch: Mapping[str, Any]) -> torch.Tensor | int:
+    """What one micro-batch weighs in its optimizer step's accumulated gradient: its labelled (scored) tokens where
+    the batch has labels at its top (the loss is a mean over those tokens, :func:`causal_lm_loss`), else its examples
+    (an unlearning pair batch, whose terms are means over sequences, or over each part's tokens)."""
+    labels = batch.get("labels")
+    if isinstance(labels, torch.Tensor):
+        return (labels[:, 1:] != -100).sum()
+
+    def rows(value: Any) -> int | None:
+        if isinstance(value, torch.Tensor):
+            return int(value.shape[0])
+        if isinstance(value, Mapping):
+            return next((n for n in map(rows, value.values()) if n is not None), None)
+        return None
+
+    n = rows(batch)
+    if n is None:
+        raise ValueError("a micro-batch with no tensor to weigh it by")
+    return n
+
+
+def step_weights(counts: Sequence[torch.Tensor | int], device: torch.device) -> list[torch.Tensor]:
+    """Each micro-batch's share of its optimizer step (summing to 1 over the step, over all processes under
+    ``accelerate launch``), kept on the device: the gradient of ``sum(w_i * loss_i)`` is the one the step's whole
+    batch would give as one micro-batch, so 4 x 8 and 32 x 1 make the same update up to rounding."""
+    counts = torch.stack([torch.as_tensor(c, device=device).float() for c in counts])
+    if processes().num_processes > 1:
+        from accelerate.utils import reduce
+
+        counts = reduce(counts, reduction="sum")
+    return list(counts / counts.sum().clamp(min=1))
 
 
 #: What a batch may hand the model besides its labels: padded batches have an attention mask, packed ones position ids.
@@ -263,6 +349,13 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     ``accelerate launch`` starts: :func:`per_process_batches` shares it out, so a model trained on several GPUs is
     the one its profile (and its cache key) describes. The logged losses are means over the processes.
 
+    On a CUDA device each process's global batch is split into micro-batches by :func:`choose_micro_batches` (the
+    card's total memory and the model's size; ``config.micro_batches="given"`` keeps the configured split), recorded
+    in ``TrainResult.micro_batch`` and trainer_state.json; a CPU trains the configured split and records none.
+    Wherever a step has more than one micro-batch, each is weighted by its labelled tokens (:func:`step_weights`),
+    so the update does not depend on the split up to rounding, and a resume on another split skips the same
+    examples. With one micro-batch a step is trained, logged and saved exactly as before.
+
     The model comes back on the device it was given (accelerate trains it on the GPU where there is one): a caller,
     a test among them, that put it on the CPU feeds it CPU tensors afterwards; one that wants it on the GPU puts it
     there first (``models.load_model(..., device="auto")``).
@@ -277,7 +370,10 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     out.mkdir(parents=True, exist_ok=True)
     set_seed(config.seed)
     batch_size, grad_accum = per_process_batches(config.batch_size, config.grad_accum, processes().num_processes)
-    accelerator = Accelerator(gradient_accumulation_steps=grad_accum)
+    # Accumulation is weighted here (step_weights), not divided by accelerate: one accelerator for every split.
+    accelerator = Accelerator()
+    batch_size, grad_accum, chosen = choose_micro_batches(model, examples, batch_size, grad_accum, accelerator.device,
+                                                          config.micro_batches)
 
     sampler = EpochShuffleSampler(len(examples), config.seed)
     loader = DataLoader(list(examples), batch_size=batch_size, sampler=sampler, collate_fn=collate_fn)
@@ -316,9 +412,11 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         shutil.rmtree(tmp, ignore_errors=True)
         with _tied_weights_quiet():
             accelerator.save_state(str(tmp))
-        (tmp / "trainer_state.json").write_text(json.dumps({"step": step, "history": history,
-                                                            "scheduler": scheduler.state_dict(),
-                                                            "config": _jsonable_config(config)}))
+        state = {"step": step, "history": history, "scheduler": scheduler.state_dict(),
+                 "config": _jsonable_config(config)}
+        if chosen is not None:  # only where a GPU chose the split: a CPU run's state keeps its keys
+            state["micro_batch"] = chosen
+        (tmp / "trainer_state.json").write_text(json.dumps(state))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)  # a checkpoint directory exists only once it is complete
         for old in _checkpoints(out)[:-max(1, config.keep_checkpoints)]:
@@ -327,39 +425,41 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     bar = tqdm(total=total_steps, initial=step, desc=config.desc, disable=not show_progress(config.progress)
                or not accelerator.is_local_main_process)
     model.train()
-    micro_losses: list[torch.Tensor] = []
-    micro_logs: dict[str, list[Any]] = {}
     while step < total_steps:
         epoch, done_in_epoch = divmod(step, steps_per_epoch)
         sampler.epoch = epoch
-        batches = accelerator.skip_first_batches(loader, done_in_epoch * grad_accum) if done_in_epoch else loader
-        for batch in batches:
-            with accelerator.accumulate(model):
-                result = loss_fn(model, batch)
-                loss, logs = result if isinstance(result, tuple) else (result, {})
-                accelerator.backward(loss)
-                # kept on the device until the optimizer step: no host sync per micro-step (read once, below)
+        batches = iter(accelerator.skip_first_batches(loader, done_in_epoch * grad_accum) if done_in_epoch
+                       else loader)
+        while group := list(itertools.islice(batches, grad_accum)):
+            # grad_accum 1 trains each batch unweighted, as it always has (its bits kept); else every micro-batch
+            # counts by its tokens, weights and losses staying on the device until the optimizer step
+            weights = None if grad_accum == 1 else step_weights([micro_batch_weight(b) for b in group],
+                                                                accelerator.device)
+            micro_losses: list[torch.Tensor] = []
+            micro_logs: dict[str, list[Any]] = {}
+            for i, batch in enumerate(group):
+                last = i == len(group) - 1
+                with contextlib.nullcontext() if last else accelerator.no_sync(model):
+                    result = loss_fn(model, batch)
+                    loss, logs = result if isinstance(result, tuple) else (result, {})
+                    accelerator.backward(loss if weights is None else loss * weights[i])
                 micro_losses.append(loss.detach().float())
                 for k, v in logs.items():
                     micro_logs.setdefault(k, []).append(v.detach() if isinstance(v, torch.Tensor) else v)
-                if accelerator.sync_gradients and config.max_grad_norm:
-                    accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            if not accelerator.sync_gradients:
-                continue
+            if config.max_grad_norm:
+                accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
             scheduler.step()
             step += 1
-            losses = [t.item() for t in micro_losses]  # the same floats, summed as before: the history keeps its bits
-            record = {"step": step, "epoch": step / steps_per_epoch, "loss": sum(losses) / len(losses),
+            record = {"step": step, "epoch": step / steps_per_epoch, "loss": _step_mean(micro_losses, weights),
                       "lr": scheduler.get_last_lr()[0]}
-            record.update({k: sum(float(x) for x in v) / len(v) for k, v in micro_logs.items()})
+            record.update({k: _step_mean(v, weights) for k, v in micro_logs.items()})
             if accelerator.num_processes > 1:
                 logged = [k for k in record if k not in ("step", "epoch", "lr")]
                 means = accelerator.reduce(torch.tensor([record[k] for k in logged], dtype=torch.float64,
                                                         device=accelerator.device), "mean")
                 record.update(zip(logged, means.tolist(), strict=True))
-            micro_losses, micro_logs = [], {}
             history.append(record)
             bar.update(1)
             bar.set_postfix(loss=f"{record['loss']:.4f}")
@@ -376,7 +476,17 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     if accelerator.is_main_process:
         (out / "history.json").write_text(json.dumps(history))
     accelerator.wait_for_everyone()
-    return TrainResult(steps=step, history=history, resumed_from=resumed_from)
+    return TrainResult(steps=step, history=history, resumed_from=resumed_from, micro_batch=chosen)
+
+
+def _step_mean(values: Sequence[Any], weights: Sequence[torch.Tensor] | None) -> float:
+    """The logged value of one optimizer step: the plain mean of its micro-batches' floats, read once (with no
+    weights: grad_accum 1, the sum and order it always had), else their weighted sum, the step's objective."""
+    if weights is None:
+        floats = [float(v) for v in values]
+        return sum(floats) / len(floats)
+    stacked = torch.stack([torch.as_tensor(v, device=weights[0].device).float() for v in values])
+    return float((stacked * torch.stack(weights)).sum())
 
 
 def _jsonable_config(config: TrainConfig) -> dict[str, Any]:

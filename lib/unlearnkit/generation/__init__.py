@@ -17,7 +17,15 @@ from .greedy import (  # noqa: F401
     token_confidences,
 )
 from .loop import COMPACT_BELOW, can_decode, decode, plain_config  # noqa: F401
-from .sampling import DECODERS, SampledAnswers, sample_answers, sample_continuations  # noqa: F401
+from .sampling import (  # noqa: F401
+    CPU_CHUNK,
+    DECODERS,
+    SampledAnswers,
+    chunk_for,
+    gpu_chunk_size,
+    sample_answers,
+    sample_continuations,
+)
 from .shared import left_pad  # noqa: F401
 from .vllm_backend import (  # noqa: F401
     VLLM_MISSING,

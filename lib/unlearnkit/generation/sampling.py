@@ -53,6 +53,57 @@ class SampledAnswers(NamedTuple):
     mean_confidence: np.ndarray  # (prompts, n): mean of each sample's token confidences
 
 
+#: The chunk where none is named, on a CPU (and on any device the GPU rule cannot size).
+CPU_CHUNK = 256
+#: Share of a card's total memory the chunk rule plans for (the rest: the CUDA context, the allocator's slack).
+CHUNK_HEADROOM = 0.5
+#: The largest chunk the rule chooses: beyond it a step's kernels are already large.
+MAX_GPU_CHUNK = 4096
+
+
+def gpu_chunk_size(card_bytes: int, n_parameters: int, *, num_layers: int, kv_width: int, vocab_size: int,
+                   max_tokens: int, dtype_bytes: int, rows: int) -> int:
+    """How many sequences :func:`sample_continuations` decodes at once on a GPU of ``card_bytes`` total memory: the
+    largest power of two (at most :data:`MAX_GPU_CHUNK`, and no more than the ``rows`` to draw) whose key/value cache
+    (2 x layers x ``kv_width`` values per token, ``max_tokens`` tokens, in the model's dtype) and three float32 rows
+    of logits per sequence fit :data:`CHUNK_HEADROOM` of the card beside the weights.
+
+    A pure function of the card, the model and the request, never of the memory free at the moment: the same card
+    and model draw in the same chunks. The draws do not depend on the chunk (the module docstring's one caveat)."""
+    for name, value in (("card_bytes", card_bytes), ("n_parameters", n_parameters), ("num_layers", num_layers),
+                        ("kv_width", kv_width), ("vocab_size", vocab_size), ("max_tokens", max_tokens),
+                        ("dtype_bytes", dtype_bytes), ("rows", rows)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    per_row = 2 * num_layers * kv_width * max_tokens * dtype_bytes + 3 * 4 * vocab_size
+    fits = max(1, int((CHUNK_HEADROOM * card_bytes - n_parameters * dtype_bytes) // per_row))
+    chunk = 1 << (min(fits, MAX_GPU_CHUNK).bit_length() - 1)
+    return max(1, min(chunk, rows))
+
+
+def card_bytes(device: torch.device) -> int:
+    """The total memory of the CUDA card ``device`` (never the free memory of the moment)."""
+    return int(torch.cuda.get_device_properties(device).total_memory)
+
+
+def chunk_for(model, chunk_size: int | None, rows: int, max_tokens: int) -> int:
+    """The chunk to decode in: ``chunk_size`` where the caller names one; else :func:`gpu_chunk_size`'s on a CUDA
+    model (the card's total memory, the model's sizes and dtype), :data:`CPU_CHUNK` anywhere else."""
+    if chunk_size is not None:
+        return int(chunk_size)
+    param = next(model.parameters())
+    cfg = getattr(model, "config", None)
+    layers, hidden = getattr(cfg, "num_hidden_layers", None), getattr(cfg, "hidden_size", None)
+    vocab, heads = getattr(cfg, "vocab_size", None), getattr(cfg, "num_attention_heads", None)
+    if param.device.type != "cuda" or not all(isinstance(v, int) for v in (layers, hidden, vocab, heads)):
+        return CPU_CHUNK
+    head_dim = getattr(cfg, "head_dim", None) or hidden // heads
+    kv_width = (getattr(cfg, "num_key_value_heads", None) or heads) * head_dim
+    return gpu_chunk_size(card_bytes(param.device), sum(p.numel() for p in model.parameters()), num_layers=layers,
+                          kv_width=kv_width, vocab_size=vocab, max_tokens=max_tokens,
+                          dtype_bytes=param.element_size(), rows=rows)
+
+
 def _sample_uniforms(seed: int, stream: int, n: int, steps: int) -> np.ndarray:
     """The uniforms of all n samples of one prompt: row j drives sample j, whatever the chunking."""
     return np.random.default_rng([seed, stream]).random((n, steps))
@@ -63,7 +114,7 @@ def _sample_uniforms(seed: int, stream: int, n: int, steps: int) -> np.ndarray:
 @in_eval_mode
 def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]], n: int, temperature: float = 1.0,
                          top_p: float | None = None, top_k: int | None = None, *, max_new_tokens: int,
-                         seed: int, chunk_size: int = 256, streams: Sequence[int] | None = None,
+                         seed: int, chunk_size: int | None = None, streams: Sequence[int] | None = None,
                          share_prompt_cache: bool = True, progress: bool = True, decoder: str = "loop",
                          confidences: bool = True,
                          ) -> tuple[list[list[list[int]]], list[list[np.ndarray]] | None]:
@@ -85,6 +136,8 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
         raise ValueError(f"{len(streams)} streams for {len(prompts_ids)} prompts")
     device = next(model.parameters()).device
     eos, pad = _special_ids(tokenizer)
+    chunk_size = chunk_for(model, chunk_size, n * len(prompts_ids),
+                           max((len(p) for p in prompts_ids), default=0) + max_new_tokens)
 
     # Rows (prompt, sample) in prompt order, prompts sorted by length so a chunk pads little.
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
@@ -161,7 +214,7 @@ def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[in
 
 def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequence[str], n: int,
                    temperature: float = 1.0, top_p: float | None = None, top_k: int | None = None, *,
-                   max_new_tokens: int, seed: int, chunk_size: int = 256,
+                   max_new_tokens: int, seed: int, chunk_size: int | None = None,
                    return_confidences: bool = False, share_prompt_cache: bool = True, progress: bool = True,
                    streams: Sequence[int] | None = None) -> list[list[str]] | SampledAnswers:
     """n answers per question by multinomial sampling (docs/metrics.md §3), decoded and cut at EOS.
@@ -169,7 +222,8 @@ def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequen
     temperature, top_k, top_p: applied in that order to the next-token distribution; temperature 0
         is greedy decoding (every sample is the greedy answer). top_k=1 is greedy too, via the sampler.
     chunk_size: at most this many sequences are decoded at once; the prompt's key/value cache is
-        computed once per chunk and shared by the chunk's samples of that prompt.
+        computed once per chunk and shared by the chunk's samples of that prompt. None: 256 on a CPU,
+        :func:`gpu_chunk_size`'s on a GPU (:func:`chunk_for`).
     seed: sample j of question i depends only on (seed, i, j): the same seed gives the same samples
         whatever ``chunk_size`` (see the module docstring for the one floating-point caveat).
     return_confidences: also return, per sample, the confidence of each generated step (probability

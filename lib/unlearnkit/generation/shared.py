@@ -54,7 +54,8 @@ def _progress_bar(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, disable=not show_progress(enabled), leave=False)
 
 
-def _check_sampling_args(n: int, temperature: float, top_p: float | None, top_k: int | None, chunk_size: int) -> None:
+def _check_sampling_args(n: int, temperature: float, top_p: float | None, top_k: int | None,
+                         chunk_size: int | None) -> None:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n (samples per prompt) must be an integer >= 1, got {n!r}")
     if not (temperature >= 0):  # also rejects NaN
@@ -63,8 +64,9 @@ def _check_sampling_args(n: int, temperature: float, top_p: float | None, top_k:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1):
         raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer))
+                                   or chunk_size < 1):
+        raise ValueError(f"chunk_size must be an integer >= 1 (or None: chosen for the device), got {chunk_size!r}")
 
 
 def _max_token_probability(logits: torch.Tensor) -> torch.Tensor:

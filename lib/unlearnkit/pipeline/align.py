@@ -53,7 +53,8 @@ def complying_model(params: Params, rows: list[dict]) -> models.LoadedModel:
                 warmup=0.05, schedule="linear", seed=params.seed, checkpoint_every=params.checkpoint_every or None,
                 desc="complying model")
             result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key, params.pack_batches)
-            _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)})
+            _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)},
+                  micro_batch=result.micro_batch)
     return models.load_model(folder, dtype="float32", template=None)
 
 

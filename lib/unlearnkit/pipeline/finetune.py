@@ -45,7 +45,7 @@ def base_model(params: Params) -> models.LoadedModel:
             model = models.build_tiny_llama(tokenizer, tiny_model_config(params), seed=params.seed)
             cfg = _train_config(params, "base", folder.with_name("base.train"), "base model")
             result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key, params.pack_batches)
-            _save(model, tokenizer, template, folder, key, result.history)
+            _save(model, tokenizer, template, folder, key, result.history, micro_batch=result.micro_batch)
     return models.load_model(folder, dtype="float32", template=None)
 
 
@@ -79,7 +79,8 @@ def finetuned_model(params: Params, split: str, name: str | None = None) -> Trai
         result = _fit(model, tokenizer, template, rows, cfg, key, params.pack_batches)
         if hasattr(model, "merge_and_unload"):
             model = model.merge_and_unload()
-        _save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)})
+        _save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)},
+              micro_batch=result.micro_batch)
     return TrainedModel(model, tokenizer, template, result.history)
 
 

@@ -99,10 +99,14 @@ def seed_key(params: Params) -> dict[str, Any]:
     return {"training_seed": params.seed} if params.seed else {}
 
 
-def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None) -> None:
+def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None,
+          micro_batch: dict | None = None) -> None:
+    """Save a trained model with its history; ``micro_batch``, the split a GPU chose (``TrainResult.micro_batch``),
+    joins its extra fields only where there was one (a CPU run's saved fields are what they were)."""
     state = training.processes()
     if state.is_main_process:
-        models.save_model(model, tokenizer, folder, template, extra={"params_hash": key, **(extra or {})},
+        extra = {"params_hash": key, **(extra or {}), **({"micro_batch": micro_batch} if micro_batch else {})}
+        models.save_model(model, tokenizer, folder, template, extra=extra,
                           files={"history.json": json.dumps(history)})
         training.clear_checkpoints(folder.with_name(folder.name + ".train"))
     state.wait_for_everyone()

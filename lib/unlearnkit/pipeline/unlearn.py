@@ -141,7 +141,8 @@ def _unlearn(params: Params, run: str, settings: dict[str, Any], key: str,
                             loss_fn=loss, on_step=keep_weights)
     if is_peft_model(model):
         model = model.merge_and_unload()
-    _save(model, tokenizer, template, folder, key, result.history, extra={"run": run, "settings": settings})
+    _save(model, tokenizer, template, folder, key, result.history, extra={"run": run, "settings": settings},
+          micro_batch=result.micro_batch)
     return TrainedModel(model, tokenizer, template, result.history, settings)
 
 
