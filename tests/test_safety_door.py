@@ -5,16 +5,12 @@ names that differ only in case are refused, at every command that reads them."""
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from unlearnkit import config, models, paths, runner, training
 from unlearnkit.data.synthetic import generate_synthetic_tofu
-
-HERE = Path(__file__).parent
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -215,34 +211,17 @@ def test_aggregate_with_no_seeds_says_so_in_one_line_before_any_kernel(store, mo
     _one_line_each(err, 1)
 
 
-class _WritesOnUnpickle:
-    def __init__(self, target):
-        self.target = target
-
-    def __reduce__(self):
-        return (Path.write_text, (Path(self.target), "ran"))
-
-
-def test_an_optimizer_state_the_weights_only_loader_refuses_is_passed_over(small_corpus, tiny_tokenizer, tmp_path):
-    sys.path.insert(0, str(HERE))
-    import resume_job
-
-    tok_dir = tmp_path / "tok"
-    tiny_tokenizer.save_pretrained(tok_dir)
-    out = tmp_path / "run"
-    killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), str(small_corpus.folder),
-                             str(out), "6"], capture_output=True, text=True)
-    assert killed.returncode == -9, killed.stderr
+def test_an_optimizer_state_the_weights_only_loader_refuses_is_passed_over(killed_run, writing_pickle):
+    out = killed_run.out
     checkpoint = training.latest_checkpoint(out)
-    marker = tmp_path / "ran"
-    torch.save(_WritesOnUnpickle(marker), checkpoint / "optimizer.bin")  # what torch.load(weights_only=True) refuses
-    resume_job.run(str(tok_dir), str(small_corpus.folder), str(out))  # trains from the start instead of aborting
-    assert not marker.exists()
+    writing_pickle.plant(checkpoint / "optimizer.bin")  # what torch.load(weights_only=True) refuses
+    killed_run.resume()  # trains from the start instead of aborting
+    assert not writing_pickle.ran
     newest = training.latest_checkpoint(out)
-    torch.save(_WritesOnUnpickle(marker), newest / "optimizer.bin")
+    writing_pickle.plant(newest / "optimizer.bin")
     assert training.latest_checkpoint(out) not in (newest, None)  # the one before it, whose states load
-    assert not marker.exists()
-    assert [h["step"] for h in json.loads((out / "history.json").read_text())] == list(range(1, 13))
+    assert not writing_pickle.ran
+    assert killed_run.history_steps() == list(range(1, 13))
 
 
 SECRET = "s3cr3t-v4lue-never-shown"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -155,29 +154,18 @@ def test_the_schedule_resumes_from_its_json_state_or_by_stepping_to_the_same_rat
 
 
 @pytest.mark.slow
-def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tokenizer, tmp_path):
-    sys.path.insert(0, str(HERE))
-    import resume_job
-
-    tok_dir = tmp_path / "tok"
-    tiny_tokenizer.save_pretrained(tok_dir)
-    corpus_dir = str(small_corpus.folder)
-
-    uninterrupted = resume_job.run(str(tok_dir), corpus_dir, str(tmp_path / "straight"))
-
-    killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), corpus_dir,
-                             str(tmp_path / "resumed"), "6"], capture_output=True, text=True)
-    assert killed.returncode == -9, killed.stderr  # SIGKILL
+def test_resume_after_a_killed_run_gives_the_same_weights(killed_run, tiny_tokenizer, tmp_path):
+    resume_job = killed_run.job
+    uninterrupted = resume_job.run(str(killed_run.tokenizer_dir), str(killed_run.corpus_dir), str(tmp_path / "straight"))
     # the tied embeddings' note of each checkpoint (ten lines of notebook 01) is left out, nothing else
-    assert "Removed shared tensor" not in killed.stderr
-    checkpoint = training.latest_checkpoint(tmp_path / "resumed")
+    assert "Removed shared tensor" not in killed_run.stderr
+    checkpoint = training.latest_checkpoint(killed_run.out)
     assert checkpoint.name == "checkpoint-4"
     assert "scheduler" in json.loads((checkpoint / "trainer_state.json").read_text())
     assert not list(checkpoint.glob("custom_checkpoint_*.pkl"))
-    resumed = resume_job.run(str(tok_dir), corpus_dir, str(tmp_path / "resumed"))
+    resumed = killed_run.resume()
 
-    history = json.loads((tmp_path / "resumed" / "history.json").read_text())
-    assert [h["step"] for h in history] == list(range(1, 13))
+    assert killed_run.history_steps() == list(range(1, 13))
     for (name, a), (_, b) in zip(uninterrupted.state_dict().items(), resumed.state_dict().items()):
         assert close(a, b, atol=1e-6, rtol=0), name
     # and the weights did move: the comparison is not between two untouched models
