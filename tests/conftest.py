@@ -133,6 +133,76 @@ def memorised_model(make_memorised_model):
     return make_memorised_model()
 
 
+# --------------------------------------------------------------------------- received checkpoints
+
+
+class _WritesOnUnpickle:
+    """Unpickled, it writes its marker file: code a received pickle would run."""
+
+    def __init__(self, target: Path):
+        self.target = target
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.target), "ran"))
+
+
+class WritingPickle:
+    """Plants pickles that write ``marker`` if anything unpickles them (``plant(path)``); ``ran``: whether one did."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def plant(self, path: Path) -> Path:
+        torch.save(_WritesOnUnpickle(self.marker), path)
+        return path
+
+    @property
+    def ran(self) -> bool:
+        return self.marker.exists()
+
+
+@pytest.fixture()
+def writing_pickle(tmp_path) -> WritingPickle:
+    """A pickle that proves, by a marker file in the test's folder, whether anything unpickled it."""
+    return WritingPickle(tmp_path / "ran")
+
+
+class KilledRun:
+    """A small training job (tests/resume_job.py: 12 steps, a checkpoint every 4, two kept) killed with SIGKILL after
+    step 6, as a crash leaves it: ``out`` holds checkpoint-4. ``resume()`` runs the same job again, in this process,
+    to its end and returns the model."""
+
+    def __init__(self, job, tokenizer_dir: Path, corpus_dir: Path, out: Path, stderr: str):
+        self.job, self.tokenizer_dir, self.corpus_dir, self.out = job, tokenizer_dir, corpus_dir, out
+        self.stderr = stderr  # what the killed run printed
+
+    def resume(self) -> torch.nn.Module:
+        return self.job.run(str(self.tokenizer_dir), str(self.corpus_dir), str(self.out))
+
+    def history_steps(self) -> list[int]:
+        import json
+
+        return [h["step"] for h in json.loads((self.out / "history.json").read_text())]
+
+
+@pytest.fixture()
+def killed_run(small_corpus, tiny_tokenizer, tmp_path) -> KilledRun:
+    import subprocess
+    import sys
+
+    here = Path(__file__).parent
+    sys.path.insert(0, str(here))
+    import resume_job
+
+    tok_dir = tmp_path / "tok"
+    tiny_tokenizer.save_pretrained(tok_dir)
+    out = tmp_path / "run"
+    killed = subprocess.run([sys.executable, str(here / "resume_job.py"), str(tok_dir), str(small_corpus.folder),
+                             str(out), "6"], capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stderr  # SIGKILL
+    return KilledRun(resume_job, tok_dir, small_corpus.folder, out, killed.stderr)
+
+
 # --- tests that can skip --------------------------------------------------------------------------------------------
 # Every skip in tests/ goes through needs() or skip_unless(), which put into its reason what the test needs and what
 # covers it where that is missing: another test by its path and name (which must exist), or CI (whose clone has

@@ -5,16 +5,12 @@ names that differ only in case are refused, at every command that reads them."""
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from unlearnkit import config, models, paths, runner, training
 from unlearnkit.data.synthetic import generate_synthetic_tofu
-
-HERE = Path(__file__).parent
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -88,6 +84,20 @@ def _tokenizer_auto_map(folder: Path) -> None:
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
 
 
+def _deep_config(folder: Path) -> None:
+    (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _deep_tokenizer_config(folder: Path) -> None:
+    (folder / "tokenizer_config.json").write_text('{"model_max_length": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+def _deep_header(folder: Path) -> None:
+    """A safetensors header that is JSON nested 100,000 deep (its length and the file's agree)."""
+    header = b"[" * 100_000 + b"]" * 100_000
+    _weights(folder).write_bytes(struct.pack("<Q", len(header)) + header)
+
+
 BAD_FOLDERS = {
     "lying header": (_lying_header, "model.safetensors: its header", 1),
     "symlinked weights": (_symlinked_weights, "model.safetensors is a symlink", 1),
@@ -97,6 +107,11 @@ BAD_FOLDERS = {
     "absurd sizes": (_absurd_sizes, "vocab_size 1000000000", 1),
     "absurd positions": (_absurd_positions, "max_position_embeddings 1000000000", 2),
     "tokenizer auto_map": (_tokenizer_auto_map, "tokenizer_config.json names code to run (auto_map)", 1),
+    # nested past the JSON parser's stack (a RecursionError's traceback on 59fcf67)
+    "config.json nested 100,000 deep": (_deep_config, "config.json does not parse (nested too deeply to read)", 1),
+    "tokenizer_config.json nested 100,000 deep": (
+        _deep_tokenizer_config, "tokenizer_config.json does not parse (nested too deeply to read)", 1),
+    "a safetensors header nested 100,000 deep": (_deep_header, "model.safetensors: not a safetensors file", 1),
 }
 
 
@@ -215,34 +230,62 @@ def test_aggregate_with_no_seeds_says_so_in_one_line_before_any_kernel(store, mo
     _one_line_each(err, 1)
 
 
-class _WritesOnUnpickle:
-    def __init__(self, target):
-        self.target = target
-
-    def __reduce__(self):
-        return (Path.write_text, (Path(self.target), "ran"))
-
-
-def test_an_optimizer_state_the_weights_only_loader_refuses_is_passed_over(small_corpus, tiny_tokenizer, tmp_path):
-    sys.path.insert(0, str(HERE))
-    import resume_job
-
-    tok_dir = tmp_path / "tok"
-    tiny_tokenizer.save_pretrained(tok_dir)
-    out = tmp_path / "run"
-    killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), str(small_corpus.folder),
-                             str(out), "6"], capture_output=True, text=True)
-    assert killed.returncode == -9, killed.stderr
+def test_an_optimizer_state_the_weights_only_loader_refuses_is_passed_over(killed_run, writing_pickle):
+    out = killed_run.out
     checkpoint = training.latest_checkpoint(out)
-    marker = tmp_path / "ran"
-    torch.save(_WritesOnUnpickle(marker), checkpoint / "optimizer.bin")  # what torch.load(weights_only=True) refuses
-    resume_job.run(str(tok_dir), str(small_corpus.folder), str(out))  # trains from the start instead of aborting
-    assert not marker.exists()
+    writing_pickle.plant(checkpoint / "optimizer.bin")  # what torch.load(weights_only=True) refuses
+    killed_run.resume()  # trains from the start instead of aborting
+    assert not writing_pickle.ran
     newest = training.latest_checkpoint(out)
-    torch.save(_WritesOnUnpickle(marker), newest / "optimizer.bin")
+    writing_pickle.plant(newest / "optimizer.bin")
     assert training.latest_checkpoint(out) not in (newest, None)  # the one before it, whose states load
-    assert not marker.exists()
-    assert [h["step"] for h in json.loads((out / "history.json").read_text())] == list(range(1, 13))
+    assert not writing_pickle.ran
+    assert killed_run.history_steps() == list(range(1, 13))
+
+
+@pytest.fixture()
+def adapter_folder(model_folder):
+    """A peft adapter folder beside the received model, naming it as its base."""
+    from safetensors.torch import save_file
+
+    adapter = model_folder.with_name("adapter")
+    adapter.mkdir()
+    save_file({"base_model.model.lm_head.lora_A.weight": torch.zeros(2, 64)}, str(adapter / "adapter_model.safetensors"))
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA",
+                                                             "base_model_name_or_path": str(model_folder)}))
+    return adapter
+
+
+BAD_ADAPTERS = {
+    "not JSON": ('{"base_model_name_or_path": ', "adapter_config.json does not parse (JSONDecodeError)"),
+    "a list": ("[]", "names no base_model_name_or_path in adapter_config.json"),
+    "a base that is not a string": ('{"base_model_name_or_path": {"a": 1}}',
+                                    "names no base_model_name_or_path in adapter_config.json"),
+    "nested 100,000 deep": ("[" * 100_000 + "]" * 100_000, "adapter_config.json does not parse (nested too deeply"),
+    "its own base": (None, "is an adapter too"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_ADAPTERS)
+def test_a_malformed_adapter_config_is_refused_at_the_eval_door_in_one_line(case, adapter_folder, tofu_folder,
+                                                                           monkeypatch, capsys):
+    text, message = BAD_ADAPTERS[case]
+    models.check_source(str(adapter_folder))  # a sound adapter passes
+    config_file = adapter_folder / "adapter_config.json"
+    config_file.write_text(json.dumps({"base_model_name_or_path": str(adapter_folder)}) if text is None else text)
+    started = []
+    monkeypatch.setattr(runner.evaluate, "run_notebook", lambda *a, **kw: started.append(kw))
+    code, _, err = _main(["eval", "--profile", "smoke", "--model", str(adapter_folder), "--data", str(tofu_folder),
+                          "--template", "phi", "--suite", "tofu"], capsys)
+    assert code == 2 and not started, err
+    assert message in err and err.startswith("model ")
+    _one_line_each(err, 1)
+
+
+def test_a_set_value_nested_100000_deep_is_refused_in_one_line(capsys):
+    code, out, err = _main(["params", "--profile", "smoke", "--set", "beta=" + "[" * 100_000 + "]" * 100_000], capsys)
+    assert code == 2 and not out and "--set beta: its value is nested too deeply to read" in err
+    _one_line_each(err, 1)
 
 
 SECRET = "s3cr3t-v4lue-never-shown"

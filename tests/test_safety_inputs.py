@@ -4,9 +4,6 @@ refused or rendered inert, and where it could run code a marker file proves noth
 
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -14,8 +11,6 @@ import pytest
 import torch
 from unlearnkit import config, models, paths, pipeline, report, runner, training
 from unlearnkit.report import claims
-
-HERE = Path(__file__).parent
 
 HOSTILE_HTML = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 HOSTILE_VALUE = "<img src=x onerror=alert('pwned')>"
@@ -372,31 +367,14 @@ def test_a_folder_of_pickled_weights_is_refused_in_one_line_and_never_unpickled(
         models.check_source(str(folder))  # and before any kernel, at every door that names a model folder
 
 
-def test_a_checkpoint_with_a_custom_pickle_is_passed_over_and_never_unpickled(small_corpus, tiny_tokenizer, tmp_path):
-    sys.path.insert(0, str(HERE))
-    import resume_job
-
-    tok_dir = tmp_path / "tok"
-    tiny_tokenizer.save_pretrained(tok_dir)
-    out = tmp_path / "run"
-    killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), str(small_corpus.folder),
-                             str(out), "6"], capture_output=True, text=True)
-    assert killed.returncode == -9, killed.stderr
-    checkpoint = training.latest_checkpoint(out)
-    marker = tmp_path / "ran"  # as accelerate's load_custom_state would load it, with weights_only=False
-    torch.save(_WritesOnUnpickle(marker), checkpoint / "custom_checkpoint_0.pkl")
-    assert training.latest_checkpoint(out) is None
-    resume_job.run(str(tok_dir), str(small_corpus.folder), str(out))  # trains from the start instead
-    assert not marker.exists()
-    assert [h["step"] for h in json.loads((out / "history.json").read_text())] == list(range(1, 13))
-
-
-class _WritesOnUnpickle:
-    def __init__(self, target):
-        self.target = target
-
-    def __reduce__(self):
-        return (Path.write_text, (Path(self.target), "ran"))
+def test_a_checkpoint_with_a_custom_pickle_is_passed_over_and_never_unpickled(killed_run, writing_pickle):
+    checkpoint = training.latest_checkpoint(killed_run.out)
+    # as accelerate's load_custom_state would load it, with weights_only=False
+    writing_pickle.plant(checkpoint / "custom_checkpoint_0.pkl")
+    assert training.latest_checkpoint(killed_run.out) is None
+    killed_run.resume()  # trains from the start instead
+    assert not writing_pickle.ran
+    assert killed_run.history_steps() == list(range(1, 13))
 
 
 def test_a_run_folder_that_is_a_symlink_out_of_the_store_is_never_cleared(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -64,6 +63,73 @@ def test_incomplete_checkpoint_is_never_resumed_from(tmp_path):
     assert training.latest_checkpoint(tmp_path).name == "checkpoint-4"
 
 
+def _checkpoint(folder: Path, step: int, optimizer: bytes | None = None, custom: bool = False) -> Path:
+    """A checkpoint folder as the loop writes one (its weights a stand-in): ``optimizer`` the bytes of its
+    optimizer.bin (a state torch saved, by default), ``custom`` an accelerate custom-object pickle beside it."""
+    import io
+
+    checkpoint = folder / f"checkpoint-{step}"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"step": step, "history": []}))
+    (checkpoint / "model.safetensors").write_bytes(b"")
+    if optimizer is None:
+        buffer = io.BytesIO()
+        torch.save({"state": {}, "param_groups": [{"lr": 0.1, "params": [0]}]}, buffer)
+        optimizer = buffer.getvalue()
+    (checkpoint / "optimizer.bin").write_bytes(optimizer)
+    if custom:
+        (checkpoint / "custom_checkpoint_0.pkl").write_bytes(b"")
+    return checkpoint
+
+
+@pytest.fixture()
+def loads(monkeypatch):
+    """The files accelerate's weights-only loader is asked to read, as '<checkpoint>/<file>'."""
+    import accelerate.utils.other
+
+    read, real = [], accelerate.utils.other.load
+
+    def counted(f, *args, **kwargs):
+        read.append(f"{Path(f).parent.name}/{Path(f).name}")
+        return real(f, *args, **kwargs)
+
+    monkeypatch.setattr(accelerate.utils.other, "load", counted)
+    return read
+
+
+def test_resuming_reads_checkpoints_newest_first_and_stops_at_the_first_it_can_resume_from(tmp_path, loads, caplog):
+    for step in (4, 8):
+        _checkpoint(tmp_path, step)
+    _checkpoint(tmp_path, 12, optimizer=b"not a state torch saved")  # refused by the weights-only loader
+    _checkpoint(tmp_path, 16, custom=True)  # a custom-object pickle: passed over unread
+    with caplog.at_level("WARNING", logger="unlearnkit.training"):
+        assert training.latest_checkpoint(tmp_path).name == "checkpoint-8"
+    assert loads == ["checkpoint-12/optimizer.bin", "checkpoint-8/optimizer.bin"]  # checkpoint-4 never read
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and all("\n" not in line for line in lines), lines
+    assert lines[0].startswith("checkpoint checkpoint-16 passed over: custom_checkpoint_0.pkl")
+    assert lines[1] == "checkpoint checkpoint-12 passed over: optimizer.bin is not loadable weights-only"
+
+
+def test_pruning_and_clearing_read_no_checkpoint_and_remove_the_ones_resuming_passed_over(
+        small_corpus, tiny_tokenizer, tmp_path, loads):
+    sys.path.insert(0, str(HERE))
+    import resume_job
+
+    tok_dir = tmp_path / "tok"
+    tiny_tokenizer.save_pretrained(tok_dir)
+    out = tmp_path / "run"
+    _checkpoint(out, 2, optimizer=b"not a state torch saved")
+    _checkpoint(out, 100, custom=True)
+    (out / ".checkpoint-3.tmp").mkdir()  # a save cut short
+    resume_job.run(str(tok_dir), str(small_corpus.folder), str(out))  # from the start: both are passed over
+    assert loads == ["checkpoint-2/optimizer.bin"]  # at resume only, never when pruning after a save
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4", "checkpoint-8"]  # keep_checkpoints 2
+    training.clear_checkpoints(out)
+    assert loads == ["checkpoint-2/optimizer.bin"]
+    assert not list(out.glob("*checkpoint-*"))
+
+
 @pytest.mark.parametrize("schedule", ["linear", "cosine", "constant"])
 def test_the_schedule_resumes_from_its_json_state_or_by_stepping_to_the_same_rate(schedule):
     def fresh():
@@ -88,29 +154,18 @@ def test_the_schedule_resumes_from_its_json_state_or_by_stepping_to_the_same_rat
 
 
 @pytest.mark.slow
-def test_resume_after_a_killed_run_gives_the_same_weights(small_corpus, tiny_tokenizer, tmp_path):
-    sys.path.insert(0, str(HERE))
-    import resume_job
-
-    tok_dir = tmp_path / "tok"
-    tiny_tokenizer.save_pretrained(tok_dir)
-    corpus_dir = str(small_corpus.folder)
-
-    uninterrupted = resume_job.run(str(tok_dir), corpus_dir, str(tmp_path / "straight"))
-
-    killed = subprocess.run([sys.executable, str(HERE / "resume_job.py"), str(tok_dir), corpus_dir,
-                             str(tmp_path / "resumed"), "6"], capture_output=True, text=True)
-    assert killed.returncode == -9, killed.stderr  # SIGKILL
+def test_resume_after_a_killed_run_gives_the_same_weights(killed_run, tiny_tokenizer, tmp_path):
+    resume_job = killed_run.job
+    uninterrupted = resume_job.run(str(killed_run.tokenizer_dir), str(killed_run.corpus_dir), str(tmp_path / "straight"))
     # the tied embeddings' note of each checkpoint (ten lines of notebook 01) is left out, nothing else
-    assert "Removed shared tensor" not in killed.stderr
-    checkpoint = training.latest_checkpoint(tmp_path / "resumed")
+    assert "Removed shared tensor" not in killed_run.stderr
+    checkpoint = training.latest_checkpoint(killed_run.out)
     assert checkpoint.name == "checkpoint-4"
     assert "scheduler" in json.loads((checkpoint / "trainer_state.json").read_text())
     assert not list(checkpoint.glob("custom_checkpoint_*.pkl"))
-    resumed = resume_job.run(str(tok_dir), corpus_dir, str(tmp_path / "resumed"))
+    resumed = killed_run.resume()
 
-    history = json.loads((tmp_path / "resumed" / "history.json").read_text())
-    assert [h["step"] for h in history] == list(range(1, 13))
+    assert killed_run.history_steps() == list(range(1, 13))
     for (name, a), (_, b) in zip(uninterrupted.state_dict().items(), resumed.state_dict().items()):
         assert close(a, b, atol=1e-6, rtol=0), name
     # and the weights did move: the comparison is not between two untouched models

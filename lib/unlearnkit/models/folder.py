@@ -42,7 +42,7 @@ def safetensors_header(path: Path) -> dict[str, Any]:
                              f"file of {size})")
         try:
             header = json.loads(f.read(n))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # nested past the parser's stack too
             raise ValueError(f"{path.name}: not a safetensors file (its header is not JSON)") from None
     if not isinstance(header, dict):
         raise ValueError(f"{path.name}: not a safetensors file (its header is not a mapping)")
@@ -99,6 +99,9 @@ def _json(folder: Path, name: str, problems: list[str]) -> dict[str, Any] | None
         return None
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # [[[[...]]]] deeper than the parser's stack
+        problems.append(f"{name} does not parse (nested too deeply to read)")
+        return None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         problems.append(f"{name} does not parse ({type(exc).__name__})")
         return None

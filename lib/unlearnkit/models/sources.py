@@ -66,8 +66,15 @@ def check_source(spec: str, what: str = "model") -> None:
             found = refusals.Collected()
             with found.check():
                 _check_folder(local, spec, what, adapter=True)
-            with found.check():
-                check_source(adapter_base(local), f"the base of {what} {spec!r}")
+            base = None
+            with found.check(prefix=f"{what} {spec!r}: "):
+                named = adapter_base(local)
+                if (paths.resolve(named) / ADAPTER_CONFIG).exists():  # itself, or another adapter: never followed
+                    raise ValueError(f"the adapter's base {named!r} is an adapter too (its base must be a model)")
+                base = named
+            if base is not None:
+                with found.check():
+                    check_source(base, f"the base of {what} {spec!r}")
             found.raise_any()
             return
         if not (local / "config.json").exists():
@@ -101,11 +108,20 @@ ADAPTER_CONFIG = "adapter_config.json"
 
 
 def adapter_base(folder: str | os.PathLike) -> str:
-    """The base model an adapter folder names (``base_model_name_or_path``): a folder or a Hub name."""
-    base = json.loads((Path(folder) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
-    if not base:
-        raise ValueError(f"the adapter {paths.shown(folder)} names no base_model_name_or_path")
-    return str(base)
+    """The base model an adapter folder names (``base_model_name_or_path``): a folder or a Hub name. A ValueError in
+    one line naming the file where it does not parse or names none."""
+    try:
+        found = json.loads((Path(folder) / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError(f"the adapter {paths.shown(folder)}: {ADAPTER_CONFIG} does not parse (nested too deeply to "
+                         "read)") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"the adapter {paths.shown(folder)}: {ADAPTER_CONFIG} does not parse "
+                         f"({type(exc).__name__})") from None
+    base = found.get("base_model_name_or_path") if isinstance(found, dict) else None
+    if not (isinstance(base, str) and base):
+        raise ValueError(f"the adapter {paths.shown(folder)} names no base_model_name_or_path in {ADAPTER_CONFIG}")
+    return base
 
 
 def _missing_folder(spec: str, local: Path) -> bool:

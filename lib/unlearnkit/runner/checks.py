@@ -113,6 +113,8 @@ def _override(text: str) -> tuple[str, Any]:
         raise Refused("the profile is chosen with --profile NAME, not --set profile=...")
     try:
         return key.strip(), yaml.safe_load(value)
+    except RecursionError:  # [[[[...]]]] deeper than the parser's stack: one line, not the value itself
+        raise Refused(f"--set {key.strip()}: its value is nested too deeply to read") from None
     except yaml.YAMLError as exc:
         raise Refused(f"--set {key.strip()}: {value!r} is not a YAML value "
                       f"({getattr(exc, 'problem', None) or type(exc).__name__})") from None
