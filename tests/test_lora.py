@@ -63,7 +63,12 @@ def test_every_method_unlearns_through_adapters_and_saves_a_plain_model(lora_run
     # the weights kept at the last step are the final model: keeping them did not merge the live adapters away
     last = sorted(runs.trajectory_dir(lora_runs[0], method).glob("step-*"))[-1]
     kept = _state(models.load_model(last, dtype="float32", template=None).model)
-    assert all(same(kept[k], after[k]) for k in after)
+    if torch.cuda.is_available():
+        # on a card the kept step is merged there and the final model after training hands it back to the CPU: two
+        # GEMMs' last bits (seen on an H200); adapters merged away would differ by a whole update, far above this
+        assert all(close(kept[k], after[k], rtol=1e-5, atol=1e-6) for k in after)
+    else:
+        assert all(same(kept[k], after[k]) for k in after)
     assert len(trained.history) == int(last.name.split("-")[1])
 
 
