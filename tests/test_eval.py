@@ -352,3 +352,98 @@ def test_log_samples_writes_one_json_line_per_item_and_model(store):
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert path.name == "samples_tofu.jsonl" and len(rows) == 3
     assert rows[1] == {"model": "model", "split": "forget", "index": 1, "generated": "b", "rouge": 1.0}
+
+
+#: open-unlearning's TOFU_EVAL.json layout, as its Evaluator writes it (locuslab/open-unlearning,
+#: src/evals/base.py: ``{name}_EVAL.json`` holds ``{metric: result}``, ``{name}_SUMMARY.json`` ``{metric: agg_value}``)
+#: with each metric's result as src/evals/metrics/memorization.py returns it: ``{"agg_value": x, "value_by_index":
+#: {"0": {"score": truth_ratio}, ...}}`` (``"prob"`` for probabilities, ``"rougeL_recall"`` among ROUGE's keys).
+OU_EVAL_FIXTURE = {
+    "forget_Q_A_Prob": {"agg_value": 0.4, "value_by_index": {"0": {"prob": 0.3}, "1": {"prob": 0.5}}},
+    "forget_quality": {"agg_value": 0.2},
+    "forget_truth_ratio": {"agg_value": 0.6, "value_by_index": {"0": {"score": 0.55}, "1": {"score": 0.8}}},
+    "model_utility": {"agg_value": 0.5},
+}
+
+
+def _evaluation_entries():
+    return {"model": {"forget": {"rouge": 0.5, "probability": 0.25, "truth_ratio": 0.7, "truth_ratio_score": 0.6},
+                      "summary": {"model_utility": 0.4, "forget_quality": own_model.NO_REFERENCE},
+                      "privacy_skipped": "privacy metrics skipped: holdout10 is not in the folder",
+                      "sampled": {"ed_score": 0.125}}}
+
+
+def test_an_evaluation_is_tabulable_with_a_flat_summary_and_open_unlearnings_files(store):
+    """Issue #60 point 5: numbers or null with the reasons in meta.notes, the data recorded as given, a flat
+    summary.json that loads into pandas with numeric dtypes, the schema describing the evaluation's file, and
+    TOFU_EVAL.json / TOFU_SUMMARY.json in open-unlearning's layout, read back by the parser that reads theirs."""
+    import pandas as pd
+    from jsonschema import Draft202012Validator
+
+    params = config.Params.load("smoke")
+    data = str(store / "my-tofu")
+    request = own_model.Request("m", "my-model", data, None, ("tofu", "leakage"), "phi", False,
+                                str(runs_eval(params) / "my-model-0123456789"))
+    items = {"model": {"forget": {"truth_ratio": [0.5, 0.75, 1.5], "rouge": [1.0, 0.5, 0.0],
+                                  "probability": [0.1, 0.2, 0.3], "generated": ["a", "b", "c"]}}}
+    meta = own_results.run_meta(request, {"tofu": 1.5}, 3, None)
+    meta["evaluated"]["model_identity"] = "abc"
+    written = own_results.write_evaluation(params, request, _evaluation_entries(), meta, items)
+    got = json.loads(written.read_text())
+    assert got["model"]["summary"]["forget_quality"] is None and "privacy_skipped" not in got["model"]
+    assert any("forget_quality: null, not computed" in n for n in got["meta"]["notes"])
+    assert any("holdout10 is not in the folder" in n for n in got["meta"]["notes"])
+    assert any("not comparable" in n for n in got["meta"]["notes"])
+    assert got["meta"]["parameters"]["data_source"] == data
+    schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []
+    bad = {**got, "model": {"summary": {"forget_quality": "not computed"}}}
+    assert list(Draft202012Validator(schema).iter_errors(bad))  # a text in a number's place fails the schema
+    summary = json.loads((written.parent / "summary.json").read_text())
+    assert summary["model_utility"] == 0.4 and summary["forget_quality"] is None and summary["sampled.ed_score"] == 0.125
+    frame = pd.DataFrame([summary], dtype=float)
+    assert all(pd.api.types.is_float_dtype(t) for t in frame.dtypes)
+    ours = own_results.read_ou_eval(written.parent / "TOFU_EVAL.json")
+    assert ours["forget_truth_ratio"] == [0.5, 0.75, 1.5] and ours["forget_Q_A_ROUGE"] == [1.0, 0.5, 0.0]
+    ou_summary = json.loads((written.parent / "TOFU_SUMMARY.json").read_text())
+    assert ou_summary["forget_truth_ratio"] == 0.6 and ou_summary["model_utility"] == 0.4
+    (store / "TOFU_EVAL.json").write_text(json.dumps(OU_EVAL_FIXTURE, indent=4))
+    theirs = own_results.read_ou_eval(store / "TOFU_EVAL.json")
+    assert theirs == {"forget_Q_A_Prob": [0.3, 0.5], "forget_truth_ratio": [0.55, 0.8]}
+    frame = own_results.evaluations_frame(params)
+    assert list(frame.index) == ["my-model-0123456789"] and frame.loc["my-model-0123456789", "model_utility"] == 0.4
+
+
+def runs_eval(params):
+    from unlearnkit import runs
+
+    return runs.store(params) / runs.EVAL
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({"x": 1}, "not a TOFU_EVAL.json"),
+    ({"forget_truth_ratio": {"value_by_index": {"0": {"score": 1.0}, "2": {"score": 1.0}}}}, "is not indexed 0..1"),
+    ({"forget_truth_ratio": {"value_by_index": {"0": {"score": "x"}}}}, "item 0 holds no single finite number"),
+])
+def test_a_received_tofu_eval_is_checked_as_data_in_one_line(payload, message, tmp_path):
+    (tmp_path / "TOFU_EVAL.json").write_text(json.dumps(payload))
+    with pytest.raises(ValueError) as e:
+        own_results.read_ou_eval(tmp_path / "TOFU_EVAL.json")
+    assert message in str(e.value) and len(str(e.value).splitlines()) == 1
+
+
+def test_the_documented_one_liner_loads_a_stores_evaluations_into_pandas(tmp_path, monkeypatch):
+    import pandas as pd
+
+    text = (paths.ROOT / "docs" / "running.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("import json, pathlib, pandas as pd; frame =")]
+    for name, value in (("a-1", 0.5), ("b-2", None)):
+        folder = tmp_path / "runs" / "default" / "seed-0" / "eval" / name
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps({"forget_quality": value, "model_utility": 0.25}))
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(line, namespace)
+    frame = namespace["frame"]
+    assert isinstance(frame, pd.DataFrame) and sorted(frame.index) == ["a-1", "b-2"]
+    assert all(pd.api.types.is_float_dtype(t) for t in frame.dtypes)
