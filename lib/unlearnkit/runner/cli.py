@@ -57,10 +57,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 run(notebook, checked.params, checked.own, args.timeout, checked.changed)
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-              f"see the executed copy under {_shown(runs.store(checked.params))}/ for the full traceback",
+              f"see {_failed_copy_of(exc, checked.params)} for the full traceback",
               file=sys.stderr)
         return 1
     return 0
+
+
+def _failed_copy_of(exc: BaseException, params: config.Params) -> str:
+    """Where the failed notebook's copy was kept (``failed/`` beside the executed copy), else the seed's store."""
+    from .. import runs
+
+    kept = getattr(exc, "failed_copy", None)
+    return _shown(kept) if kept is not None else f"the executed copy under {_shown(runs.store(params))}/"
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
