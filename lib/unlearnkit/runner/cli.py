@@ -29,7 +29,7 @@ import yaml
 
 from .. import config, paths
 from .checks import _overrides, checked_params, plan, prepare_stand_ins
-from .door import AGGREGATE_CHECKS, CHECKS
+from .door import AGGREGATE_CHECKS, CHECKS, saved_models
 from .evaluate import EVAL_OPTIONS, _cmd_eval
 from .execute import DEFAULT_TIMEOUT_S, run
 from .figures import _cmd_figures
@@ -48,7 +48,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     checked = plan(args.notebook, args.profile, _overrides(args))
     findings_alone = [nb.stem for nb in checked.notebooks] == [runs.FINDINGS]  # it judges seeds run before
-    prepare_stand_ins(checked.params, AGGREGATE_CHECKS if findings_alone else CHECKS)
+    prepare_stand_ins(checked.params, AGGREGATE_CHECKS if findings_alone
+                      else (*CHECKS, saved_models([nb.stem for nb in checked.notebooks])))
     try:
         for notebook in checked.notebooks:
             # the seed is marked as being run while its own notebooks run (the findings notebook of another
