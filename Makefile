@@ -66,15 +66,23 @@ notebook: setup ## run one notebook: make notebook NB=01 PROFILE=smoke
 	$(PY) -m unlearnkit.runner $(NB) --profile $(PROFILE) $(SEED_SET)
 
 # make eval MODEL=path/to/model DATA=path/to/tofu REFERENCE=path/to/retain [TEMPLATE=phi] [SUITE=tofu,attacks]
+#   [LIMIT=N] [BATCH_SIZE=N] [DEVICE=cpu|cuda|cuda:N] [LOG_SAMPLES=1] [OUTPUT_PATH=dir]: lm-eval's flags
 MODEL     ?=
 DATA      ?=
 REFERENCE ?=
 TEMPLATE  ?=
 SUITE     ?= all
+LIMIT     ?=
+BATCH_SIZE ?=
+DEVICE    ?=
+LOG_SAMPLES ?=
+OUTPUT_PATH ?=
 eval: setup ## every metric on a model of your own: make eval MODEL=folder|hub-name DATA=tofu-folder REFERENCE=retain-model (TEMPLATE=, SUITE=)
 	@test -n "$(MODEL)" || { echo "make eval needs MODEL=<a model folder, a run of the store or a Hub name>" >&2; exit 2; }
 	$(PY) -m unlearnkit.runner eval --model "$(MODEL)" --profile $(PROFILE) --suite "$(SUITE)" $(SEED_SET) \
-	  $(if $(DATA),--data "$(DATA)") $(if $(REFERENCE),--reference "$(REFERENCE)") $(if $(TEMPLATE),--template "$(TEMPLATE)")
+	  $(if $(DATA),--data "$(DATA)") $(if $(REFERENCE),--reference "$(REFERENCE)") $(if $(TEMPLATE),--template "$(TEMPLATE)") \
+	  $(if $(LIMIT),--limit "$(LIMIT)") $(if $(BATCH_SIZE),--batch-size "$(BATCH_SIZE)") $(if $(DEVICE),--device "$(DEVICE)") \
+	  $(if $(LOG_SAMPLES),--log-samples) $(if $(OUTPUT_PATH),--output-path "$(OUTPUT_PATH)")
 
 seeds: setup ## several training seeds side by side, then notebook 09 over them: make seeds SEEDS="0 1 2" (resumable)
 	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE) $(if $(ONLINE),--online)

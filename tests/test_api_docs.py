@@ -45,3 +45,37 @@ def test_examples_run(tmp_path, monkeypatch):
             exec(compiled, namespace)  # noqa: S102  (the project's own documentation)
         except Exception as exc:  # noqa: BLE001
             pytest.fail(f"the example at docs/api.md line {line} raised {type(exc).__name__}: {exc}")
+
+
+#: A call the page's prose names (`models.load_model(folder_or_hub_name)`): the function's dotted path below
+#: unlearnkit and its arguments as written.
+_PROSE_CALL = re.compile(r"`(?:unlearnkit\.)?((?:[a-z_]+\.)+[A-Za-z_]+)\(([^`]*)\)`")
+
+
+def prose_calls(text: str) -> list[tuple[int, str, str]]:
+    """(line, dotted name, arguments) of every call written in the page's prose, outside its code blocks."""
+    prose = _BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(prose.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in _PROSE_CALL.finditer(prose)]
+
+
+def test_the_prose_signatures_bind_to_the_functions():
+    """Issue #60 point 8: the code blocks run (test_examples_run), but the prose gave
+    `models.load_model(folder_or_hub_name)`, which raises TypeError (dtype and template are required). Each call the
+    prose writes must bind to the function's signature: its positional arguments and keywords as written."""
+    import importlib
+    import inspect
+
+    calls = prose_calls(PAGE.read_text(encoding="utf-8"))
+    assert any(name == "models.load_model" for _, name, _ in calls)
+    wrong = []
+    for line, name, arguments in calls:
+        module_path, _, attr = ("unlearnkit." + name).rpartition(".")
+        function = getattr(importlib.import_module(module_path), attr)
+        args = [a.strip() for a in re.split(r",(?![^(]*\))", arguments) if a.strip()]
+        positional = [a for a in args if "=" not in a.split("(")[0]]
+        keywords = {a.split("=", 1)[0].strip(): None for a in args if "=" in a.split("(")[0]}
+        try:
+            inspect.signature(function).bind(*positional, **keywords)
+        except TypeError as exc:
+            wrong.append(f"docs/api.md:{line}: {name}({arguments}): {exc}")
+    assert wrong == []

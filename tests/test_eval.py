@@ -10,7 +10,7 @@ import os
 import pytest
 from unlearnkit import config, models, paths, runner
 from unlearnkit.data.synthetic import generate_synthetic_tofu
-from unlearnkit.studies import own_model
+from unlearnkit.studies import own_model, own_results
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -169,9 +169,9 @@ def test_every_suite_runs_on_a_plain_folder_of_each_architecture(architecture, s
     _, formats = own_model.formats_suite(params, request, source)
     assert formats["model"]["forget"]
     attacked = own_model.attacks_suite(params, request, source)
-    table = own_model.attack_table(attacked)
+    table = own_results.attack_table(attacked)
     assert "model over reference" in table.index and "Δ quantised nf4" in table.columns
-    entries = own_model.metrics_entries(tofu, summaries, formats, attacked)
+    entries = own_results.metrics_entries(tofu, summaries, formats, attacked)
     assert {"forget", "summary", "sampled", "formats", "relearned", "quantised nf4"} <= set(entries["model"])
 
 
@@ -234,3 +234,216 @@ def test_runner_eval_of_a_gpt2_folder_runs_its_notebook_and_gives_a_report_page(
         paths.RUNS = saved
     page = index.read_text()
     assert "Your own model" in page and "my-gpt2" in page  # the front page of a store that holds only evaluations
+
+
+def _runner_eval(argv, tmp_path, timeout=900):
+    """runner eval in a fresh process, as a user runs it, into a store of its own under ``tmp_path``."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(tmp_path / "runs"), "TQDM_DISABLE": "1"}
+    return subprocess.run([sys.executable, "-m", "unlearnkit.runner", "eval", "--profile", "eval-tiny", *argv], env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=paths.ROOT)
+
+
+def test_the_printed_results_path_is_the_one_written_inside_the_output_path(small_corpus, tiny_tokenizer, tmp_path):
+    """Issue #60 point 1: the identity was computed at the door and again in the kernel from other parameters, so
+    the printed metrics.json did not exist. It is now chosen once and handed to the notebook; --output-path puts the
+    evaluation in a folder of the user's."""
+    folder = models.save_plain_model(build("gpt2", tiny_tokenizer, 0), tiny_tokenizer, tmp_path / "my-gpt2")
+    done = _runner_eval(["--model", str(folder), "--data", str(small_corpus.folder), "--template", "phi",
+                         "--suite", "tofu", "--output-path", str(tmp_path / "mine")], tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (printed,) = [line.split("results: ", 1)[1] for line in done.stdout.splitlines() if line.startswith("results: ")]
+    written = paths.resolve(printed) if not os.path.isabs(printed) else __import__("pathlib").Path(printed)
+    assert written.is_file() and written.parent.parent == (tmp_path / "mine").resolve()
+    assert (written.parent / "eval_model.ipynb").is_file()
+    assert not (tmp_path / "runs" / "eval-tiny" / "seed-0" / "eval").exists() or not any(
+        (tmp_path / "runs" / "eval-tiny" / "seed-0" / "eval").glob("*/metrics.json"))
+
+
+def test_the_door_hands_the_kernel_the_folder_it_prints(plain_folder, tofu_folder, store, monkeypatch, capsys):
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                                   "--suite", "tofu", "--output-path", str(store / "out")], monkeypatch, capsys)
+    assert code == 0, err
+    assert started["own"]["eval_output"] == str(started["out"].parent)
+    assert started["out"].parent.parent == (store / "out").resolve()
+
+
+def test_an_output_path_with_a_link_below_it_is_refused_in_one_line(plain_folder, tofu_folder, store, monkeypatch,
+                                                                     capsys):
+    (store / "out").mkdir()
+    (store / "elsewhere").mkdir()
+    (store / "out" / "link").symlink_to(store / "elsewhere")
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                                   "--output-path", str(store / "out")], monkeypatch, capsys)
+    assert code == 2 and not started and len(err.splitlines()) == 1 and "symlink" in err and "--output-path" in err
+
+
+def test_every_missing_input_of_the_requested_suites_is_named_in_one_refusal(tiny_tokenizer, store, monkeypatch,
+                                                                            capsys):
+    """Issue #60 point 2: a GPT-2 folder with few positions, no stated template, and a TOFU-shaped folder without its
+    holdout split: every problem in one refusal (one line each, with the fix or the --suite that runs without it),
+    before any kernel; with the suites adjusted the same request starts."""
+    import transformers
+
+    cfg = transformers.GPT2Config(n_positions=16, n_embd=32, n_layer=1, n_head=2, vocab_size=len(tiny_tokenizer),
+                                  bos_token_id=tiny_tokenizer.bos_token_id, eos_token_id=tiny_tokenizer.eos_token_id)
+    short = models.save_plain_model(transformers.AutoModelForCausalLM.from_config(cfg), tiny_tokenizer, store / "short")
+    generate_synthetic_tofu(store / "tofu", n_authors=10, questions_per_author=10, seed=0)
+    for file in (store / "tofu").glob("holdout*.json"):
+        file.unlink()
+    code, _, err, started = _eval(["--model", str(short), "--data", str(store / "tofu")], monkeypatch, capsys)
+    lines = err.splitlines()
+    assert code == 2 and not started, err
+    assert len(lines) == 3, err
+    assert any("does not say its prompt format" in line and "--template" in line for line in lines)
+    assert any("suite tofu, attacks needs holdout" in line and "save config" in line
+               and "--suite leakage,formats" in line for line in lines)
+    assert any("the longest" in line and "the model takes 16 positions" in line and "--suite tofu,leakage,attacks"
+               in line for line in lines)
+    code, _, err, started = _eval(["--model", str(short), "--data", str(store / "tofu"), "--template", "phi",
+                                   "--suite", "leakage"], monkeypatch, capsys)
+    assert code == 0 and started, err
+
+
+def test_lm_eval_flags_set_the_profiles_keys_and_reach_the_notebook(plain_folder, tofu_folder, monkeypatch, capsys):
+    """Issue #60 point 4: --limit caps every suite's items through the profile's own keys (no new parameter) and is
+    recorded as not comparable, --batch-size sets eval_batch_size, --device cpu hides the GPUs from the kernel."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # restored after the test
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                                   "--suite", "tofu", "--limit", "2", "--batch-size", "4", "--device", "cpu",
+                                   "--log-samples"], monkeypatch, capsys)
+    assert code == 0, err
+    params = started["params"]
+    assert all(params[k] == 2 for k in runner.evaluate.LIMITED) and params.eval_batch_size == 4
+    assert {"eval_max_items", "eval_batch_size"} <= set(started["changed"])
+    assert started["own"]["eval_limit"] == 2 and started["own"]["eval_log_samples"] is True
+    assert started["own"]["eval_device"] == "cpu" and os.environ["CUDA_VISIBLE_DEVICES"] == ""
+    meta = own_results.run_meta(own_model.Request("m", "m", "d", None, ("tofu",), None, False), {}, 2, "cpu")
+    assert meta["limit"] == 2 and meta["notes"] == ["not comparable: at most 2 items per split and suite (--limit 2)"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--limit", "0"], "--limit '0': a whole number"), (["--batch-size", "x"], "--batch-size 'x': a whole number"),
+    (["--device", "tpu"], "--device 'tpu': cpu, cuda or cuda:N")])
+def test_bad_flags_are_refused_in_one_line(argv, message, plain_folder, tofu_folder, monkeypatch, capsys):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                                   *argv], monkeypatch, capsys)
+    assert code == 2 and not started and len(err.splitlines()) == 1, err
+    assert message in err
+
+
+def test_make_eval_passes_the_flags():
+    import subprocess
+
+    done = subprocess.run(["make", "-n", "eval", "MODEL=m", "LIMIT=5", "BATCH_SIZE=4", "DEVICE=cpu", "LOG_SAMPLES=1",
+                           "OUTPUT_PATH=o", "PY=python"], capture_output=True, text=True, cwd=paths.ROOT)
+    line = done.stdout.replace("\\\n", " ")
+    for flag in ('--limit "5"', '--batch-size "4"', '--device "cpu"', "--log-samples", '--output-path "o"'):
+        assert flag in line, line
+
+
+def test_log_samples_writes_one_json_line_per_item_and_model(store):
+    request = own_model.Request("m", "m", "d", None, ("tofu",), None, False, str(store / "ev"))
+    per_item = {"model": {"forget": {"generated": ["a", "b"], "rouge": [0.5, 1.0]}, "retain": {"rouge": [0.1]}}}
+    path = own_results.log_samples(config.Params.load("smoke"), request, "tofu", per_item)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert path.name == "samples_tofu.jsonl" and len(rows) == 3
+    assert rows[1] == {"model": "model", "split": "forget", "index": 1, "generated": "b", "rouge": 1.0}
+
+
+#: open-unlearning's TOFU_EVAL.json layout, as its Evaluator writes it (locuslab/open-unlearning,
+#: src/evals/base.py: ``{name}_EVAL.json`` holds ``{metric: result}``, ``{name}_SUMMARY.json`` ``{metric: agg_value}``)
+#: with each metric's result as src/evals/metrics/memorization.py returns it: ``{"agg_value": x, "value_by_index":
+#: {"0": {"score": truth_ratio}, ...}}`` (``"prob"`` for probabilities, ``"rougeL_recall"`` among ROUGE's keys).
+OU_EVAL_FIXTURE = {
+    "forget_Q_A_Prob": {"agg_value": 0.4, "value_by_index": {"0": {"prob": 0.3}, "1": {"prob": 0.5}}},
+    "forget_quality": {"agg_value": 0.2},
+    "forget_truth_ratio": {"agg_value": 0.6, "value_by_index": {"0": {"score": 0.55}, "1": {"score": 0.8}}},
+    "model_utility": {"agg_value": 0.5},
+}
+
+
+def _evaluation_entries():
+    return {"model": {"forget": {"rouge": 0.5, "probability": 0.25, "truth_ratio": 0.7, "truth_ratio_score": 0.6},
+                      "summary": {"model_utility": 0.4, "forget_quality": own_model.NO_REFERENCE},
+                      "privacy_skipped": "privacy metrics skipped: holdout10 is not in the folder",
+                      "sampled": {"ed_score": 0.125}}}
+
+
+def test_an_evaluation_is_tabulable_with_a_flat_summary_and_open_unlearnings_files(store):
+    """Issue #60 point 5: numbers or null with the reasons in meta.notes, the data recorded as given, a flat
+    summary.json that loads into pandas with numeric dtypes, the schema describing the evaluation's file, and
+    TOFU_EVAL.json / TOFU_SUMMARY.json in open-unlearning's layout, read back by the parser that reads theirs."""
+    import pandas as pd
+    from jsonschema import Draft202012Validator
+
+    params = config.Params.load("smoke")
+    data = str(store / "my-tofu")
+    request = own_model.Request("m", "my-model", data, None, ("tofu", "leakage"), "phi", False,
+                                str(runs_eval(params) / "my-model-0123456789"))
+    items = {"model": {"forget": {"truth_ratio": [0.5, 0.75, 1.5], "rouge": [1.0, 0.5, 0.0],
+                                  "probability": [0.1, 0.2, 0.3], "generated": ["a", "b", "c"]}}}
+    meta = own_results.run_meta(request, {"tofu": 1.5}, 3, None)
+    meta["evaluated"]["model_identity"] = "abc"
+    written = own_results.write_evaluation(params, request, _evaluation_entries(), meta, items)
+    got = json.loads(written.read_text())
+    assert got["model"]["summary"]["forget_quality"] is None and "privacy_skipped" not in got["model"]
+    assert any("forget_quality: null, not computed" in n for n in got["meta"]["notes"])
+    assert any("holdout10 is not in the folder" in n for n in got["meta"]["notes"])
+    assert any("not comparable" in n for n in got["meta"]["notes"])
+    assert got["meta"]["parameters"]["data_source"] == data
+    schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []
+    bad = {**got, "model": {"summary": {"forget_quality": "not computed"}}}
+    assert list(Draft202012Validator(schema).iter_errors(bad))  # a text in a number's place fails the schema
+    summary = json.loads((written.parent / "summary.json").read_text())
+    assert summary["model_utility"] == 0.4 and summary["forget_quality"] is None and summary["sampled.ed_score"] == 0.125
+    frame = pd.DataFrame([summary], dtype=float)
+    assert all(pd.api.types.is_float_dtype(t) for t in frame.dtypes)
+    ours = own_results.read_ou_eval(written.parent / "TOFU_EVAL.json")
+    assert ours["forget_truth_ratio"] == [0.5, 0.75, 1.5] and ours["forget_Q_A_ROUGE"] == [1.0, 0.5, 0.0]
+    ou_summary = json.loads((written.parent / "TOFU_SUMMARY.json").read_text())
+    assert ou_summary["forget_truth_ratio"] == 0.6 and ou_summary["model_utility"] == 0.4
+    (store / "TOFU_EVAL.json").write_text(json.dumps(OU_EVAL_FIXTURE, indent=4))
+    theirs = own_results.read_ou_eval(store / "TOFU_EVAL.json")
+    assert theirs == {"forget_Q_A_Prob": [0.3, 0.5], "forget_truth_ratio": [0.55, 0.8]}
+    frame = own_results.evaluations_frame(params)
+    assert list(frame.index) == ["my-model-0123456789"] and frame.loc["my-model-0123456789", "model_utility"] == 0.4
+
+
+def runs_eval(params):
+    from unlearnkit import runs
+
+    return runs.store(params) / runs.EVAL
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({"x": 1}, "not a TOFU_EVAL.json"),
+    ({"forget_truth_ratio": {"value_by_index": {"0": {"score": 1.0}, "2": {"score": 1.0}}}}, "is not indexed 0..1"),
+    ({"forget_truth_ratio": {"value_by_index": {"0": {"score": "x"}}}}, "item 0 holds no single finite number"),
+])
+def test_a_received_tofu_eval_is_checked_as_data_in_one_line(payload, message, tmp_path):
+    (tmp_path / "TOFU_EVAL.json").write_text(json.dumps(payload))
+    with pytest.raises(ValueError) as e:
+        own_results.read_ou_eval(tmp_path / "TOFU_EVAL.json")
+    assert message in str(e.value) and len(str(e.value).splitlines()) == 1
+
+
+def test_the_documented_one_liner_loads_a_stores_evaluations_into_pandas(tmp_path, monkeypatch):
+    import pandas as pd
+
+    text = (paths.ROOT / "docs" / "running.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("import json, pathlib, pandas as pd; frame =")]
+    for name, value in (("a-1", 0.5), ("b-2", None)):
+        folder = tmp_path / "runs" / "default" / "seed-0" / "eval" / name
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps({"forget_quality": value, "model_utility": 0.25}))
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(line, namespace)
+    frame = namespace["frame"]
+    assert isinstance(frame, pd.DataFrame) and sorted(frame.index) == ["a-1", "b-2"]
+    assert all(pd.api.types.is_float_dtype(t) for t in frame.dtypes)

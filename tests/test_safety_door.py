@@ -344,3 +344,21 @@ def test_runner_params_checks_run_names_as_plan_does(capsys):
     _one_line_each(err, 1)
     code, out, _ = _main(["params", "--profile", "smoke"], capsys)
     assert code == 0 and "beta:" in out
+
+
+def test_a_saved_model_a_parameter_names_is_checked_against_the_store_naming_its_notebook(store, monkeypatch, capsys):
+    """Issue #60 point 8: notebook 05 run alone after 01 went to the Hub for hp_model 'unlearned-npo' (notebook 02
+    saves it) and failed after 37 s; the door now names the missing model and the notebook that makes it, and lets
+    a run that makes it first (02 before 05 in 'all') or a model that is there go on."""
+    from unlearnkit.runner import door
+
+    started = []
+    monkeypatch.setattr(runner.cli, "run", lambda *a, **kw: started.append(a))
+    code, _, err = _main(["05", "--profile", "smoke"], capsys)
+    assert code == 2 and not started
+    _one_line_each(err, 1)
+    assert err.startswith("hp_model: no saved model 'unlearned-npo'") and "run notebook 02" in err
+    params = config.Params.load("smoke")
+    assert door.problems(params, [door.saved_models(["02_unlearning", "05_probabilistic_bounds"])]) == []
+    assert door.problems(params.replace(hp_model="some-org/some-model"), [door.saved_models(["05_probabilistic_bounds"])]) == []
+    assert door.problems(params, [door.saved_models(["01_tofu_finetune"])]) == []  # 01 reads no hp_model

@@ -95,8 +95,13 @@ def test_a_failed_run_keeps_the_last_good_executed_notebook_and_says_where_the_f
     failed = runner.failed_copy(good)
     assert "boom" in failed.read_text() and "failed" in "".join(getattr(e.value, "__notes__", []))
     assert not list(good.parent.glob(".*.running.ipynb"))
+    # issue #60 point 8: the failure line names the failed/ copy (not the seed's folder), and neither the lock file
+    # nor the station log stays behind
+    assert e.value.failed_copy == failed and runner.cli._failed_copy_of(e.value, params).endswith("failed/00_try.ipynb")
+    assert not list(good.parent.glob(".*.lock")) and not list(good.parent.glob(".*.stations.*.jsonl"))
     runner.run_notebook(_notebook(tmp_path / "00_try.ipynb", "print('again')"), params, timeout=120)
     assert "again" in good.read_text() and not failed.exists()  # a later success supersedes the failure
+    assert not list(good.parent.glob(".*.lock"))
 
 
 def test_a_write_that_fails_leaves_the_good_file_and_no_temp_file(tmp_path, monkeypatch):

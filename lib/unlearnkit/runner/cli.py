@@ -29,7 +29,7 @@ import yaml
 
 from .. import config, paths
 from .checks import _overrides, checked_params, plan, prepare_stand_ins
-from .door import AGGREGATE_CHECKS, CHECKS
+from .door import AGGREGATE_CHECKS, CHECKS, saved_models
 from .evaluate import EVAL_OPTIONS, _cmd_eval
 from .execute import DEFAULT_TIMEOUT_S, run
 from .figures import _cmd_figures
@@ -48,7 +48,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     checked = plan(args.notebook, args.profile, _overrides(args))
     findings_alone = [nb.stem for nb in checked.notebooks] == [runs.FINDINGS]  # it judges seeds run before
-    prepare_stand_ins(checked.params, AGGREGATE_CHECKS if findings_alone else CHECKS)
+    prepare_stand_ins(checked.params, AGGREGATE_CHECKS if findings_alone
+                      else (*CHECKS, saved_models([nb.stem for nb in checked.notebooks])))
     try:
         for notebook in checked.notebooks:
             # the seed is marked as being run while its own notebooks run (the findings notebook of another
@@ -57,10 +58,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 run(notebook, checked.params, checked.own, args.timeout, checked.changed)
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-              f"see the executed copy under {_shown(runs.store(checked.params))}/ for the full traceback",
+              f"see {_failed_copy_of(exc, checked.params)} for the full traceback",
               file=sys.stderr)
         return 1
     return 0
+
+
+def _failed_copy_of(exc: BaseException, params: config.Params) -> str:
+    """Where the failed notebook's copy was kept (``failed/`` beside the executed copy), else the seed's store."""
+    from .. import runs
+
+    kept = getattr(exc, "failed_copy", None)
+    return _shown(kept) if kept is not None else f"the executed copy under {_shown(runs.store(params))}/"
 
 
 def _cmd_params(args: argparse.Namespace) -> int:

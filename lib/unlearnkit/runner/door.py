@@ -45,6 +45,52 @@ def seeds_to_judge(params: config.Params) -> None:
                          f"0 --profile {params.profile})")
 
 
+#: The parameters that may name a model saved by an earlier notebook of the store (``hp_model: unlearned-npo``).
+SAVED_MODEL_KEYS = ("hp_model", "format_models", "alignment_models")
+
+
+def _store_model(params: config.Params, value: object) -> str | None:
+    """The notebook that saves ``value`` if it names a model of the store (base, target, a retain model, an unlearned
+    model or a run of the profile), else None (a folder, a Hub name)."""
+    from .. import paths, runs
+
+    if not isinstance(value, str) or "/" in value or paths.resolve(value).is_dir():
+        return None
+    run_names = {*(params.methods or []), *(params.method_settings or {})}
+    if value.startswith(runs.UNLEARNED_PREFIX) or value in run_names:
+        return runs.UNLEARNING
+    if value in ("base", "target") or value.startswith("retain"):
+        return runs.FINETUNE
+    return None
+
+
+def saved_models(notebooks: Sequence[str]) -> Check:
+    """The check that every saved model a parameter of the ``notebooks`` to run names (:data:`SAVED_MODEL_KEYS`) is
+    in the store, or is made by one of those notebooks first: one line each, naming the notebook that makes it
+    (notebook 05 alone after 01 went to the Hub for ``unlearned-npo``, which notebook 02 saves)."""
+
+    def saved_models_named(params: config.Params) -> None:
+        from .. import runs
+
+        lines = []
+        for key in SAVED_MODEL_KEYS:
+            if not any(key in runs.keys_read(nb) for nb in notebooks if nb in runs.NOTEBOOK_SECTIONS):
+                continue
+            value = params[key]
+            for name in value if isinstance(value, list) else [value]:
+                maker = _store_model(params, name)
+                if maker is None or maker in notebooks or runs.locate(params, name) is not None:
+                    continue
+                try:
+                    runs.require_saved(params, [name])
+                except FileNotFoundError as exc:
+                    lines.append(f"{key}: {exc}")
+        if lines:
+            raise refusals.Problems(lines)
+
+    return saved_models_named
+
+
 #: A notebook run's checks, in order.
 CHECKS: tuple[Check, ...] = (run_store, model_source, data_source)
 #: The findings notebook's checks (it reads the seeds' results, not a model).

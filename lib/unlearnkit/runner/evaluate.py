@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from .. import refusals
 from .checks import _overrides, checked_params
@@ -22,7 +24,55 @@ EVAL_OPTIONS = {
     "--dtype": {"help": "the dtype to load it in (float32, bfloat16, float16)"},
     "--revision": {"help": "a Hub model's branch, tag or commit (downloaded with --online)"},
     "--allow-long": {"action": "store_true", "help": "run suites estimated at over an hour on a CPU"},
+    "--output-path": {"help": "a folder of your own for the evaluation (default: runs/<profile>/seed-<s>/eval/); "
+                              "it gets <model>-<id>/ inside it"},
+    "--limit": {"help": "at most N items per split and suite, for a quick look (the results say 'not comparable')"},
+    "--batch-size": {"help": "the batch of every scoring pass (sets eval_batch_size)"},
+    "--device": {"help": "cpu, cuda or cuda:N (default: the GPU when there is one)"},
+    "--log-samples": {"action": "store_true", "help": "write each suite's per-item values as JSON Lines "
+                                                      "(samples_<suite>.jsonl)"},
 }
+
+#: What ``--limit N`` caps: the items of each suite's splits (the same keys as the profile's, no new parameter).
+LIMITED = ("eval_max_items", "sample_max_items", "format_max_items", "attack_items")
+
+
+def _whole(value: str | None, flag: str) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise Refused(f"{flag} {value!r}: a whole number of at least 1")
+    return int(value)
+
+
+def flag_overrides(limit: str | None, batch_size: str | None) -> dict[str, int]:
+    """The profile keys ``--limit`` and ``--batch-size`` set (refused in one line when not a count)."""
+    n = _whole(limit, "--limit")
+    batch = _whole(batch_size, "--batch-size")
+    return {**({k: n for k in LIMITED} if n is not None else {}), **({"eval_batch_size": batch} if batch else {})}
+
+
+def choose_device(device: str | None) -> None:
+    """``--device``: cpu hides the GPUs from the evaluation's processes, cuda:N shows it only GPU N; a GPU named on a
+    machine without one is refused in one line."""
+    import re
+
+    if device is None:
+        return
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        return
+    match = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if not match:
+        raise Refused(f"--device {device!r}: cpu, cuda or cuda:N")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise Refused(f"--device {device}: this machine has no CUDA GPU (torch.cuda.is_available() is False)")
+    if match.group(1) is not None:
+        if int(match.group(1)) >= torch.cuda.device_count():
+            raise Refused(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
+        os.environ["CUDA_VISIBLE_DEVICES"] = match.group(1)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -32,17 +82,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     from ..studies import own_model
 
-    overrides = {**_overrides(args), **({"dtype": args.dtype} if args.dtype else {})}
+    overrides = {**_overrides(args), **({"dtype": args.dtype} if args.dtype else {}),
+                 **flag_overrides(args.limit, args.batch_size)}
     params = checked_params(args.profile, overrides)
+    choose_device(args.device)
     try:
         request, lines = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
-                                              args.revision, args.allow_long)
+                                              args.revision, args.allow_long, args.output_path)
     except (ValueError, FileNotFoundError, OSError) as exc:  # every problem the door found, one line each
         raise Refused("\n".join(refusals.problem_lines(exc))) from None
     print("\n".join(lines), flush=True)
-    out = own_model.eval_folder(params, request) / eval_notebook().name
-    own = {"eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
-           "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision}
+    out = Path(request.folder) / eval_notebook().name  # chosen once, at the door: the notebook writes there
+    own = {"eval_output": request.folder, "eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
+           "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision,
+           "eval_limit": _whole(args.limit, "--limit"), "eval_device": args.device, "eval_log_samples": args.log_samples}
     try:
         run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
                      changed=[k for k in overrides if k != "seed"])

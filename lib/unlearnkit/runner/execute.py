@@ -131,9 +131,11 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
                                        progress_bar=False, log_output=False, config=_kernel_config(sockets),
                                        kernel_manager_class=kernel_manager_class(), extra_arguments=KERNEL_ARGUMENTS)
         except BaseException as exc:
+            log.unlink(missing_ok=True)  # a failed run leaves its copy in failed/, no station log behind
             if running.exists():  # a whole notebook (whole_copies_in), moved by a rename: the failed copy is whole too
                 failed.parent.mkdir(exist_ok=True)
                 os.replace(running, failed)
+                exc.failed_copy = failed  # what the runner's failure line names
             if hasattr(exc, "add_note"):
                 exc.add_note(f"the failed run's copy: {_shown(failed)}; the last good one, if any, is kept at {_shown(out)}")
             raise
@@ -161,14 +163,34 @@ def output_lock(out: Path):
 
     from ..runs.locks import open_lock_file
 
-    handle = os.fdopen(open_lock_file(out.with_name(f".{out.stem}.lock")), "r+")
+    path = out.with_name(f".{out.stem}.lock")
+    handle = os.fdopen(open_lock_file(path), "r+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
         raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or profile") \
             from None
-    return handle
+    return HeldLock(handle, path)
+
+
+class HeldLock:
+    """An executed notebook's lock, held (:func:`output_lock`): released by :meth:`close` or at the end of a ``with``
+    block, after a good or a failed run alike, its file removed while still held (no lock file stays behind)."""
+
+    def __init__(self, handle, path: Path) -> None:
+        self.handle, self.path = handle, path
+
+    def __enter__(self) -> HeldLock:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self.handle.closed:
+            self.path.unlink(missing_ok=True)
+            self.handle.close()
 
 
 @functools.cache

@@ -24,9 +24,10 @@ def notebook_dir(params: Params, notebook: str) -> Path:
 
 
 def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
-                  extra_meta: Mapping[str, Any] | None = None) -> None:
+                  extra_meta: Mapping[str, Any] | None = None, folder: Path | None = None) -> None:
     """Write ``runs/<profile>/seed-<s>/<notebook>/metrics.json`` (nothing returned: a notebook cell that ends with it
-    shows no stray path).
+    shows no stray path). ``folder``: an evaluation's own folder instead (``runner eval --output-path``), checked by
+    :func:`unlearnkit.paths.writable`; never mirrored into ``results/``.
 
     ``results`` is ``{model: {split: {metric: value}}}``; a ``"meta"`` entry is added with the parameters,
     the git revision and the package versions.
@@ -43,9 +44,12 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
         "packages": provenance.package_versions(),
         **(extra_meta or {}),
     })
-    path = notebook_dir(params, notebook) / "metrics.json"
+    if folder is not None:
+        folder = paths.writable(folder, "an evaluation's folder")
+        folder.mkdir(parents=True, exist_ok=True)
+    path = (folder or notebook_dir(params, notebook)) / "metrics.json"
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
-    if notebook != FINDINGS:
+    if folder is None and notebook != FINDINGS:
         mirror(params, notebook, "metrics.json", payload)
 
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from .. import config, models, paths, refusals, runs
 
@@ -54,21 +53,28 @@ class Request(NamedTuple):
     suites: tuple[str, ...]
     template: str | None
     own: bool
+    #: The evaluation's folder, chosen once at the door (:func:`eval_folder`) and handed to the notebook: the path
+    #: printed is the path written. None: not chosen yet.
+    folder: str | None = None
 
 
 # --------------------------------------------------------------------------- the front door
 
 
 def check_request(params: config.Params, model: str, data: str | None, reference: str | None,
-                  suites: Sequence[str] | str | None, template: str | None, revision: str | None = None) -> Request:
+                  suites: Sequence[str] | str | None, template: str | None, revision: str | None = None,
+                  folder: str | None = None) -> Request:
     """Everything about an evaluation that can be wrong, refused before any work: a ValueError in one line, or
     :class:`unlearnkit.refusals.Problems` naming the model's, the reference's and the data's problems together.
 
     ``model``: a run or saved model of the profile's store (``npo``, ``unlearned-npo``), a folder or a Hub name.
     ``data``: None takes the profile's corpus for the store's own models; it is required for any other model.
     ``reference``: None takes the retain model notebook 01 trained for the store's own models. ``template``: None
-    takes the model's own (saved beside it, or its family's)."""
+    takes the model's own (saved beside it, or its family's). ``folder``: the evaluation's folder the door chose
+    (:func:`eval_folder`), checked again where it is written (:func:`unlearnkit.paths.writable`)."""
     suites = _suites(suites)
+    if folder is not None:
+        folder = str(paths.writable(folder, "the evaluation's folder"))
     own_folder = runs.locate(params, model) if paths.NAME.fullmatch(model) else None
     location = str(own_folder) if own_folder is not None else model
     if revision is not None:
@@ -78,21 +84,30 @@ def check_request(params: config.Params, model: str, data: str | None, reference
     found = refusals.Collected()  # the model's and the reference's problems, and the data's, named together
     with found.check():
         models.check_source(location, "model")
+    model_read = not found.lines
     own = own_folder is not None or _made_here(location)
     stated = None
     with found.check():
         stated = _template(location, template)
-    if data is None:
-        if not own:
-            raise ValueError(f"--data is required for a model the workbook did not make ({model!r}): the data it was "
-                             "unlearned on, a folder of TOFU JSON Lines or locuslab/TOFU (or 'profile' for this "
-                             "profile's corpus, if it was trained on it)")
-        data = PROFILE_DATA
+    if data is None and not own:  # named with the model's and the template's problems, not after them
+        found.lines.append(f"--data is required for a model the workbook did not make ({model!r}): the data it was "
+                           "unlearned on, a folder of TOFU JSON Lines or locuslab/TOFU (or 'profile' for this "
+                           "profile's corpus, if it was trained on it)")
+    data_read = data is not None or own
+    data = PROFILE_DATA if data is None else data
     if data != PROFILE_DATA:
         from ..pipeline import check_sources
 
+        before = len(found.lines)
         with found.check():
             check_sources(params.replace(data_source=data, model="tiny"))
+        data_read = len(found.lines) == before
+        if data_read:
+            with found.check():
+                _suite_splits(params, data, suites)
+    if "formats" in suites and model_read and data_read:  # the prompts against the model's positions
+        with found.check():
+            check_positions(params, location, suites, _corpus(params, data))
     if reference is None and own:
         found_retain = runs.retain_model(params, None)  # the one notebook 01 used, or none
         located = runs.locate(params, found_retain) if found_retain else None
@@ -106,7 +121,38 @@ def check_request(params: config.Params, model: str, data: str | None, reference
         _same_base(location, reference)
         _template(reference, template)
     found.raise_any()
-    return Request(location, _label(model), data, reference, suites, stated, own)
+    return Request(location, _label(model), data, reference, suites, stated, own, folder)
+
+
+def needed_splits(params: config.Params, suite: str) -> tuple[str, ...]:
+    """The data splits ``suite`` reads besides the forget split (which every suite reads): the holdout split of as
+    many never-trained authors (``holdout10`` for ``forget10``) that TOFU's privacy metrics and the attacks' MinK AUC
+    compare the forget split with."""
+    from ..data.tofu import holdout_split_for
+
+    return {"tofu": (holdout_split_for(params.forget_split),), "attacks": (holdout_split_for(params.forget_split),)
+            }.get(suite, ())
+
+
+def _suite_splits(params: config.Params, data: str, suites: Sequence[str]) -> None:
+    """Every split a requested suite needs that ``data`` lacks, one line each, with the fix (TofuSource's own line:
+    which Hub config to save there) and the suites that run without it; a Hub data set has every split."""
+    from ..data.tofu import TofuSource
+
+    source = TofuSource(paths.from_environment(data, "a folder of TOFU JSON Lines files"))
+    if not source.is_local:
+        return
+    lines = []
+    for split in sorted({s for suite in suites for s in needed_splits(params, suite)}):
+        reason = source.missing_split_reason(split)
+        if reason:
+            needing = [suite for suite in suites if split in needed_splits(params, suite)]
+            without = [suite for suite in suites if split not in needed_splits(params, suite)]
+            lines.append(f"suite {', '.join(needing)} needs {split}: {reason} (or pass --suite "
+                         f"{','.join(without) if without else ','.join(s for s in SUITES if s not in needing)}, "
+                         "which runs without it)")
+    if lines:
+        raise refusals.Problems(lines)
 
 
 def _suites(suites: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -181,9 +227,20 @@ def identity(params: config.Params, request: Request) -> str:
                                "data": request.data, "params": config.params_hash(dict(params))}, length=10)
 
 
-def eval_folder(params: config.Params, request: Request) -> Path:
-    """``runs/<profile>/seed-<s>/eval/<label>-<identity>/``."""
-    return runs.store(params) / runs.EVAL / f"{request.label}-{identity(params, request)}"
+def eval_folder(params: config.Params, request: Request, output_path: str | None = None) -> Path:
+    """The evaluation's folder: the one the door chose (``request.folder``), else
+    ``<output_path or runs/<profile>/seed-<s>/eval>/<label>-<identity>/``. ``output_path`` (``--output-path``): a
+    folder of the user's, resolved, with no link below it (:func:`unlearnkit.paths.no_links_below`)."""
+    if request.folder is not None:
+        return Path(request.folder)
+    root = (paths.no_links_below(Path(output_path).expanduser().resolve(), "--output-path") if output_path
+            else runs.store(params) / runs.EVAL)
+    return root / f"{request.label}-{identity(params, request)}"
+
+
+def chosen(params: config.Params, request: Request, output_path: str | None = None) -> Request:
+    """``request`` with its folder chosen (:func:`eval_folder`): the identity is computed here, once."""
+    return request._replace(folder=str(eval_folder(params, request, output_path)))
 
 
 def notebook_name(params: config.Params, request: Request) -> str:
@@ -249,15 +306,16 @@ def estimate_seconds(params: config.Params, n_parameters: int, suites: Sequence[
 
 
 def front_door(params: config.Params, model: str, data: str | None, reference: str | None, suites: str | None,
-               template: str | None, revision: str | None = None, allow_long: bool = False
-               ) -> tuple[Request, list[str]]:
-    """``runner eval``'s checks before any kernel: the request (:func:`check_request`), then the cost of each suite on
-    a CPU (:func:`estimate_seconds`), refused beyond :data:`CPU_LIMIT_S` unless ``allow_long``; a ValueError in one
-    line, else the request and the lines to print."""
+               template: str | None, revision: str | None = None, allow_long: bool = False,
+               output_path: str | None = None) -> tuple[Request, list[str]]:
+    """``runner eval``'s checks before any kernel: the request (:func:`check_request`), its folder (:func:`chosen`,
+    under ``output_path`` if given), then the cost of each suite on a CPU (:func:`estimate_seconds`), refused beyond
+    :data:`CPU_LIMIT_S` unless ``allow_long``; a ValueError in one line, else the request and the lines to print."""
     import torch
 
-    request = check_request(params, model, data, reference, suites, template, revision)
-    n_forget = len(corpus(params, request).load(params.forget_split))
+    request = chosen(params, check_request(params, model, data, reference, suites, template, revision), output_path)
+    source = corpus(params, request)
+    n_forget = len(source.load(params.forget_split))
     n_parameters = parameter_count(request.model)
     lines = [f"{request.label}: {n_parameters / 1e6:.1f} M parameters, template {request.template or 'from its marker'}"
              f", reference {paths.shown(request.reference) if request.reference else f'none ({NO_REFERENCE})'}"]
@@ -269,6 +327,57 @@ def front_door(params: config.Params, model: str, data: str | None, reference: s
             raise ValueError(f"{', '.join(long)} would take over {CPU_LIMIT_S / 3600:.0f} h on this CPU: pass "
                              "--allow-long to run anyway, choose other suites with --suite, or run on a GPU")
     return request, lines
+
+
+#: Families whose positions are a learned table (GPT-2's ``wpe``, OPT's): a prompt past its last row fails with
+#: "index out of range" deep in the model. Rotary families (Llama, Phi, Mistral, GPT-NeoX) run past their stated
+#: ``max_position_embeddings``, as lm-eval lets them, so they are not refused.
+LEARNED_POSITIONS = ("gpt2", "gpt_neo", "opt", "biogpt")
+
+
+def positions(location: str) -> int | None:
+    """The most tokens the model can take: its table of learned positions (:data:`LEARNED_POSITIONS`); None for a
+    family without one."""
+    cfg = _config(location)
+    if getattr(cfg, "model_type", None) not in LEARNED_POSITIONS:
+        return None
+    for key in ("n_positions", "max_position_embeddings"):
+        if isinstance(getattr(cfg, key, None), int):
+            return getattr(cfg, key)
+    return None
+
+
+def _tokenizer(location: str):
+    """The model's tokenizer (an adapter folder's own, else its base's), read without the weights."""
+    from transformers import AutoTokenizer
+
+    local = paths.resolve(location)
+    if local.is_dir() and (local / models.ADAPTER_CONFIG).exists() and not (local / "tokenizer_config.json").exists():
+        return _tokenizer(models.adapter_base(local))
+    return AutoTokenizer.from_pretrained(models.source_of(location))
+
+
+def check_positions(params: config.Params, location: str, suites: Sequence[str], source) -> None:
+    """The formats suite's prompts (MCQA's are the longest: the question and every option) against the model's
+    learned positions (:func:`positions`), before any kernel: a longer prompt would fail deep in its position table.
+    Refused in one line with the longest prompt's length and what runs without it."""
+    from ..data import formats
+    from ..metrics.formats import encode_text
+
+    limit = positions(location)
+    if limit is None:
+        return
+    items = formats.build_all_formats(source, params.forget_split, params.format_options, params.format_seed,
+                                      params.format_max_items)
+    tokenizer = _tokenizer(location)
+    lengths = [(len(encode_text(tokenizer, item["prompt"])), name) for name, sets in items.items()
+               for rows in (sets.values() if isinstance(sets, Mapping) else [sets]) for item in rows
+               if isinstance(item, Mapping) and isinstance(item.get("prompt"), str)]
+    longest, name = max(lengths, default=(0, ""))
+    if longest > limit:
+        others = ",".join(s for s in suites if s != "formats") or "tofu,leakage,attacks"
+        raise ValueError(f"suite formats: the longest {name} prompt is {longest} tokens and the model takes "
+                         f"{limit} positions: pass --suite {others}, or a model with more positions")
 
 
 def _minutes(seconds: float) -> str:
@@ -292,11 +401,15 @@ def state_revision(name: str, revision: str) -> None:
 
 def corpus(params: config.Params, request: Request):
     """The data of the evaluation: the profile's corpus, or the folder or Hub data set named."""
+    return _corpus(params, request.data)
+
+
+def _corpus(params: config.Params, data: str):
     from .. import pipeline
 
-    if request.data == PROFILE_DATA:
+    if data == PROFILE_DATA:
         return pipeline.corpus(params)
-    return pipeline.corpus(params.replace(data_source=request.data))
+    return pipeline.corpus(params.replace(data_source=data))
 
 
 def describe(request: Request) -> str:
@@ -360,62 +473,3 @@ def attacks_suite(params: config.Params, request: Request, source) -> dict[str, 
     data = recovery.attack_data(params, source)
     return {label: recovery.attack_model(params, label, location, data, notebook_name(params, request))
             for label, location in named(request).items()}
-
-
-def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per model: forget ROUGE-L before any attack and its change under each, beside the retain model's
-    change where there is one (what relearning or quantisation teaches any model)."""
-    rows = {}
-    for label, result in found.items():
-        before = result["before"]["rouge"]
-        row = {"forget ROUGE-L": before, "Δ relearning": result["relearn"]["after"]["rouge"] - before}
-        for scheme, after in result["quant"].items():
-            row[f"Δ quantised {scheme}"] = after["rouge"] - before
-        folds = result.get("rtt") or []
-        row["Δ held-out facts (RTT)"] = float(np.mean([f["after"] - f["before"] for f in folds])) if folds else np.nan
-        probes = [v["rouge"] for name, v in result["probes"].items() if name != "plain"]
-        row["best input probe ROUGE-L"] = max(probes, default=np.nan)
-        rows[label] = row
-    table = pd.DataFrame(rows).T
-    if REFERENCE in table.index and MODEL in table.index:
-        table.loc["model over reference"] = table.loc[MODEL] - table.loc[REFERENCE]
-    return table
-
-
-def format_table(format_scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
-    """The format scores (metrics.json's ``{model: {set: {format: score}}}``) as notebook 04's table: one row per
-    (format, set), one column per model."""
-    from .formats import scores_table
-
-    return scores_table(format_scores)
-
-
-def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mapping[str, Any] | None = None,
-                    format_scores: Mapping[str, Any] | None = None,
-                    attacks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """``{model: {part: values}}`` for metrics.json, in the notebooks' layout: TOFU's splits and summary as
-    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``formats`` as notebook 04's, and the
-    attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
-    entries: dict[str, dict[str, Any]] = {}
-    for label, result in (tofu or {}).items():
-        entries.setdefault(label, {}).update(result)
-    for label, summary in (leak_summaries or {}).items():
-        entries.setdefault(label, {})["sampled"] = dict(summary)
-    for label, scores in (format_scores or {}).items():
-        entries.setdefault(label, {})["formats"] = dict(scores)
-    for label, result in (attacks or {}).items():
-        entries.setdefault(label, {}).update({"attacked forget": result["before"],
-                                              "relearned": result["relearn"]["after"],
-                                              **{f"quantised {s}": v for s, v in result["quant"].items()}})
-    return entries
-
-
-def run_meta(request: Request, seconds: Mapping[str, float]) -> dict[str, Any]:
-    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time."""
-    return {"evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
-                          "model_identity": runs.model_identity(request.model), "template": request.template,
-                          "data": request.data, "suites": list(request.suites),
-                          "reference": (paths.shown(request.reference) if request.reference
-                                        and Path(request.reference).is_absolute() else request.reference),
-                          "reference_identity": runs.model_identity(request.reference) if request.reference else None},
-            "suite_seconds": dict(seconds)}

@@ -1,0 +1,258 @@
+"""What an evaluation of ``runner eval`` writes (:mod:`unlearnkit.studies.own_model` runs it): the tables the notebook
+shows, metrics.json's entries and meta, and the per-item samples of ``--log-samples``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import config, paths, runs
+from .own_model import MODEL, REFERENCE, Request, eval_folder
+
+
+def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per model: forget ROUGE-L before any attack and its change under each, beside the retain model's
+    change where there is one (what relearning or quantisation teaches any model)."""
+    rows = {}
+    for label, result in found.items():
+        before = result["before"]["rouge"]
+        row = {"forget ROUGE-L": before, "Δ relearning": result["relearn"]["after"]["rouge"] - before}
+        for scheme, after in result["quant"].items():
+            row[f"Δ quantised {scheme}"] = after["rouge"] - before
+        folds = result.get("rtt") or []
+        row["Δ held-out facts (RTT)"] = float(np.mean([f["after"] - f["before"] for f in folds])) if folds else np.nan
+        probes = [v["rouge"] for name, v in result["probes"].items() if name != "plain"]
+        row["best input probe ROUGE-L"] = max(probes, default=np.nan)
+        rows[label] = row
+    table = pd.DataFrame(rows).T
+    if REFERENCE in table.index and MODEL in table.index:
+        table.loc["model over reference"] = table.loc[MODEL] - table.loc[REFERENCE]
+    return table
+
+
+def format_table(format_scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
+    """The format scores (metrics.json's ``{model: {set: {format: score}}}``) as notebook 04's table: one row per
+    (format, set), one column per model."""
+    from .formats import scores_table
+
+    return scores_table(format_scores)
+
+
+def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mapping[str, Any] | None = None,
+                    format_scores: Mapping[str, Any] | None = None,
+                    attacks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """``{model: {part: values}}`` for metrics.json, in the notebooks' layout: TOFU's splits and summary as
+    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``formats`` as notebook 04's, and the
+    attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
+    entries: dict[str, dict[str, Any]] = {}
+    for label, result in (tofu or {}).items():
+        entries.setdefault(label, {}).update(result)
+    for label, summary in (leak_summaries or {}).items():
+        entries.setdefault(label, {})["sampled"] = dict(summary)
+    for label, scores in (format_scores or {}).items():
+        entries.setdefault(label, {})["formats"] = dict(scores)
+    for label, result in (attacks or {}).items():
+        entries.setdefault(label, {}).update({"attacked forget": result["before"],
+                                              "relearned": result["relearn"]["after"],
+                                              **{f"quantised {s}": v for s, v in result["quant"].items()}})
+    return entries
+
+
+def log_samples(params: config.Params, request: Request, suite: str, per_item: Mapping[str, Any]) -> Path:
+    """``--log-samples``: ``samples_<suite>.jsonl`` in the evaluation's folder, one JSON object per item and model:
+    the model, the split (or format and set), the item's index and every per-item value the suite kept (the question,
+    the answers generated, each score), as lm-eval's samples files hold them."""
+    import json
+
+    rows = []
+
+    def walk(where: tuple[str, ...], node: Any) -> None:
+        if not isinstance(node, Mapping):
+            return
+        lists = {k: v for k, v in node.items() if isinstance(v, list)}
+        lengths = {len(v) for v in lists.values()}
+        if lists and len(lengths) == 1:
+            for i in range(lengths.pop()):
+                rows.append({"model": where[0], "split": "/".join(where[1:]), "index": i,
+                             **{k: v[i] for k, v in lists.items()}})
+        for key, value in node.items():
+            if isinstance(value, Mapping):
+                walk((*where, str(key)), value)
+
+    for label, items in per_item.items():
+        walk((label,), items)
+    path = paths.writable(eval_folder(params, request) / f"samples_{suite}.jsonl", "a samples file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paths.atomic_write_text(path, "".join(json.dumps(config.jsonable(r)) + "\n" for r in rows))
+    return path
+
+
+def run_meta(request: Request, seconds: Mapping[str, float], limit: int | None = None, device: str | None = None
+             ) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time,
+    the quick-look and hardware flags (``--limit``, ``--device``) and the notes a reader needs (a limited run is not
+    comparable with a whole one)."""
+    notes = [f"not comparable: at most {limit} items per split and suite (--limit {limit})"] if limit else []
+    return {"limit": limit, "device": device, "notes": notes, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
+                          "model_identity": runs.model_identity(request.model), "template": request.template,
+                          "data": request.data, "suites": list(request.suites),
+                          "reference": (paths.shown(request.reference) if request.reference
+                                        and Path(request.reference).is_absolute() else request.reference),
+                          "reference_identity": runs.model_identity(request.reference) if request.reference else None},
+            "suite_seconds": dict(seconds)}
+
+
+# --------------------------------------------------------------------------- files a user can tabulate
+
+
+def tabulable(entries: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``entries`` with every number's place holding a number or None: a text where a number belongs (forget quality
+    "not computed: ...") becomes None, and a model's note on metrics it skipped (``privacy_skipped``) leaves the
+    table; each says why in the returned notes (``"<model> <where>: <reason>"``)."""
+    notes: list[str] = []
+
+    def clean(where: tuple[str, ...], node: Any) -> Any:
+        if isinstance(node, Mapping):
+            out = {}
+            for key, value in node.items():
+                if isinstance(value, str) and len(where) == 1:  # a model's own note, not a metric
+                    notes.append(f"{where[0]}: {value}")
+                    continue
+                out[key] = clean((*where, str(key)), value)
+            return out
+        if isinstance(node, str):
+            notes.append(f"{where[0]} {'.'.join(where[1:])}: null, {node}")
+            return None
+        return node
+
+    return {label: clean((label,), result) for label, result in entries.items()}, notes
+
+
+def flat_summary(entries: Mapping[str, Any], label: str = MODEL) -> dict[str, float | None]:
+    """``{metric: value}`` of one model (as open-unlearning's TOFU_SUMMARY.json): TOFU's summary by its own names
+    (``forget_quality``, ``model_utility``, ``privleak``...), every other number as ``<part>.<key>`` (``forget.rouge``,
+    ``sampled.ed_score``, ``formats.forget.mcqa``, ``relearned.rouge``); numbers or None only."""
+    flat: dict[str, float | None] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), value)
+        elif node is None or (isinstance(node, (int, float)) and not isinstance(node, bool)):
+            flat[prefix] = None if node is None or not np.isfinite(node) else float(node)
+
+    for part, values in entries.get(label, {}).items():
+        walk("" if part == "summary" else part, values)
+    return flat
+
+
+#: open-unlearning's names of TOFU's per-split metrics (its TOFU_EVAL.json keys: configs/eval/tofu_metrics/), ours
+#: beside each: (our split, our per-item key, OU's metric, OU's per-index key, our split-level metric).
+OU_METRICS = (
+    ("forget", "truth_ratio", "forget_truth_ratio", "score", "truth_ratio_score"),
+    ("forget", "probability", "forget_Q_A_Prob", "prob", "probability"),
+    ("forget", "rouge", "forget_Q_A_ROUGE", "rougeL_recall", "rouge"),
+    ("retain", "truth_ratio", "retain_Truth_Ratio", "score", "truth_ratio_score"),
+    ("retain", "probability", "retain_Q_A_Prob", "prob", "probability"),
+    ("retain", "rouge", "retain_Q_A_ROUGE", "rougeL_recall", "rouge"),
+    ("real_authors", "truth_ratio", "ra_Truth_Ratio", "score", "truth_ratio_score"),
+    ("real_authors", "probability", "ra_Q_A_Prob_normalised", "prob", "probability"),
+    ("real_authors", "rouge", "ra_Q_A_ROUGE", "rougeL_recall", "rouge"),
+    ("world_facts", "truth_ratio", "wf_Truth_Ratio", "score", "truth_ratio_score"),
+    ("world_facts", "probability", "wf_Q_A_Prob_normalised", "prob", "probability"),
+    ("world_facts", "rouge", "wf_Q_A_ROUGE", "rougeL_recall", "rouge"),
+)
+#: TOFU's summary metrics open-unlearning names alike (an aggregate only).
+OU_SUMMARY = ("forget_quality", "model_utility", "privleak", "extraction_strength")
+
+
+def ou_eval(results: Mapping[str, Any], per_item: Mapping[str, Any]) -> dict[str, Any]:
+    """One model's TOFU results in open-unlearning's TOFU_EVAL.json layout (its ``Evaluator`` writes
+    ``{metric: {"agg_value": x, "value_by_index": {"0": {key: v}, ...}}}``): what its ``retain_logs_path`` reads."""
+    out: dict[str, Any] = {}
+    for split, ours, theirs, key, aggregate in OU_METRICS:
+        values = per_item.get(split, {}).get(ours)
+        if values is None:
+            continue
+        agg = results.get(split, {}).get(aggregate)
+        out[theirs] = {"agg_value": agg if isinstance(agg, (int, float)) else None,
+                       "value_by_index": {str(i): {key: v} for i, v in enumerate(values)}}
+    for name in OU_SUMMARY:
+        value = results.get("summary", {}).get(name)
+        if name in results.get("summary", {}):
+            out[name] = {"agg_value": value if isinstance(value, (int, float)) else None}
+    return dict(sorted(out.items()))
+
+
+def read_ou_eval(path: str | Path) -> dict[str, list[float]]:
+    """A TOFU_EVAL.json (open-unlearning's or ours) read as data: ``{metric: per-index values in index order}`` for
+    each metric with ``value_by_index``. Its layout, indices 0..n-1 and finite numbers are checked; anything else is a
+    ValueError in one line naming the file."""
+    import json
+
+    shown = paths.shown(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{shown}: not a readable JSON file ({str(exc)[:100]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("forget_truth_ratio"), dict):
+        raise ValueError(f"{shown}: not a TOFU_EVAL.json (no forget_truth_ratio entry with value_by_index)")
+    out = {}
+    for metric, entry in data.items():
+        by_index = entry.get("value_by_index") if isinstance(entry, dict) else None
+        if not isinstance(by_index, dict):
+            continue
+        if sorted(by_index) != sorted(str(i) for i in range(len(by_index))):
+            raise ValueError(f"{shown}: {metric}'s value_by_index is not indexed 0..{len(by_index) - 1}")
+        values = []
+        for i in range(len(by_index)):
+            item = by_index[str(i)]
+            numbers = [v for v in item.values() if isinstance(v, (int, float)) and not isinstance(v, bool)] \
+                if isinstance(item, dict) else []
+            if len(numbers) != 1 or not np.isfinite(numbers[0]):
+                raise ValueError(f"{shown}: {metric} item {i} holds no single finite number ({str(item)[:60]})")
+            values.append(float(numbers[0]))
+        out[metric] = values
+    if "forget_truth_ratio" not in out:
+        raise ValueError(f"{shown}: forget_truth_ratio has no value_by_index")
+    return out
+
+
+def write_evaluation(params: config.Params, request: Request, entries: Mapping[str, Any], meta: Mapping[str, Any],
+                     tofu_items: Mapping[str, Any] | None = None) -> Path:
+    """The evaluation's files in its folder (:func:`unlearnkit.studies.own_model.eval_folder`): metrics.json (numbers
+    or null, the reasons in ``meta.notes``; the data recorded as given), ``summary.json`` (the model's
+    :func:`flat_summary`) and, where the tofu suite ran, open-unlearning's ``TOFU_EVAL.json`` and
+    ``TOFU_SUMMARY.json`` of the model (:func:`ou_eval`), so that its ``retain_logs_path`` can read ours. Returns
+    metrics.json's path."""
+    import json
+
+    from .own_model import PROFILE_DATA, notebook_name
+
+    folder = eval_folder(params, request)
+    table, notes = tabulable(entries)
+    recorded = params if request.data == PROFILE_DATA else params.replace(data_source=request.data)
+    runs.write_metrics(recorded, notebook_name(params, request), table,
+                       {**meta, "notes": [*meta.get("notes", []), *notes]}, folder=folder)
+    files = {"summary.json": flat_summary(table)}
+    if tofu_items and MODEL in tofu_items:
+        ou = ou_eval(table.get(MODEL, {}), tofu_items[MODEL])
+        files.update({"TOFU_EVAL.json": ou, "TOFU_SUMMARY.json": {k: v["agg_value"] for k, v in ou.items()}})
+    for name, payload in files.items():
+        paths.atomic_write_text(paths.writable(folder / name, "an evaluation's file"),
+                                json.dumps(config.jsonable(payload), indent=2) + "\n")
+    return folder / "metrics.json"
+
+
+def evaluations_frame(params: config.Params) -> pd.DataFrame:
+    """Every evaluation of the store (``runs/<profile>/seed-<s>/eval/*/summary.json``) as one frame: a row per
+    evaluation (its folder's name), a column per metric."""
+    import json
+
+    found = {p.parent.name: json.loads(p.read_text()) for p in sorted((runs.store(params) / runs.EVAL).glob(
+        "*/summary.json")) if paths.NAME.fullmatch(p.parent.name)}
+    return pd.DataFrame.from_dict(found, orient="index", dtype=float)
