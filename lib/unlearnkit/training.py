@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
+from .checkpoints import all_checkpoints, clear_checkpoints, latest_checkpoint, step_of  # noqa: F401 (callers say training.)
 from .stations import show_progress, timed
 
 LossFn = Callable[[torch.nn.Module, dict[str, Any]], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
@@ -278,54 +279,6 @@ def restore_schedule(scheduler, state: Mapping[str, Any] | None, step: int) -> N
             scheduler.step()
 
 
-def _step(checkpoint: Path) -> int:
-    return int(checkpoint.name.split("-", 1)[1])
-
-
-def _checkpoints(output_dir: Path) -> list[Path]:
-    """Every checkpoint folder in ``output_dir`` (``checkpoint-<step>``), oldest first, whatever it holds: what
-    pruning and :func:`clear_checkpoints` remove. Nothing in them is read; whether one can be resumed from is
-    :func:`_resumable`'s question, asked by :func:`latest_checkpoint` alone."""
-    found = [p for p in output_dir.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit()]
-    return sorted(found, key=_step)
-
-
-#: The pickled files of a checkpoint accelerate loads (the optimizer's and scheduler's states, the RNG states).
-CHECKPOINT_PICKLES = ("*.bin", "*.pt", "*.pth", "*.pkl")
-
-
-def _resumable(checkpoint: Path) -> str | None:
-    """Why this loop cannot resume from ``checkpoint`` (None: it can): it must be complete (trainer state and
-    safetensors weights), hold no accelerate custom-object pickle (loaded with weights_only=False: checkpoints
-    written before the scheduler's state moved to trainer_state.json, or received with one) and only pickles torch's
-    weights-only loader accepts (:func:`_refused_pickle`)."""
-    if not (checkpoint / "trainer_state.json").is_file() or not (checkpoint / "model.safetensors").is_file():
-        return "incomplete (no trainer_state.json or model.safetensors)"
-    custom = next(iter(sorted(checkpoint.glob("custom_checkpoint_*"))), None)
-    if custom is not None:
-        return f"{custom.name} is a custom-object pickle, which accelerate loads with weights_only=False"
-    refused = _refused_pickle(checkpoint)
-    if refused is not None:
-        return f"{refused} is not loadable weights-only"
-    return None
-
-
-def _refused_pickle(checkpoint: Path) -> str | None:
-    """The first pickled file of ``checkpoint`` torch's weights-only loader refuses (None: it accepts every one:
-    tensors and plain values; memory-mapped, so the tensors are not read into memory): accelerate loads them that way
-    and a received one it refuses would stop training with a traceback. Nothing is unpickled beyond what that loader
-    allows."""
-    from accelerate.utils.other import load  # weights-only, with the numpy types accelerate allows
-
-    for pattern in CHECKPOINT_PICKLES:
-        for file in sorted(checkpoint.glob(pattern)):
-            try:
-                load(file, map_location="cpu", weights_only=True, mmap=True)
-            except Exception:  # refused (UnpicklingError), or not a file torch wrote
-                return file.name
-    return None
-
-
 class _DropTiedWeightsNote(logging.Filter):
     """accelerate's note that a checkpoint drops the second name of a shared tensor: the tiny Llama ties its input and
     output embeddings by design (``tie_word_embeddings``), and loading the checkpoint ties them again, so the note
@@ -343,18 +296,6 @@ def _tied_weights_quiet():
         yield
     finally:
         logger.removeFilter(note)
-
-
-def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
-    """The newest checkpoint this loop can resume from (:func:`_resumable`), None if there is none: checkpoints are
-    tried newest first and the search stops at the first that passes, so older ones are never read; each one passed
-    over on the way is one warning line naming it and why."""
-    for checkpoint in reversed(_checkpoints(Path(output_dir))):
-        why = _resumable(checkpoint)
-        if why is None:
-            return checkpoint
-        logging.getLogger(__name__).warning("checkpoint %s passed over: %s", checkpoint.name, why)
-    return None
 
 
 @timed("training")
@@ -444,8 +385,8 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         os.replace(tmp, final)  # a checkpoint directory exists only once it is complete
         # The newest keep_checkpoints up to this step stay; nothing in them is read. One newer than this step is
         # one the resume passed over (or another run's): it goes too, so it never counts among those kept.
-        kept = [c for c in _checkpoints(out) if _step(c) <= step][-max(1, config.keep_checkpoints):]
-        for old in _checkpoints(out):
+        kept = [c for c in all_checkpoints(out) if step_of(c) <= step][-max(1, config.keep_checkpoints):]
+        for old in all_checkpoints(out):
             if old not in kept:
                 shutil.rmtree(old, ignore_errors=True)
 
@@ -518,11 +459,3 @@ def _step_mean(values: Sequence[Any], weights: Sequence[torch.Tensor] | None) ->
 
 def _jsonable_config(config: TrainConfig) -> dict[str, Any]:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
-
-
-def clear_checkpoints(output_dir: str | os.PathLike) -> None:
-    """Remove every checkpoint once a run has produced its final model: resumable or not (one passed over at resume
-    goes too), and the hidden folders of a save that was cut short. Nothing in them is read."""
-    output_dir = Path(output_dir)
-    for ckpt in [*_checkpoints(output_dir), *output_dir.glob(".checkpoint-*.tmp")]:
-        shutil.rmtree(ckpt, ignore_errors=True)
