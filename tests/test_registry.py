@@ -115,7 +115,7 @@ def test_a_share_tested_against_zero_is_refused_as_a_claim_that_cannot_fail(raw)
 def test_every_entry_states_its_range_and_can_come_out_either_way():
     """For every entry, a seed effect within its range that the judge rates consistent and one it rates inconsistent
     (the range's ends, or a unit beyond the minimal effect where an end is open). This reads the registry's numbers
-    with the judge; building the seed results through each entry's own extractor is issue #56's remaining part."""
+    with the judge; tests/test_claims_can_fail.py builds them through each entry's own extractor."""
     from unlearnkit import judge
 
     for c in registry.load().claims:
