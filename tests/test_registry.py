@@ -74,6 +74,7 @@ def test_the_quote_check_catches_an_edited_quote_and_a_changed_file(tmp_path, ra
     (lambda d: d["claims"][1].update(quote=None), "no quote, no finding"),
     (lambda d: d["claims"][1]["minimal_effect"].update(reason=""), "needs a value and its reason"),
     (lambda d: d["claims"][1]["minimal_effect"].update(value=-1), "negative"),
+    (lambda d: d["claims"][1]["minimal_effect"].update(value=0), "minimal_effect value 0: every seed would be a coin"),
     (lambda d: d.update(schema_version=0), "schema_version"),
     (lambda d: d["claims"][1].update(amended=[{"date": "2026-11-27", "before": "x", "why": "y"}]), "says what was known"),
     (lambda d: d["claims"][1]["effect"].pop("range"), "needs its range"),

@@ -11,7 +11,8 @@ record; docs/metrics.md §8.3 states the rule.
 Every claim can fail: each states the range its effect can take (``effect.range: [lo, hi]``, null for an unbounded
 end, never null on a scale that is bounded: a share, an AUC, a correlation, a scale whose bounds it names), and an
 entry whose consistent or inconsistent region (beyond the minimal effect on either side of no effect) lies outside
-that range is refused at load (:func:`reachable`).
+that range is refused at load (:func:`reachable`). A minimal effect of 0 is refused too: with it, a seed an epsilon
+either side of no effect is consistent or inconsistent, so every seed near the boundary is a coin flip.
 
 The file is data: read with ``yaml.safe_load``, checked field by field, never executed. For the three papers whose full
 text lies in ``../shared/papers`` (:data:`unlearnkit.paths.PAPERS`), :func:`quote_problems` checks each quote against the
@@ -190,6 +191,9 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     value = _number(minimal["value"], where, "minimal_effect value")
     if value < 0:
         raise _fail(where, f"minimal_effect value {value} is negative")
+    if value == 0:
+        raise _fail(where, "minimal_effect value 0: every seed would be a coin flip at no effect; give the smallest "
+                           "distance from it that counts, on either side")
     null = _number(effect["no_effect"], where, "effect no_effect")
     bounds = _range(effect, where, str(effect["side"]), null, value)
     quote, status = raw.get("quote"), raw.get("status")
