@@ -86,6 +86,9 @@ class Claim:
     #: Each amendment made after some seeds were judged: its date, the quantity before, why, and what was known.
     amended: tuple[Mapping[str, str], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Why the effect is the workbook's analogue of the paper's quantity (another scale, task or data), or None where it
+    #: is the paper's own quantity: every table says so beside the claim.
+    analogue: str | None = None
 
     @property
     def testable(self) -> bool:
@@ -206,15 +209,18 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     if not isinstance(amended, Sequence) or isinstance(amended, str) or not all(
             isinstance(a, Mapping) and {"date", "before", "why", "known"} <= set(a) for a in amended):
         raise _fail(where, "amended is a list of {date, before, why, known}: an amendment says what was known")
+    analogue = raw.get("analogue")
+    if analogue is not None and (not isinstance(analogue, str) or not analogue.strip()):
+        raise _fail(where, "analogue is the reason the quantity is the workbook's analogue of the paper's, in words")
     known = {*_REQUIRED, "kind", "section", "quote", "quote_seen_at", "replaces", "pool", "preconditions", "status",
-             "seed0_known", "amended"}
+             "seed0_known", "amended", "analogue"}
     return Claim(str(raw["id"]), papers[raw["paper"]], str(raw.get("section") or ""), quote, str(raw["claim"]),
                  str(raw["notebook"]), str(effect["quantity"]), str(effect["scale"]), str(effect["side"]),
                  null, value, str(minimal["reason"]), str(raw["unit"]), bounds, kind,
                  pool, tuple(str(p) for p in raw.get("preconditions") or ()),
                  tuple(str(k) for k in raw.get("replaces") or ()), status, str(raw.get("seed0_known", "")),
                  raw.get("quote_seen_at"), tuple({k: str(v) for k, v in a.items()} for a in amended),
-                 {k: v for k, v in raw.items() if k not in known})
+                 {k: v for k, v in raw.items() if k not in known}, analogue)
 
 
 def parse(data: Any) -> Registry:
