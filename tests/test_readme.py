@@ -213,3 +213,25 @@ def test_the_first_registration_is_archived_and_the_v1_to_v2_table_follows_from_
     assert "no effect 0.0 -> 0.19" in row and "amended 2026-11-28" in row
     assert len([line for line in table.splitlines() if line.startswith("| ") and "|---" not in line]) == \
         len(now["claims"]) + 1
+
+
+def test_the_readmes_opening_sentence_is_true_of_every_row_analogue_or_not():
+    """The README's opening says every finding is tested on the paper's own quantity or, where its row says
+    "workbook analogue", on the workbook's analogue of it (#56 item 3): every claim the registry marks as an analogue
+    says so, with its reason, in its README row, and no row says so that the registry does not mark."""
+    from unlearnkit import registry
+    from unlearnkit.report.claims import ANALOGUE
+
+    readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
+    opening = readme.split("\n\n")[1]
+    analogues = {c.id: c.analogue for c in registry.load().claims if c.analogue}
+    assert analogues, "no claim marked: then the opening's clause on analogues would be idle"
+    assert ANALOGUE in " ".join(opening.split()) and "paper's own quantity" in opening
+    rows = {line.split("|")[2].strip().split(":")[0]: line for line in readme.splitlines()
+            if line.startswith("| ") and line.count("|") > 7 and "." in line.split("|")[2]}
+    for claim_id, row in rows.items():
+        if claim_id in analogues:
+            assert f"({ANALOGUE}: {analogues[claim_id]})" in row, claim_id
+        else:
+            assert ANALOGUE not in row, claim_id
+    assert set(analogues) <= set(rows) | {c.id for c in registry.load().claims if not c.testable}

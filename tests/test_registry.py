@@ -74,6 +74,7 @@ def test_the_quote_check_catches_an_edited_quote_and_a_changed_file(tmp_path, ra
     (lambda d: d["claims"][1].update(quote=None), "no quote, no finding"),
     (lambda d: d["claims"][1]["minimal_effect"].update(reason=""), "needs a value and its reason"),
     (lambda d: d["claims"][1]["minimal_effect"].update(value=-1), "negative"),
+    (lambda d: d["claims"][1]["minimal_effect"].update(value=0), "minimal_effect value 0: every seed would be a coin"),
     (lambda d: d.update(schema_version=0), "schema_version"),
     (lambda d: d["claims"][1].update(amended=[{"date": "2026-11-27", "before": "x", "why": "y"}]), "says what was known"),
     (lambda d: d["claims"][1]["effect"].pop("range"), "needs its range"),
@@ -115,7 +116,7 @@ def test_a_share_tested_against_zero_is_refused_as_a_claim_that_cannot_fail(raw)
 def test_every_entry_states_its_range_and_can_come_out_either_way():
     """For every entry, a seed effect within its range that the judge rates consistent and one it rates inconsistent
     (the range's ends, or a unit beyond the minimal effect where an end is open). This reads the registry's numbers
-    with the judge; building the seed results through each entry's own extractor is issue #56's remaining part."""
+    with the judge; tests/test_claims_can_fail.py builds them through each entry's own extractor."""
     from unlearnkit import judge
 
     for c in registry.load().claims:

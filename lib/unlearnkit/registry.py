@@ -11,7 +11,8 @@ record; docs/metrics.md §8.3 states the rule.
 Every claim can fail: each states the range its effect can take (``effect.range: [lo, hi]``, null for an unbounded
 end, never null on a scale that is bounded: a share, an AUC, a correlation, a scale whose bounds it names), and an
 entry whose consistent or inconsistent region (beyond the minimal effect on either side of no effect) lies outside
-that range is refused at load (:func:`reachable`).
+that range is refused at load (:func:`reachable`). A minimal effect of 0 is refused too: with it, a seed an epsilon
+either side of no effect is consistent or inconsistent, so every seed near the boundary is a coin flip.
 
 The file is data: read with ``yaml.safe_load``, checked field by field, never executed. For the three papers whose full
 text lies in ``../shared/papers`` (:data:`unlearnkit.paths.PAPERS`), :func:`quote_problems` checks each quote against the
@@ -85,6 +86,9 @@ class Claim:
     #: Each amendment made after some seeds were judged: its date, the quantity before, why, and what was known.
     amended: tuple[Mapping[str, str], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Why the effect is the workbook's analogue of the paper's quantity (another scale, task or data), or None where it
+    #: is the paper's own quantity: every table says so beside the claim.
+    analogue: str | None = None
 
     @property
     def testable(self) -> bool:
@@ -190,6 +194,9 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     value = _number(minimal["value"], where, "minimal_effect value")
     if value < 0:
         raise _fail(where, f"minimal_effect value {value} is negative")
+    if value == 0:
+        raise _fail(where, "minimal_effect value 0: every seed would be a coin flip at no effect; give the smallest "
+                           "distance from it that counts, on either side")
     null = _number(effect["no_effect"], where, "effect no_effect")
     bounds = _range(effect, where, str(effect["side"]), null, value)
     quote, status = raw.get("quote"), raw.get("status")
@@ -202,15 +209,18 @@ def _claim(raw: Mapping[str, Any], papers: Mapping[str, Paper]) -> Claim:
     if not isinstance(amended, Sequence) or isinstance(amended, str) or not all(
             isinstance(a, Mapping) and {"date", "before", "why", "known"} <= set(a) for a in amended):
         raise _fail(where, "amended is a list of {date, before, why, known}: an amendment says what was known")
+    analogue = raw.get("analogue")
+    if analogue is not None and (not isinstance(analogue, str) or not analogue.strip()):
+        raise _fail(where, "analogue is the reason the quantity is the workbook's analogue of the paper's, in words")
     known = {*_REQUIRED, "kind", "section", "quote", "quote_seen_at", "replaces", "pool", "preconditions", "status",
-             "seed0_known", "amended"}
+             "seed0_known", "amended", "analogue"}
     return Claim(str(raw["id"]), papers[raw["paper"]], str(raw.get("section") or ""), quote, str(raw["claim"]),
                  str(raw["notebook"]), str(effect["quantity"]), str(effect["scale"]), str(effect["side"]),
                  null, value, str(minimal["reason"]), str(raw["unit"]), bounds, kind,
                  pool, tuple(str(p) for p in raw.get("preconditions") or ()),
                  tuple(str(k) for k in raw.get("replaces") or ()), status, str(raw.get("seed0_known", "")),
                  raw.get("quote_seen_at"), tuple({k: str(v) for k, v in a.items()} for a in amended),
-                 {k: v for k, v in raw.items() if k not in known})
+                 {k: v for k, v in raw.items() if k not in known}, analogue)
 
 
 def parse(data: Any) -> Registry:

@@ -69,6 +69,15 @@ def seeds_text(row: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+#: What a row says when its quantity is the workbook's analogue of the paper's (the README's opening sentence names it).
+ANALOGUE = "workbook analogue"
+
+
+def analogue_text(row: Mapping[str, Any]) -> str:
+    """" (workbook analogue: <why>)" for a claim measured on the workbook's analogue of the paper's quantity, else ""."""
+    return f" ({ANALOGUE}: {row['analogue']})" if row.get("analogue") else ""
+
+
 def amended_text(row: Mapping[str, Any]) -> str:
     """" (amended <date>: <why>)" for a claim whose quantity changed after some seeds were judged; else ""."""
     return "".join(f" [amended {a['date']}: {a['why']}; {a['known']}]"
@@ -82,14 +91,14 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
         return []
     counted = ", ".join(f"{n} {verdict}" for verdict, n in (summary.get("claims_counts") or {}).items())
     lines = ["", "### The papers' claims, judged over seeds", "",
-             f"Each row is a sentence of a paper, quoted (docs/claims.yaml), tested on the paper's own quantity in "
-             f"the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
+             f"Each row is a sentence of a paper, quoted (docs/claims.yaml), tested on the paper's own quantity (or, "
+             f"where the row says so, the {ANALOGUE} of it) in the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
              "~ inconclusive, - not testable.", "",
              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
              "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean "
              "| at the former bar |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
+        kind = ("" if row["kind"] == "finding" else f" ({row['kind']})") + analogue_text(row)
         quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
         lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | "
                      f"{_cell(row['claim'] + kind + quote + amended_text(row))} | "

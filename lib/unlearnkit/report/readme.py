@@ -146,7 +146,7 @@ def readme_section(summary: Mapping[str, Any]) -> str:
     if not summary.get("claims"):
         lines += results_body(summary)
         return "\n".join(lines + ["", END])
-    from .claims import CLAIMS_OVERVIEW, lean_text, needs_text
+    from .claims import CLAIMS_OVERVIEW, analogue_text, lean_text, needs_text
 
     lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
               f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
@@ -154,7 +154,7 @@ def readme_section(summary: Mapping[str, Any]) -> str:
               "|---|---|---|---|---|---|---|"]
     figures = {f.get("key"): f.get("figure") for f in summary.get("findings", [])}
     for row in summary["claims"]:
-        kind = "" if row["kind"] == "finding" else f" ({row['kind']})"
+        kind = ("" if row["kind"] == "finding" else f" ({row['kind']})") + analogue_text(row)
         figure = claim_figure(row, figures)
         shown = f"[{figure}](figures/{figure}.png)" if figure else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "

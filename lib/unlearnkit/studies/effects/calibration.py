@@ -185,5 +185,8 @@ def ps_correlate(claim: Claim, seed: SeedResults):
     span = float(exact.max() - exact.min())
     if not span >= 0.5 * retain0:
         raise NotTestable(f"the sweeps span {span:.2f} of retain PS-exact, under half the target's {retain0:.2f}")
-    r = float(np.corrcoef(exact, perturb)[0, 1])
-    return result(claim, seed, r, values={"controlled models": len(points), "retain PS-exact span": span})
+    from scipy.stats import pearsonr, spearmanr
+
+    rho = float(spearmanr(exact, perturb).statistic)
+    return result(claim, seed, rho, values={"controlled models": len(points), "retain PS-exact span": span,
+                                            "Pearson r (former quantity)": float(pearsonr(exact, perturb).statistic)})

@@ -54,6 +54,7 @@ def records(reg: Registry, judged: Sequence[ClaimVerdict], former: Sequence[Verd
                        "range": list(c.range)},
             "minimal_effect": {"value": c.minimal_effect, "reason": c.minimal_reason}, "unit": c.unit,
             "preconditions": list(c.preconditions), "replaces": list(c.replaces), "amended": list(c.amended),
+            "analogue": c.analogue,
             "former_bar": _former(c.replaces, by_key)})
     return out
 

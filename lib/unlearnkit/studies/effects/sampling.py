@@ -15,8 +15,6 @@ from .base import NotTestable, extractor, finite, method_of, parameters, pooled,
 BOUND_LEVEL = 0.1
 #: Fewest greedy-safe questions a model needs for its share to mean something.
 MIN_QUESTIONS = 10
-#: Table 1: "the sampled mean matches greedy" within this.
-MATCHES = 0.05
 #: An EO run keeps utility at this share of its base run's.
 UTILITY_KEPT = 0.9
 
@@ -58,23 +56,31 @@ def fig3a(claim: Claim, seed: SeedResults):
                                               "samples": hp["n_samples"], "greedy leak rate": hp["greedy_leak_rate"]})
 
 
+def _table1_rows(seed: SeedResults) -> list[tuple[str, dict]]:
+    """Table 1's models: every in-regime GA or GD model notebook 06 sampled, with its forget-set row."""
+    params, entropy = parameters(seed), seed.metrics(runs.ENTROPY)
+    rows = [(label, entropy[label]["forget"]) for label in _regime(seed)
+            if method_of(label, params) in ("ga", "gd") and label in entropy]
+    if not rows:
+        raise NotTestable("no GA or GD model in the paper's regime")
+    return rows
+
+
+def _table1_values(row: dict) -> dict:
+    return {"greedy ROUGE-L": row["greedy ROUGE-L"], "ED mean": row["ED mean"], "ED sd": row["ED sd"],
+            "ED score": row["ED score"]}
+
+
+@extractor("scholten.table1_mean_matches_greedy")
+def table1_mean(claim: Claim, seed: SeedResults):
+    units = [unit(claim, label, abs(row["ED mean"] - row["greedy ROUGE-L"]), values=_table1_values(row))
+             for label, row in _table1_rows(seed)]
+    return pooled(claim, seed, units)
+
+
 @extractor("scholten.table1_spread")
 def table1(claim: Claim, seed: SeedResults):
-    params, entropy = parameters(seed), seed.metrics(runs.ENTROPY)
-    units = []
-    for label in _regime(seed):
-        if method_of(label, params) not in ("ga", "gd") or label not in entropy:
-            continue
-        row = entropy[label]["forget"]
-        gap = abs(row["ED mean"] - row["greedy ROUGE-L"])
-        values = {"greedy ROUGE-L": row["greedy ROUGE-L"], "ED mean": row["ED mean"], "ED sd": row["ED sd"],
-                  "ED score": row["ED score"]}
-        if gap > MATCHES:
-            units.append(Unit(label, None, "not testable", f"sampled mean {gap:.2f} from greedy", values))
-            continue
-        units.append(unit(claim, label, row["ED score"] - row["greedy ROUGE-L"], values=values))
-    if not units:
-        raise NotTestable("no GA or GD model in the paper's regime")
+    units = [unit(claim, label, row["ED sd"], values=_table1_values(row)) for label, row in _table1_rows(seed)]
     return pooled(claim, seed, units)
 
 

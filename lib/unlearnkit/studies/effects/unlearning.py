@@ -200,6 +200,11 @@ def npo_eo(claim: Claim, seed: SeedResults):
     return result(claim, seed, eo["summary"]["model_utility"] - alone["summary"]["model_utility"], values=values)
 
 
+#: The one attack the claim reads: MUSE's PrivLeak (and open-unlearning's privleak) is built on Min-K% Prob, so the
+#: claim takes it alone rather than the strongest of several attacks (a maximum over attacks is biased upwards).
+PRIVLEAK_ATTACK = "mink"
+
+
 @extractor("ou.mia_beyond_rouge")
 def mia_beyond_rouge(claim: Claim, seed: SeedResults):
     metrics, reference = before(seed)
@@ -213,13 +218,14 @@ def mia_beyond_rouge(claim: Claim, seed: SeedResults):
         if result_["forget"]["rouge"] > level:
             continue
         gaps = mia_gaps(result_.get("summary", {}), retain)
-        if not gaps:
-            units.append(Unit(run, None, "not testable", "no privacy metrics"))
+        if PRIVLEAK_ATTACK not in gaps:
+            units.append(Unit(run, None, "not testable", f"no {PRIVLEAK_ATTACK} attack scored"))
             continue
-        attack = max(gaps, key=lambda k: abs(gaps[k]))
-        signed = gaps[attack]
+        signed = gaps[PRIVLEAK_ATTACK]
         units.append(Unit(run, abs(signed), CONSISTENT if abs(signed) > MIA_MARGIN else INCONSISTENT, "",
-                          {"forget ROUGE-L": result_["forget"]["rouge"], "attack": attack, "AUC - retain AUC": signed}))
+                          {"forget ROUGE-L": result_["forget"]["rouge"], "attack": PRIVLEAK_ATTACK,
+                           "AUC - retain AUC": signed,
+                           "direction": "under-unlearned" if signed > 0 else "over-unlearned"}))
     if sum(u.outcome != "not testable" for u in units) < 3:
         raise NotTestable(f"{len(units)} runs look unlearned by ROUGE (forget ROUGE-L <= {level:.3f}); 3 are needed")
     return pooled(claim, seed, units, values={"ROUGE level": level})
