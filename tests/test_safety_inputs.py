@@ -3,6 +3,7 @@ profile or notebook holds is data, and a bad input is refused in one line before
 refused or rendered inert, and where it could run code a marker file proves nothing ran."""
 
 import json
+import os
 import re
 
 import nbformat
@@ -225,6 +226,34 @@ def test_two_runners_never_write_one_executed_notebook_at_once(tmp_path, monkeyp
             runner.run_notebook(source, params, timeout=120)
     assert e.value.code == 2 and "another runner is writing" in capsys.readouterr().err
     assert not list(out.parent.glob(".*.stations.*.jsonl"))
+
+
+def test_a_lock_taken_on_a_file_its_holder_removed_is_taken_again_on_the_new_one(tmp_path, monkeypatch, capsys):
+    """The holder removes the lock file as it releases: a runner that opened the old file just before locks an
+    unlinked file, which guards nothing once a third runner creates a new one. The lock is held on the live file."""
+    import fcntl
+
+    from unlearnkit.runner import execute
+
+    out = tmp_path / "00_try.ipynb"
+    path = out.with_name(".00_try.lock")
+    real, calls = fcntl.flock, []
+
+    def released_meanwhile(handle, how):  # the former holder unlinks the file between this runner's open and flock
+        calls.append(how)
+        if len(calls) == 1:
+            path.unlink()
+        return real(handle, how)
+
+    monkeypatch.setattr(fcntl, "flock", released_meanwhile)
+    with execute.output_lock(out) as held:
+        assert len(calls) == 2 and path.exists()
+        assert path.stat().st_ino == os.fstat(held.handle.fileno()).st_ino
+        monkeypatch.setattr(fcntl, "flock", real)
+        with pytest.raises(SystemExit) as refused:  # and it excludes the next runner
+            execute.output_lock(out)
+        assert refused.value.code == 2 and "another runner is writing" in capsys.readouterr().err
+    assert not path.exists()
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -24,6 +24,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 from .checkpoints import all_checkpoints, clear_checkpoints, latest_checkpoint, step_of  # noqa: F401 (callers say training.)
+from .models.running import card_bytes
 from .stations import show_progress, timed
 
 LossFn = Callable[[torch.nn.Module, dict[str, Any]], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
@@ -148,11 +149,6 @@ def gpu_micro_batches(global_batch: int, card_bytes: int, n_parameters: int, *, 
     fits = max(1, int((CARD_HEADROOM * card_bytes - static) // per_example))
     batch = max(d for d in range(1, global_batch + 1) if global_batch % d == 0 and d <= fits)
     return batch, global_batch // batch
-
-
-def card_bytes(device: torch.device) -> int:
-    """The total memory of the CUDA card ``device`` (never the free memory of the moment)."""
-    return int(torch.cuda.get_device_properties(device).total_memory)
 
 
 def tokens_per_example(examples: Sequence[Any]) -> int:
@@ -385,8 +381,9 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
         os.replace(tmp, final)  # a checkpoint directory exists only once it is complete
         # The newest keep_checkpoints up to this step stay; nothing in them is read. One newer than this step is
         # one the resume passed over (or another run's): it goes too, so it never counts among those kept.
-        kept = [c for c in all_checkpoints(out) if step_of(c) <= step][-max(1, config.keep_checkpoints):]
-        for old in all_checkpoints(out):
+        found = all_checkpoints(out)
+        kept = [c for c in found if step_of(c) <= step][-max(1, config.keep_checkpoints):]
+        for old in found:
             if old not in kept:
                 shutil.rmtree(old, ignore_errors=True)
 

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..models import PromptTemplate, encode_prompt, in_eval_mode
+from ..models import PromptTemplate, card_bytes, encode_prompt, in_eval_mode
 from ..stations import timed
 from .greedy import certainty, greedy_with_confidences
 from .loop import _accepts_position_ids, _InverseCdfChoice, can_decode, decode
@@ -79,11 +79,6 @@ def gpu_chunk_size(card_bytes: int, n_parameters: int, *, num_layers: int, kv_wi
     fits = max(1, int((CHUNK_HEADROOM * card_bytes - n_parameters * dtype_bytes) // per_row))
     chunk = 1 << (min(fits, MAX_GPU_CHUNK).bit_length() - 1)
     return max(1, min(chunk, rows))
-
-
-def card_bytes(device: torch.device) -> int:
-    """The total memory of the CUDA card ``device`` (never the free memory of the moment)."""
-    return int(torch.cuda.get_device_properties(device).total_memory)
 
 
 def chunk_for(model, chunk_size: int | None, rows: int, max_tokens: int) -> int:

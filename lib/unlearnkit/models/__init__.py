@@ -37,6 +37,7 @@ from .lora import (  # noqa: F401
 )
 from .running import (  # noqa: F401
     ONE_THREAD_BELOW_PARAMETERS,
+    card_bytes,
     cpu_threads,
     device_of,
     eval_mode,

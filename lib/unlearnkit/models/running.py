@@ -21,6 +21,12 @@ def device_of(model) -> torch.device:
     return next(model.parameters()).device
 
 
+def card_bytes(device: torch.device) -> int:
+    """The total memory of the CUDA card ``device`` (never the free memory of the moment): what the GPU rules of
+    training's micro-batches and the sampler's chunks size by."""
+    return int(torch.cuda.get_device_properties(device).total_memory)
+
+
 @contextmanager
 def eval_mode(model) -> Iterator[Any]:
     """The model in eval mode for the block (no dropout), restored to its former mode afterwards, also when

@@ -164,14 +164,22 @@ def output_lock(out: Path):
     from ..runs.locks import open_lock_file
 
     path = out.with_name(f".{out.stem}.lock")
-    handle = os.fdopen(open_lock_file(path), "r+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    while True:
+        handle = os.fdopen(open_lock_file(path), "r+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or "
+                          "profile") from None
+        # A holder removes the file as it releases (HeldLock.close): a lock taken on the file it removed guards
+        # nothing, since the next runner creates and locks a new one. Held only while the path is still this file.
+        try:
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                return HeldLock(handle, path)
+        except FileNotFoundError:
+            pass
         handle.close()
-        raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or profile") \
-            from None
-    return HeldLock(handle, path)
 
 
 class HeldLock:
