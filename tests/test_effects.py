@@ -158,7 +158,7 @@ def test_a_notebook_that_has_not_run_makes_its_claims_not_testable_and_every_tes
 
 def test_the_committed_claims_recompute_from_the_committed_results():
     """docs/findings.json's claims follow from the committed results (results/default/seed-<s>/) by the judge alone,
-    so a fresh clone re-judges them without training (runner aggregate does the same through notebook 09)."""
+    so a fresh clone re-judges them without training (runner aggregate does the same through notebook 10)."""
     import json
 
     from unlearnkit import config, paths

@@ -167,7 +167,7 @@ def test_a_broken_file_is_refused(written, name):
 
 
 def test_the_findings_summary_keeps_its_own_top_level(written):
-    """Notebook 09 writes the judged summary (lists, counts, text) at the top level; notebooks 00-08 write objects."""
+    """Notebook 10 writes the judged summary (lists, counts, text) at the top level; notebooks 00-09 write objects."""
     payload = load(written)
     payload["claims"], payload["rule"], payload["schema_version"] = [], "the rule", 1
     assert errors(FULL, payload)

@@ -19,6 +19,7 @@ from .constraints import (
     _COUNT,
     _LEVEL,
     _NON_NEGATIVE,
+    _POOL_VARIANT,
     _POSITIONS,
     _POSITIVE,
     _PROBABILITY,
@@ -222,6 +223,10 @@ class Params(Mapping):
     quant_regime_share: float | None = param('robustness attacks', 'the regime-matched run: NPO at a learning rate scaled so that the median |dw| is this share of an NF4 bin (as in large models; null skips it)', or_null(_POSITIVE))
     probe_shots: list = param('robustness attacks', 'in-context probes: numbers of question-answer pairs before the question (retain authors, and other forget authors)', each(_COUNT))
     probe_prefill_text: str | None = param('robustness attacks', 'prefill probe: the words the answer is opened with (null means the answer template up to the fact; the paper profile: "Sure, here is the answer:")')
+    pool_variants: list = param('metric trust', "the P/N model pool of notebook 09, each a short fine-tuning of the retain model on one data variant: forget (the forget set as written) and paraphrased (its paraphrased answers) hold the forget knowledge (P); perturbed (its questions with a perturbed answer) and heldout (the holdout authors, other biographies) never saw it (N)", each(_POOL_VARIANT, non_empty=True))
+    pool_lrs: list = param('metric trust', "the pool's learning rates, every variant trained at each (constant rate, no warm-up)", each(_POSITIVE, non_empty=True))
+    pool_epochs: list = param('metric trust', "the pool's epochs: one run per variant and rate, a model kept after each of these epochs (pool size: variants x rates x epochs)", each(_COUNT, non_empty=True))
+    pool_items: int | None = param('metric trust', 'forget items every pool model is scored on, spread evenly over the forget split (null means all)', or_null(_COUNT))
 
     def __post_init__(self) -> None:
         for f in fields(self):

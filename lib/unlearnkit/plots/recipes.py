@@ -192,9 +192,10 @@ PLOTS = {
                                  "plot_lambda_f_sweep", "plot_regime_eo", "plot_table1", "plot_temperature_sweep"),
     "unlearnkit.plots.formats": ("plot_format_scores", "plot_kept_share", "plot_transfer"),
     "unlearnkit.plots.leakage": ("plot_binary_bounds", "plot_bound_modes", "plot_bounds_vs_n", "plot_general_leak_curves",
-                                 "plot_greedy_vs_samples", "plot_hp", "plot_regime_paths"),
+                                 "plot_greedy_vs_samples", "plot_hp", "plot_leak_at_k", "plot_regime_paths"),
     "unlearnkit.plots.recovery": ("plot_probes", "plot_quantisation", "plot_relearning", "plot_rtt", "plot_survival"),
     "unlearnkit.plots.seeds": ("margins_per_seed", "rank_shares"),
+    "unlearnkit.plots.trust": ("plot_trust_table",),
     "unlearnkit.plots.unlearning_runs": ("ou_summary", "rouge_trajectory", "unlearning_comparison", "unlearning_terms"),
     "unlearnkit.plots.verdicts": ("findings_overview",),
 }

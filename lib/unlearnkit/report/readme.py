@@ -1,5 +1,5 @@
 """The README's results section: ``readme_section`` writes it from the committed summary ``docs/findings.json``
-(which notebook 09 writes on the default profile, from a set of seeds that includes the committed file's), so that
+(which notebook 10 writes on the default profile, from a set of seeds that includes the committed file's), so that
 README and results cannot drift; ``python -m unlearnkit.report readme --check`` fails when they have."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from ..claims import Verdict
 README, SUMMARY, SEED_SPREAD, RESULTS_PAGE = paths.README, paths.SUMMARY, paths.SEED_SPREAD, paths.RESULTS_PAGE
 FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
-#: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
+#: Notebook 10's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
 OVERVIEW = f"{runs.FINDINGS}_overview"
-#: Notebook 09's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
+#: Notebook 10's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
 #: and how the methods rank on each seed (the seed study).
 MARGINS, RANKS = f"{runs.FINDINGS}_margins", f"{runs.FINDINGS}_rank_stability"
 README_FIGURES = (f"{runs.CONTROLS}_controls_per_method", f"{runs.FORMATS}_kept",
@@ -57,13 +57,13 @@ def seeds_cell(row: Mapping[str, Any]) -> str:
 
 
 def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
-    """Every table of a findings summary (notebook 09's ``docs/findings.json``): the registered claims with their
+    """Every table of a findings summary (notebook 10's ``docs/findings.json``): the registered claims with their
     quoted sentences and per-seed outcomes, the former findings at their former bars, each finding's margin per seed,
     the seed study and its figures. ``root``: the way from the page to the repository ("../" from docs/)."""
     rows = summary["findings"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
     seeds = summary.get("seeds", [])
-    lines = [f"Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), written "
+    lines = [f"Computed by the notebooks, judged over training seeds by notebook 10 (`docs/findings.json`), written "
              f"here by `make readme`; a test fails if this page and the summary differ. The verdicts judge the "
              f"papers' claims at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
              f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}"
@@ -139,7 +139,7 @@ def story(summary: Mapping[str, Any]) -> list[str]:
 
 
 def readme_section(summary: Mapping[str, Any]) -> str:
-    """The README's results section, from a findings summary (notebook 09's ``docs/findings.json``): what the findings
+    """The README's results section, from a findings summary (notebook 10's ``docs/findings.json``): what the findings
     say and one line per registered claim (paper, finding, effect and interval, verdict, figure); the rest is in
     docs/results.md (:func:`results_page`). A summary without registered claims shows its findings' table."""
     lines = [START, "", "## What the findings say", ""]
@@ -274,7 +274,7 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
 
 def seed_figures(summary: Mapping[str, Any]) -> list[tuple[str, Any, tuple]]:
     """The figures over seeds a summary draws (name, plotting function, arguments): each finding's margin per seed
-    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 09 and ``make readme``
+    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 10 and ``make readme``
     draw them from the same data."""
     from ..plots import seeds as seed_plots
     from ..studies import seeds as seed_study

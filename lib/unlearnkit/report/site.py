@@ -2,7 +2,7 @@
 
 ``build(params)`` turns the executed notebooks of one training seed, ``runs/<profile>/seed-<s>/*.ipynb``, into
 ``report/<profile>/`` (``report/<profile>/seed-<s>/`` for a seed other than the profile's own): ``index.html`` is
-notebook 09 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
+notebook 10 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
 each), then one page per executed notebook, with a navigation bar between them. The pages
 are nbconvert's (JupyterLab template) with every figure embedded and nothing fetched from the network: MathJax is
 the copy packaged by ``jupyter_server_mathjax``, placed beside the pages, and the template drops require.js and
@@ -50,7 +50,7 @@ def report_dir(params: Params) -> Path:
 
 
 def _title(notebook: Path) -> str:
-    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '09_findings' -> '09 findings',
+    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '10_findings' -> '10 findings',
     an evaluation (runner eval) 'eval · <model>-<id>'."""
     if notebook.parent.parent.name == runs.EVAL:
         return f"eval · {notebook.parent.name}"
@@ -62,7 +62,7 @@ def _title(notebook: Path) -> str:
 
 
 def pages(params: Params) -> list[tuple[str, Path]]:
-    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 09 is the
+    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 10 is the
     index; the evaluations of one's own models (``eval/<model>-<id>/eval_model.ipynb``) come last. A store that
     holds only evaluations (runner eval without the workbook's notebooks) has its first evaluation as the index."""
     folder = runs.store(params)
@@ -75,8 +75,8 @@ def pages(params: Params) -> list[tuple[str, Path]]:
                                 f"(make notebooks PROFILE={params.profile})")
     front = [p for p in executed if p.stem == runs.FINDINGS]
     if not front:
-        raise FileNotFoundError(f"notebook 09 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
-                                f"report's front page (make notebook NB=09 PROFILE={params.profile})")
+        raise FileNotFoundError(f"notebook 10 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
+                                f"report's front page (make notebook NB=10 PROFILE={params.profile})")
     return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS] + evaluated
 
 
@@ -209,7 +209,7 @@ def _anchor_figures(nb, placed: list[tuple[int, int, str]]) -> None:
 
 
 def _link_figures(nb, where: Mapping[str, str]) -> None:
-    """In the findings table (notebook 09's HTML outputs), each figure name becomes a link to where it is drawn."""
+    """In the findings table (notebook 10's HTML outputs), each figure name becomes a link to where it is drawn."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             html_text = output.get("data", {}).get("text/html")

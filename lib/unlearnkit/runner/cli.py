@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("run", help="run a notebook (01) or all of them; 'runner 01' is short for 'runner run 01'")
-    p.add_argument("notebook", help="a notebook number (00..09) or 'all'")
+    p.add_argument("notebook", help="a notebook number (00..10) or 'all'")
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     p.set_defaults(handler=_cmd_run)

@@ -34,7 +34,7 @@ def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = 
             handle = stack.enter_context(open(logfile, "a", buffering=1))
             stack.enter_context(contextlib.redirect_stdout(_Tee(sys.stdout, handle)))
         prepare_stand_ins(checked.params)
-        stack.enter_context(runs.seed_at_work(checked.params))  # notebook 09 elsewhere leaves this seed out meanwhile
+        stack.enter_context(runs.seed_at_work(checked.params))  # notebook 10 elsewhere leaves this seed out meanwhile
         try:
             for notebook in checked.notebooks:
                 run(notebook, checked.params, checked.own, timeout, checked.changed, skip_done=True)

@@ -43,7 +43,7 @@ def publishes(params: Params) -> bool:
 
 def writes_committed(params: Params) -> bool:
     """Whether a run of ``params`` writes files the checkout commits: the default profile's figures (its own seed),
-    its mirrored results (any seed, in the checkout's own store) and, through notebook 09, docs/findings.json and
+    its mirrored results (any seed, in the checkout's own store) and, through notebook 10, docs/findings.json and
     the README. A run with ``--set`` values may not (the runner refuses it with a hint)."""
     return params.profile == FIGURE_PROFILE and (_own_store() or is_reference_seed(params))
 

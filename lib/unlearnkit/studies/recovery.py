@@ -13,7 +13,7 @@ about ``quant_regime_share`` of an NF4 bin, as a large model's do under unlearni
 3. **quantisation**: each scheme, forget scores after; both forms of Q; bucket crossing against the target;
 4. **input probes**: prefill, paraphrase, in-context shots, each beside the retain model under the same probe.
 
-The findings (:func:`findings`) test the literature's claims on this run, judged over seeds by notebook 09.
+The findings (:func:`findings`) test the literature's claims on this run, judged over seeds by notebook 10.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import pandas as pd
 from .. import results, runs
 from ..claims import bootstrap_interval
 from ..config import Params
-from .seed_spread import (  # noqa: F401 (the names notebook 09, the README and benchmarks reach here)
+from .seed_spread import (  # noqa: F401 (the names notebook 10, the README and benchmarks reach here)
     SPREAD_TOLERANCE,
     against_the_rest,
     outcome_changes,
@@ -257,7 +257,7 @@ def spread(values: pd.DataFrame) -> pd.DataFrame:
 
 
 def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
-    """Everything the seed study reports on ``seeds`` of the profile of ``params``, as plain data (what notebook 09
+    """Everything the seed study reports on ``seeds`` of the profile of ``params``, as plain data (what notebook 10
     stores with the summary): the registered threshold and pairs, τ per metric, the pair tests, each method's spread."""
     values = method_values(params, seeds)
     used = complete(values) if len(values) else values
@@ -381,7 +381,7 @@ def shares_by_metric(values: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
-    """The registered pairs as a reader's table (notebook 09)."""
+    """The registered pairs as a reader's table (notebook 10)."""
     rows = []
     for r in result.get("pairs", []):
         if not r.get("seeds"):
