@@ -1,5 +1,5 @@
 """Notebook 09's station (#57): the P/N pool's plan and data (pipeline.pool) and the meta-evaluation of metrics
-(studies.metric_trust) on hand-made pools and on seed 0's committed notebook-08 results."""
+(studies.trust) on hand-made pools and on seed 0's committed notebook-08 results."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from unlearnkit import config, pipeline
 from unlearnkit.metrics import meta_eval
 from unlearnkit.runs.committed import results_dir
-from unlearnkit.studies import metric_trust
+from unlearnkit.studies import trust
 
 
 def test_the_default_pool_has_8_models_a_side_and_smoke_and_paper_dry_2():
@@ -58,14 +58,14 @@ def test_each_variant_trains_on_its_own_rows_and_the_mia_reference_is_never_trai
 
 
 def test_faithfulness_reads_each_metric_in_its_own_direction():
-    metrics = list(metric_trust.POOL_METRICS)
+    metrics = list(trust.POOL_METRICS)
     p = {m: [0.9, 0.8] for m in metrics} | {"truth_ratio": [0.2, 0.3]}  # TOFU's R: lower means the model knows
     n = {m: [0.1, 0.2] for m in metrics} | {"truth_ratio": [2.0, 3.0]}
     pool = pd.DataFrame([{"side": "P", **{m: p[m][i] for m in metrics}} for i in range(2)]
                         + [{"side": "N", **{m: n[m][i] for m in metrics}} for i in range(2)])
-    assert (metric_trust.faithfulness(pool) == 1.0).all()
+    assert (trust.faithfulness(pool) == 1.0).all()
     pool.loc[pool["side"] == "P", "rouge"] = [0.1, 0.05]  # against N's 0.1, 0.2: one tie, three losses
-    assert metric_trust.faithfulness(pool)["rouge"] == pytest.approx((0.5 + 0 + 0 + 0) / 4)
+    assert trust.faithfulness(pool)["rouge"] == pytest.approx((0.5 + 0 + 0 + 0) / 4)
 
 
 def _stored_08():
@@ -75,8 +75,8 @@ def _stored_08():
 def test_robustness_of_seed_0s_committed_notebook_08_results_by_hand():
     stored = _stored_08()
     params = config.Params.load("default")
-    table = metric_trust.robustness(params, stored)
-    assert list(table.index) == list(metric_trust.ROBUST_METRICS)
+    table = trust.robustness(params, stored)
+    assert list(table.index) == list(trust.ROBUST_METRICS)
     unlearned = [k for k in stored if k not in ("meta", "target", "retain90")]
     assert set(table["models"]) == {len(unlearned)}
     # symmetric R of forget ROUGE-L, by hand: 1 - |du - dr| / (|du| + |dr|), mean over the models
@@ -98,9 +98,9 @@ def test_robustness_of_seed_0s_committed_notebook_08_results_by_hand():
 
 def test_the_table_joins_faithfulness_and_robustness_and_leaves_unstored_metrics_empty():
     params = config.Params.load("default")
-    robust = metric_trust.robustness(params, _stored_08())
-    faithful = pd.Series({m: 0.8 for m in metric_trust.POOL_METRICS}, name="faithfulness")
-    table = metric_trust.trust_table(faithful, robust)
+    robust = trust.robustness(params, _stored_08())
+    faithful = pd.Series({m: 0.8 for m in trust.POOL_METRICS}, name="faithfulness")
+    table = trust.trust_table(faithful, robust)
     assert table.loc["rouge", "overall symmetric"] == pytest.approx(
         meta_eval.harmonic_mean(0.8, robust.loc["rouge", "robustness symmetric"]))
     assert np.isnan(table.loc["para_rouge", "overall one_directional"])  # 08 stores no paraphrased ROUGE
@@ -109,5 +109,5 @@ def test_the_table_joins_faithfulness_and_robustness_and_leaves_unstored_metrics
 def test_a_notebook_08_without_a_4_bit_scheme_is_refused_in_one_line():
     stored = {"retain90": {"forget": {}, "quantised int8": {}}, "meta": {}}
     with pytest.raises(ValueError, match=r"no 4-bit scheme \(nf4 or int4\)"):
-        metric_trust.quantisation_scheme(stored)
-    assert metric_trust.quantisation_scheme(_stored_08()) == "nf4"
+        trust.quantisation_scheme(stored)
+    assert trust.quantisation_scheme(_stored_08()) == "nf4"

@@ -203,7 +203,7 @@ def test_runner_eval_of_the_workbooks_npo_model_gets_the_numbers_its_notebooks_s
 def test_09_metric_trust(smoke_runs):
     """The P/N pool in the run store, the faithfulness of every pool metric, robustness from 08, leak@k of every model
     notebook 05 sampled, and both figures."""
-    from unlearnkit.studies import metric_trust
+    from unlearnkit.studies import trust
 
     metrics = json.loads((smoke_runs / "09_metric_trust" / "metrics.json").read_text())
     assert set(metrics) == {"pool", "meta_evaluation", "leak_at_k", "meta"}
@@ -211,9 +211,9 @@ def test_09_metric_trust(smoke_runs):
     for name, row in metrics["pool"].items():
         assert (smoke_runs / "models" / name / "config.json").exists() and row["side"] in ("P", "N")
     table = metrics["meta_evaluation"]
-    assert set(table) == set(metric_trust.POOL_METRICS)
+    assert set(table) == set(trust.POOL_METRICS)
     assert all(0 <= row["faithfulness"] <= 1 for row in table.values())
-    assert all(row["R symmetric"] is not None for m, row in table.items() if m in metric_trust.ROBUST_METRICS
+    assert all(row["R symmetric"] is not None for m, row in table.items() if m in trust.ROBUST_METRICS
                and row["R left out symmetric"] < row["models"])
     sampled = json.loads((smoke_runs / "05_probabilistic_bounds" / "per_item.json").read_text())
     assert set(metrics["leak_at_k"]) == set(sampled)

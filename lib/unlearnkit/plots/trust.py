@@ -1,4 +1,4 @@
-"""The meta-evaluation of metrics at a glance (notebook 09, :mod:`unlearnkit.studies.metric_trust`): faithfulness,
+"""The meta-evaluation of metrics at a glance (notebook 09, :mod:`unlearnkit.studies.trust`): faithfulness,
 R, Q, robustness and overall of every metric, one panel per variant of R and Q."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def plot_trust_table(table: pd.DataFrame):
     quantity, each cell its value (0 red, 1 green; blank where not measured)."""
     variants = [c.removeprefix("overall ") for c in table.columns if c.startswith("overall ")]
     if not variants:
-        raise ValueError("the table holds no 'overall <variant>' column (studies.metric_trust.trust_table makes it)")
+        raise ValueError("the table holds no 'overall <variant>' column (studies.trust.trust_table makes it)")
     order = table.sort_values("faithfulness", ascending=True)
     fig, axes = plt.subplots(1, len(variants), figsize=(5.2 * len(variants) + 1.5, 0.42 * len(order) + 1.6),
                              sharey=True, squeeze=False)
