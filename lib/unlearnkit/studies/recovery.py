@@ -31,7 +31,7 @@ from ..config import Params
 from ..data.tofu import holdout_split_for
 
 #: Bump when what :func:`attack_model` computes changes (its cache key).
-ROBUSTNESS_VERSION = "2"
+ROBUSTNESS_VERSION = "3"
 TARGET, RETAIN, UNLEARNED, REGIME_MATCHED = "target", "retain (control)", "unlearned (02)", "regime-matched"
 #: A recovery counts when forget ROUGE-L (or RTT accuracy) rises by more than this over the control's.
 RECOVERY_MARGIN = 0.1

@@ -50,8 +50,6 @@ POOL_METRICS: dict[str, tuple[bool, str]] = {
 ROBUST_METRICS = attacks.SCORES
 #: What the meta-evaluation leaves out on this profile, and why.
 NOT_MEASURED = {
-    "truth_ratio_ou (robustness)": "notebook 08 stores the mean of TOFU's ratio only; 1 / (1 + R) needs its "
-                                   "per-item ratios before and after each attack (a rerun of 08)",
     "PS-exact": "notebook 03's PS search per model (~ps_max_items greedy searches each): about 16 x its cost per seed",
     "sampled metrics (mean ROUGE-L, ED score, leak rate, M_bin)": "notebook 05's sampling of 16 more models "
                                                                   "(n_samples answers on sample_max_items questions "
@@ -146,7 +144,8 @@ def quantisation_scheme(stored: Mapping[str, Any]) -> str:
 def robustness(params: Params, stored: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """R and Q of every metric of :data:`ROBUST_METRICS` in both variants, from notebook 08's metrics.json (``stored``,
     else this run's): the mean over the unlearned models the zero-denominator rule keeps and the count left out,
-    robustness = HM(R, Q)."""
+    robustness = HM(R, Q). A metric 08's results do not hold for every model (``truth_ratio_ou``, in 08's scores since
+    #56/#57's rerun, is absent from results made before it) has no row: :func:`trust_table` leaves it empty."""
     stored = results.of(params).metrics(runs.ROBUSTNESS) if stored is None else stored
     retain = runs.retain_model(params, params.forget_split)
     if retain not in stored:
@@ -154,7 +153,7 @@ def robustness(params: Params, stored: Mapping[str, Any] | None = None) -> pd.Da
     scheme = f"quantised {quantisation_scheme(stored)}"
     unlearned = [k for k, v in stored.items() if k not in ("meta", "target", retain) and isinstance(v, Mapping)]
     rows = []
-    for metric in ROBUST_METRICS:
+    for metric in stored_scores(stored, [*unlearned, retain]):
         def col(part, names=unlearned, m=metric):
             return np.array([stored[u][part][m] for u in names], dtype=float)
         row: dict[str, Any] = {"metric": metric, "models": len(unlearned)}
@@ -168,6 +167,11 @@ def robustness(params: Params, stored: Mapping[str, Any] | None = None) -> pd.Da
                         f"robustness {variant}": meta_eval.harmonic_mean(r.mean, q.mean)})
         rows.append(row)
     return pd.DataFrame(rows).set_index("metric")
+
+
+def stored_scores(stored: Mapping[str, Any], models: Sequence[str]) -> list[str]:
+    """The metrics of :data:`ROBUST_METRICS` that notebook 08's results hold for every one of ``models``."""
+    return [m for m in ROBUST_METRICS if all(m in stored[u]["forget"] for u in models)]
 
 
 def trust_table(faithful: pd.Series, robust: pd.DataFrame) -> pd.DataFrame:
