@@ -202,7 +202,8 @@ PLOTS = {
 #: The dataclasses and named tuples a plot takes, the only ones a recipe holds: each rebuilt by its constructor from
 #: exactly its fields (its own checks run; no field it does not declare, such as ``__dict__``).
 PLOT_CLASSES = frozenset({
-    "unlearnkit.metrics.sampling:SampledScores", "unlearnkit.studies.alignment:Scored",
+    "unlearnkit.metrics.meta_eval:LeakCurve", "unlearnkit.metrics.sampling:SampledScores",
+    "unlearnkit.studies.alignment:Scored",
     "unlearnkit.studies.calibration.criteria:Tolerances", "unlearnkit.studies.calibration.methods:MethodControls",
     "unlearnkit.studies.calibration.search:Calibration", "unlearnkit.studies.leakage.regime:RegimeModel",
     "unlearnkit.studies.leakage.results:AtomCoverage",

@@ -27,7 +27,10 @@ def plot_trust_table(table: pd.DataFrame):
         values = order[cols].astype(float).to_numpy()
         ax.imshow(np.ma.masked_invalid(values), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
         for (i, j), v in np.ndenumerate(values):
-            ax.text(j, i, "" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8.5)
+            # white on the dark ends of the map (RdYlGn is dark below about 0.15 and above about 0.8)
+            ax.text(j, i, "" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8.5,
+                    color="white" if not np.isnan(v) and (v > 0.8 or v < 0.15) else "black")
+        ax.grid(False)
         ax.set_xticks(range(len(cols)), list(QUANTITIES), rotation=30, ha="right")
         ax.set_yticks(range(len(order)), list(order.index))
         ax.set_title(f"{variant.replace('_', '-')} R and Q", fontsize=10.5)
