@@ -11,6 +11,7 @@ import pytest
 from unlearnkit import config, pipeline
 from unlearnkit.metrics import meta_eval
 from unlearnkit.runs.committed import results_dir
+from unlearnkit.studies import seeds as seed_study
 from unlearnkit.studies import trust
 
 
@@ -113,3 +114,65 @@ def test_a_notebook_08_without_a_4_bit_scheme_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"no 4-bit scheme \(nf4 or int4\)"):
         trust.quantisation_scheme(stored)
     assert trust.quantisation_scheme(_stored_08()) == "nf4"
+
+
+def _seed_table(values: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame({q: values for q in trust.OVER_SEEDS})
+
+
+def test_the_meta_evaluation_over_seeds_by_hand():
+    """Two seeds, three metrics with every quantity equal: the mean and the t-interval (t(0.975, 1) = 12.706) cut to
+    [0, 1], each seed's ranking by overall symmetric, and W = 1 when both seeds rank alike."""
+    tables = {0: _seed_table({"probability": 0.9, "rouge": 0.5, "truth_ratio": 0.7}),
+              1: _seed_table({"probability": 0.8, "rouge": 0.4, "truth_ratio": 0.6})}
+    over = seed_study.metric_trust(tables)
+    assert over["seeds"] == [0, 1] and [r["metric"] for r in over["metrics"]] == ["probability", "rouge", "truth_ratio"]
+    prob = over["metrics"][0]
+    half = 12.706 * np.std([0.9, 0.8], ddof=1) / np.sqrt(2)
+    assert prob["faithfulness"]["mean"] == pytest.approx(0.85)
+    assert prob["faithfulness"]["low"] == pytest.approx(0.85 - half, abs=1e-3) and prob["faithfulness"]["high"] == 1.0
+    assert [r["rank"]["mean"] for r in over["metrics"]] == [1.0, 3.0, 2.0]
+    assert over["kendall_w"] == pytest.approx(1.0) and over["ranked_on_every_seed"] == ["probability", "rouge",
+                                                                                       "truth_ratio"]
+    # seeds that disagree lower W; a metric measured on one seed only is not ranked on every seed
+    tables[1] = _seed_table({"probability": 0.4, "rouge": 0.5, "truth_ratio": 0.9})
+    assert seed_study.metric_trust(tables)["kendall_w"] < 1
+    assert seed_study.metric_trust({})["seeds"] == []
+
+
+def test_the_published_table_reads_as_the_issue_quotes_it():
+    """docs/published-meta-eval.json under the workbook's names: extraction strength faithfulness 0.891, symmetric
+    robustness 0.859 and overall 0.875; the truth ratio's R 0.234; paraphrased ROUGE overall about 0.21."""
+    pub = trust.published()
+    es = pub["symmetric"]["extraction_strength"]
+    assert es["faithfulness"] == 0.891 and es["robustness"] == pytest.approx(0.859, abs=1e-3)
+    assert es["overall"] == pytest.approx(0.875, abs=1e-3)
+    assert pub["symmetric"]["truth_ratio_ou"]["R"] == pytest.approx(0.234, abs=1e-3)
+    assert pub["symmetric"]["para_rouge"]["overall"] == pytest.approx(0.21, abs=0.01)
+    assert pub["one_directional"]["extraction_strength"]["R"] == pytest.approx(0.6624)
+    assert set(pub["symmetric"]) <= set(trust.POOL_METRICS)
+
+
+def test_results_md_shows_the_meta_evaluation_only_where_a_seed_ran_notebook_09():
+    from unlearnkit.report import readme
+
+    assert readme.trust_section({"seeds": [], "note": "none"}) == []
+    over = seed_study.metric_trust({0: _seed_table({"probability": 0.9, "rouge": float("nan")})})
+    lines = readme.trust_section(over)
+    rows = [line for line in lines if line.startswith("| probability") or line.startswith("| rouge")]
+    assert rows[0].startswith("| probability | 0.90 (1 seed)") and "0.82, 0.79" in rows[0]
+    assert rows[1].count("not measured") == len(trust.OVER_SEEDS) and "not ranked" in rows[1]
+    assert any(readme.TRUST in line for line in lines) and any(readme.LEAK_AT_K in line for line in lines)
+
+
+def test_the_readme_links_the_meta_evaluation_in_one_line_once_a_seed_ran_notebook_09():
+    from unlearnkit import paths
+    from unlearnkit.report import readme
+
+    summary = json.loads(paths.SUMMARY.read_text(encoding="utf-8"))
+    study = dict(summary.get("seed_study") or {})
+    without = {**summary, "seed_study": {**study, "metric_trust": {"seeds": [], "note": "none"}}}
+    over = seed_study.metric_trust({0: _seed_table({"probability": 0.9})})
+    with_trust = {**summary, "seed_study": {**study, "metric_trust": over}}
+    links = lambda s: [line for line in s.splitlines() if readme.TRUST_ANCHOR in line]  # noqa: E731
+    assert links(readme.readme_section(without)) == [] and len(links(readme.readme_section(with_trust))) == 1

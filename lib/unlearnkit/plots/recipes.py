@@ -195,7 +195,7 @@ PLOTS = {
                                  "plot_greedy_vs_samples", "plot_hp", "plot_leak_at_k", "plot_regime_paths"),
     "unlearnkit.plots.recovery": ("plot_probes", "plot_quantisation", "plot_relearning", "plot_rtt", "plot_survival"),
     "unlearnkit.plots.seeds": ("margins_per_seed", "rank_shares"),
-    "unlearnkit.plots.trust": ("plot_trust_table",),
+    "unlearnkit.plots.trust": ("plot_trust_table", "plot_trust_vs_published"),
     "unlearnkit.plots.unlearning_runs": ("ou_summary", "rouge_trajectory", "unlearning_comparison", "unlearning_terms"),
     "unlearnkit.plots.verdicts": ("findings_overview",),
 }

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["plot_trust_table"]
+__all__ = ["plot_trust_table", "plot_trust_vs_published"]
 
 #: The columns drawn, per variant (faithfulness is the same in both).
 QUANTITIES = ("faithfulness", "R", "Q", "robustness", "overall")
@@ -38,3 +38,43 @@ def plot_trust_table(table: pd.DataFrame):
                  "(1 best; blank: not measured)", fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def plot_trust_vs_published(rows, published, seeds: int):
+    """The workbook's meta-evaluation over seeds beside the published one (one seed, Llama-3.2-1B): per metric,
+    faithfulness and overall in each variant, ours as the mean with its 95 % t-interval over ``seeds`` seeds, theirs
+    as a cross where the published table has the metric. ``rows``: :func:`unlearnkit.studies.seeds.metric_trust`'s
+    ``metrics``; ``published``: :func:`unlearnkit.studies.trust.published`."""
+    panels = [("faithfulness", "symmetric", "faithfulness (P/N AUC)"),
+              ("overall one_directional", "one_directional", "overall, one-directional R and Q"),
+              ("overall symmetric", "symmetric", "overall, symmetric R and Q")]
+    names = [r["metric"] for r in rows]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.6, 0.36 * len(names) + 1.8), sharey=True,
+                             squeeze=False)
+    y = np.arange(len(names))
+    for ax, (quantity, variant, title) in zip(axes[0], panels):
+        ours = [r[quantity] for r in rows]
+        mean = np.array([np.nan if o["mean"] is None else o["mean"] for o in ours], dtype=float)
+        low = np.array([np.nan if o["low"] is None else o["low"] for o in ours], dtype=float)
+        high = np.array([np.nan if o["high"] is None else o["high"] for o in ours], dtype=float)
+        has = np.isfinite(low) & np.isfinite(high)
+        ax.errorbar(mean[has], y[has], xerr=[mean[has] - low[has], high[has] - mean[has]], fmt="o", color="#1f6f8b",
+                    capsize=3, label=f"workbook: tiny model, mean over {seeds} seeds, 95 % t-interval")
+        ax.plot(mean[~has], y[~has], "o", color="#1f6f8b")
+        key = quantity.split(" ")[0]
+        theirs = np.array([published[variant].get(n, {}).get(key, np.nan) for n in names], dtype=float)
+        ax.plot(theirs, y, "x", color="#c0392b", markersize=8, mew=2,
+                label="published: Llama-3.2-1B, one seed (gnueaj/unlearning-depth-score)")
+        ax.axvline(0.5 if key == "faithfulness" else 0.0, color="0.6", lw=0.8, ls=":")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_title(title, fontsize=10.5)
+        ax.set_yticks(y, names)
+    axes[0][0].invert_yaxis()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    fig.suptitle("Which metric to trust: the workbook's meta-evaluation beside the published one\n"
+                 "(a different model, corpus and pool: the comparison shows agreement in ranking, not in level)",
+                 fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+

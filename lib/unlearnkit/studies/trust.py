@@ -225,3 +225,54 @@ def run_meta(params: Params, pool: pd.DataFrame, data, sampling: Mapping[str, An
             "higher_means_knowledge": {m: up for m, (up, _) in POOL_METRICS.items()},
             "not_measured": NOT_MEASURED, "leak_sampling": dict(sampling),
             "zero_denominator": meta_eval.ZERO_DENOMINATOR}
+
+
+# --------------------------------------------------------------------------- over seeds (notebook 10)
+
+#: The meta-evaluation's quantities over seeds, in the order docs/results.md shows them.
+OVER_SEEDS = ("faithfulness", *(f"{q} {v}" for v in VARIANTS for q in ("R", "Q", "robustness", "overall")))
+#: What the metrics are ranked by on each seed (1 = the most trustworthy), as the published table ranks them.
+RANKED_BY = "overall symmetric"
+
+
+def seed_tables(profile: str, seeds: Sequence[int]) -> dict[int, pd.DataFrame]:
+    """Each seed's meta-evaluation table (notebook 09's ``meta_evaluation``), for the seeds that hold it."""
+    out = {}
+    for s in seeds:
+        try:
+            stored = results.SeedResults(profile, int(s)).metrics(runs.METRIC_TRUST)
+        except results.MissingResult:
+            continue
+        table = pd.DataFrame.from_dict(stored["meta_evaluation"], orient="index")
+        out[int(s)] = table.apply(pd.to_numeric, errors="coerce")
+    return out
+
+
+#: open-unlearning's metrics in the published re-implementation's table (gnueaj/unlearning-depth-score,
+#: docs/data/meta_eval.json) under the workbook's names; its paraphrased ROUGE paraphrases the question, the
+#: workbook's the answer, and its truth ratio is open-unlearning's form.
+PUBLISHED_NAMES = {"es": "extraction_strength", "em": "exact_memorisation", "prob": "probability",
+                   "paraprob": "para_probability", "truth_ratio": "truth_ratio_ou", "rouge": "rouge",
+                   "para_rouge": "para_rouge", "mia_loss": "loss_auc", "mia_zlib": "zlib_auc", "mia_min_k": "mink_auc",
+                   "mia_min_kpp": "mink++_auc"}
+
+
+def published(path: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """The published meta-evaluation (docs/published-meta-eval.json, numbers only, with its source): per variant
+    (``symmetric``, ``one_directional``), per workbook metric, faithfulness, R, Q, robustness and overall =
+    HM(faithfulness, robustness)."""
+    import json
+
+    from .. import paths
+
+    raw = json.loads((path or paths.ROOT / "docs" / "published-meta-eval.json").read_text(encoding="utf-8"))
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for variant, table in raw["variants"].items():
+        out[variant] = {}
+        for key, name in PUBLISHED_NAMES.items():
+            if key in table["faithfulness"] and key in table["robustness"]:
+                f, rob = table["faithfulness"][key], table["robustness"][key]
+                out[variant][name] = {"faithfulness": float(f), "R": float(rob["relearning"]),
+                                      "Q": float(rob["quantization"]), "robustness": float(rob["agg"]),
+                                      "overall": float(meta_eval.harmonic_mean(f, rob["agg"]))}
+    return out
