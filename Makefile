@@ -27,7 +27,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # UNLEARNKIT_NATIVE_ISA=1 leaves every library its own choice.
 $(foreach kv,$(shell python3 lib/unlearnkit/machine.py 2>/dev/null),$(eval export $(subst =, ?= ,$(kv))))
 
-.PHONY: help setup setup-vllm all notebooks notebook eval seeds smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
+.PHONY: help setup setup-vllm all notebooks notebook eval seeds freeze smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
         strip-notebooks sync-params
 
 help: ## list the targets
@@ -86,6 +86,9 @@ eval: setup ## every metric on a model of your own: make eval MODEL=folder|hub-n
 
 seeds: setup ## several training seeds side by side, then notebook 10 over them: make seeds SEEDS="0 1 2" (resumable)
 	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE) $(if $(ONLINE),--online)
+
+freeze: setup ## freeze the claims registry once, after the exploratory seeds 0-5 ran: docs/claims.frozen.json (never rewritten)
+	$(PY) -m unlearnkit.runner freeze 0-5
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke

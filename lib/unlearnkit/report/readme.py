@@ -167,6 +167,7 @@ def readme_section(summary: Mapping[str, Any]) -> str:
                      f"{_cell(lean_text(row))} | {shown} |")
     lines += ["", "Each claim's quoted sentence, every seed's outcome, the former findings and the seed study: "
               "[docs/results.md](docs/results.md)."]
+    lines += freeze_lines(summary.get("freeze"))
     if ((summary.get("seed_study") or {}).get("metric_trust") or {}).get("seeds"):
         lines += ["", f"Which metric to trust (open-unlearning's meta-evaluation over seeds, beside the published one, "
                       f"and leak@k): [docs/results.md]({TRUST_ANCHOR})."]
@@ -246,6 +247,18 @@ def trust_section(over: Mapping[str, Any] | None) -> list[str]:
                     "leak@k (the chance that at least one of k sampled answers leaks the key fact) of every model "
                     "notebook 05 sampled, seed 0, the retain model as the guessing floor:", "",
                     f"![{LEAK_AT_K}](figures/{LEAK_AT_K}.png)"]
+
+
+def freeze_lines(status: Mapping[str, Any] | None) -> list[str]:
+    """One line on the frozen registry (docs/claims.frozen.json): at which revision and on which seeds it was frozen
+    and every claim whose entry or exploratory effect moved since; nothing before the freeze."""
+    if not status or not status.get("frozen"):
+        return []
+    moved = status.get("moved") or {}
+    text = ("; ".join(f"{cid} ({why})" for cid, why in moved.items()) if moved else
+            "none: every registry entry and every exploratory effect is as frozen")
+    return ["", f"The registry was frozen at {str(status['revision'])[:10]} on seeds "
+                f"{', '.join(map(str, status['seeds']))} (docs/claims.frozen.json). Moved since: {_cell(text)}."]
 
 
 def _num(x: Any) -> str:

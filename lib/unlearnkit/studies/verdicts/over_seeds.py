@@ -73,6 +73,10 @@ def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, 
            "rule": RULE, "counts": counts(verdicts), "findings": [v.as_dict() for v in verdicts]}
     if seed_study is not None:
         out["seed_study"] = dict(seed_study)
+    if claims is not None and profile == "default":  # the registry is frozen on the default profile's seeds only
+        from ..effects import freeze
+
+        out["freeze"] = freeze.status(claims)
     return out
 
 
