@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -385,17 +386,18 @@ def params_hash(params: Mapping[str, Any], length: int = 12) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """Plain JSON values from numpy/torch scalars, tuples, paths and NaN (as None)."""
+    """Plain JSON values from numpy/torch scalars, tuples, paths, and a non-finite number (NaN, ±inf: not JSON) as
+    None, whether a Python float or a NumPy or torch scalar."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-        return value.item()
+        value = value.item()
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, float) and value != value:
-        return None  # NaN is not JSON
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
