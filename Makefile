@@ -112,7 +112,7 @@ lab: setup ## open JupyterLab at notebooks/ (rooted at the repository, so links 
 # One test process per core; a test file stays in one process (its module fixtures, e.g. the smoke run, run once).
 TEST_JOBS ?= $(shell nproc)
 test: setup ## set up, then run the test suite on every core (the whole paper dry run is left out: make test-paper-dry)
-	$(PY) -m pytest -q -m "not paper_dry" -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -m "not paper_dry" -n $(TEST_JOBS) --dist loadfile --durations=25
 
 test-paper-dry: setup ## the paper_dry test: every notebook on paper-dry and 01, 02, 05 with LoRA, into a temporary folder
 	$(PY) -m pytest -q -m paper_dry
