@@ -46,9 +46,9 @@ def _run(name, rouge, quality, utility, matched=None, **summary):
     return {f"{runs.UNLEARNING}_{name}": {name: _model(rouge, quality, utility, **summary), "meta": {"matched": matched}}}
 
 
-def _matched(utility, d=0.3, quality=1e-5, step=5):
+def _matched(utility, d=0.3, quality=1e-5, step=5, rouge=0.64, final_step=20, final_d=0.2):
     return {"reached": True, "step": step, "level": 0.64, "model_utility": utility, "ks_statistic": d,
-            "forget_quality": quality}
+            "forget_quality": quality, "forget_rouge": rouge, "final": {"step": final_step, "ks_statistic": final_d}}
 
 
 def claim(claim_id):
@@ -80,16 +80,39 @@ def test_tofus_baselines_pool_their_units_and_a_run_that_never_keeps_utility_is_
 
 
 def test_methods_are_compared_at_matched_forgetting_and_a_run_that_never_got_there_is_not_testable():
+    # both runs scored right at the level (0.64): read there
     metrics = {runs.FINETUNE: _finetune(), **_run("npo", 0.3, 1e-5, 0.7, _matched(0.78)),
                **_run("ga", 0.2, 1e-3, 0.2, _matched(0.58))}
     found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
     assert found.effect == pytest.approx(0.2) and found.outcome == CONSISTENT
-    metrics.update(_run("ga", 0.9, 1e-40, 0.8, {"reached": False, "reason": "forget ROUGE-L never reached 0.640"}))
+    metrics.update(_run("ga", 0.9, 1e-40, 0.8, {"reached": False, "reason": "forget ROUGE-L never reached 0.640",
+                                                 "level": 0.64, "final": {"step": 20}}))
     found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
-    assert found.outcome == NOT_TESTABLE and found.reason == "ga: forget ROUGE-L never reached 0.640"
+    assert found.outcome == NOT_TESTABLE and found.reason.startswith("ga: no scored step at or below the matched")
     metrics.update(_run("simnpo", 0.3, 1e-2, 0.75, _matched(0.75, d=0.27)))
-    found = effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics))  # D 0.30 (npo) - 0.27: within 0.05
+    per_item = {runs.FINETUNE: {"target": {"forget": {"truth_ratio": [0.1, 0.2, 0.3]}},
+                                "retain90": {"forget": {"truth_ratio": [0.7, 0.8, 0.9]}}}}  # the target's D: 1
+    found = effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics, per_item))  # D 0.30 (npo) - 0.27
     assert found.effect == pytest.approx(0.03) and found.outcome == INCONCLUSIVE
+    assert effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics)).outcome == NOT_TESTABLE  # no D at 0
+
+
+def test_matched_forgetting_interpolates_between_the_scored_steps_that_bracket_the_level():
+    """#56 item 4: a run whose first scored step below the level overshoots it is read at the level itself,
+    linearly between the last scored step above it and the first at or below (the target at step 0 here)."""
+    # target: ROUGE-L 0.98, utility 0.8; level 0.64. npo at step 7: ROUGE-L 0.30, utility 0.70 -> weight 0.5
+    # ga at step 7: ROUGE-L 0.47, utility 0.60 -> weight (0.98 - 0.64) / (0.98 - 0.47) = 2/3
+    metrics = {runs.FINETUNE: _finetune(), **_run("npo", 0.1, 1e-5, 0.6, _matched(0.70, rouge=0.30, step=7)),
+               **_run("ga", 0.0, 1e-3, 0.0, _matched(0.60, rouge=0.47, step=7))}
+    found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
+    assert found.effect == pytest.approx((0.8 - 0.5 * 0.1) - (0.8 - 2 / 3 * 0.2))
+    assert found.values["npo interpolated"] == "steps 0-7, weight 0.50"
+    # a matched step scored just above the level (the full evaluation's ROUGE-L, not the trajectory's): its bracket
+    # is the matched step and the final one
+    metrics.update(_run("ga", 0.24, 1e-3, 0.4, _matched(0.60, rouge=0.74, step=7)))
+    found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
+    assert found.values["ga interpolated"] == "steps 7-20, weight 0.20"
+    assert found.values["ga model utility at matched"] == pytest.approx(0.6 - 0.2 * 0.2)
 
 
 def test_membership_inference_counts_the_share_of_rouge_unlearned_runs_it_tells_apart():
