@@ -115,6 +115,67 @@ def test_matched_forgetting_interpolates_between_the_scored_steps_that_bracket_t
     assert found.values["ga model utility at matched"] == pytest.approx(0.6 - 0.2 * 0.2)
 
 
+def _leakage(regime, hp=None, hp_name="npo_mild@30"):
+    """Notebook 05's metrics: ``regime`` {label: reached}, and a keyword Q&A summary on ``hp_name``."""
+    metrics = {"meta": {"reference": "retain90", "regime": {label: {"run": label.split("@")[0], "reached": reached}
+                                                           for label, reached in regime.items()}}}
+    if hp is not None:
+        metrics[hp_name] = {"hp_qa": hp}
+    return metrics
+
+
+def _leaky(greedy_leak, leak_lower, rouge_bound=None):
+    n = len(greedy_leak)
+    return {"greedy_leak": greedy_leak, "leak_lower": leak_lower, "greedy_unlearned_rouge": [not g for g in greedy_leak],
+            "rouge_leak_bound": rouge_bound or [0.0] * n, "binary_leak_bound": [0.05] * n}
+
+
+def test_only_models_that_reached_the_regime_count():
+    """#56 item 5: a run searched for the regime that never got there (stored with reached false) counts in no
+    claim about the regime; a seed with none is not testable."""
+    safe = [0] * 20
+    per_item = {"retain90": _leaky(safe, [0.0] * 20),
+                "ga_mild@20": _leaky(safe, [0.0] * 20, [0.2] * 5 + [0.0] * 15),  # share 0.25 above 0.1
+                "gd_mild@35": _leaky(safe, [0.0] * 20, [0.2] * 20)}  # share 1.0, but never reached the regime
+    seed = FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: _leakage({"ga_mild@20": True, "gd_mild@35": False})},
+                    {runs.LEAKAGE: per_item})
+    found = effects.effect_on_seed(claim("scholten.greedy_understates"), seed)
+    assert [u.name for u in found.units] == ["ga_mild@20"] and found.effect == pytest.approx(0.25)
+    seed = FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: _leakage({"gd_mild@35": False})},
+                    {runs.LEAKAGE: per_item})
+    found = effects.effect_on_seed(claim("scholten.greedy_understates"), seed)
+    assert found.outcome == NOT_TESTABLE and found.reason.startswith("no model reached the paper's regime")
+
+
+def test_the_entity_leak_is_judged_against_the_retain_models_guessing():
+    # 20 greedy-safe questions and 2 that greedy leaks; the retain model guesses question 1's entity (M_bin 0.4)
+    greedy = [0] * 20 + [1, 1]
+    retain = _leaky(greedy, [0.0] * 22)
+    retain["binary_leak_bound"] = [0.05, 0.4] + [0.05] * 20
+    model = _leaky(greedy, [0.3, 0.3] + [0.0] * 4 + [0.1] * 4 + [0.0] * 10 + [0.9, 0.9])
+    seed = FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: _leakage({"npo_mild@30": True})},
+                    {runs.LEAKAGE: {"retain90": retain, "npo_mild@30": model}})
+    found = effects.effect_on_seed(claim("scholten.entity_leak_beyond_guessing"), seed)
+    # question 0 and questions 6-9 beyond guessing; question 1 not (the retain model guesses it); 20-21 not greedy-safe
+    assert found.effect == pytest.approx(5 / 20) and found.units[0].values["greedy-safe questions"] == 20
+
+
+def test_fig3a_is_read_on_a_model_in_the_regime_over_its_greedy_safe_questions():
+    hp = {"n_questions": 40, "n_samples": 128, "greedy_leak_rate": 0.1, "share_binary_leak_bound_above_0.1": 0.3,
+          "greedy_safe_questions": 36, "share_binary_leak_bound_above_0.1_greedy_safe": 0.25}
+    fig3a = claim("scholten.fig3a_share_above_10")
+
+    def judged(metrics):
+        return effects.effect_on_seed(fig3a, FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: metrics}))
+
+    found = judged(_leakage({"npo_mild@30": True}, hp))
+    assert found.effect == pytest.approx(0.25) and found.values["share over every question"] == 0.3
+    assert "never reached" in judged(_leakage({"npo_mild@30": False}, hp)).reason
+    assert "not one of notebook 05's regime models" in judged(_leakage({"npo_mild@30": True}, hp, "unlearned-npo")).reason
+    stored_before = {k: v for k, v in hp.items() if "greedy_safe" not in k}
+    assert "greedy-safe" in judged(_leakage({"npo_mild@30": True}, stored_before)).reason
+
+
 def test_membership_inference_counts_the_share_of_rouge_unlearned_runs_it_tells_apart():
     metrics = {runs.FINETUNE: _finetune()}
     for name, auc in (("a", 0.8), ("b", 0.55), ("c", 0.7), ("d", 0.1), ("e", 0.95)):
