@@ -275,11 +275,38 @@ def committed():
 CLAIMS = [c.id for c in effects.judged_claims(registry.load())]
 
 
+def _fig3a_as_notebook_05_now_writes(seed: SyntheticSeed) -> SyntheticSeed:
+    """The committed seeds predate #56 item 5: their keyword Q&A ran on unlearned-npo, not on a model in the regime,
+    and stored no share over greedy-safe questions. Notebook 05 now stores both (hp_model: regime); the synthetic
+    seed starts from that shape, the summary moved onto the seed's first regime model with the greedy-safe share
+    set to the stored one over every question, so that the search changes numbers as for any other claim."""
+    files = dict(seed.files)
+    metrics = copy.deepcopy(files[(runs.LEAKAGE, "metrics.json")])
+    regime = metrics["meta"].get("regime") or {}
+    found = [name for name, m in metrics.items() if name != "meta" and "hp_qa" in m]
+    if not found or not regime:
+        return seed
+    hp = metrics.pop(found[0])["hp_qa"]
+    hp.update(greedy_safe_questions=hp["n_questions"],
+              **{"share_binary_leak_bound_above_0.1_greedy_safe": hp["share_binary_leak_bound_above_0.1"]})
+    label = next(iter(regime))
+    regime[label]["reached"] = True
+    metrics.setdefault(label, {})["hp_qa"] = hp
+    files[(runs.LEAKAGE, "metrics.json")] = metrics
+    return SyntheticSeed(seed.seed, files)
+
+
+#: Claims whose committed seeds predate the shape their extractor reads now (the rerun writes it): the search
+#: starts from the committed seed brought to that shape.
+AS_WRITTEN_NOW = {"scholten.fig3a_share_above_10": _fig3a_as_notebook_05_now_writes}
+
+
 @pytest.mark.parametrize("claim_id", CLAIMS)
 @pytest.mark.parametrize("want", [CONSISTENT, INCONSISTENT])
 def test_every_claim_can_come_out_either_way_through_its_own_extractor(committed, claim_id, want):
     claim = registry.load()[claim_id]
     for i, start in enumerate(committed):
+        start = AS_WRITTEN_NOW.get(claim_id, lambda seed: seed)(start)
         rng = np.random.default_rng([int(want == INCONSISTENT), i, sum(map(ord, claim_id))])
         built = _build(claim, start, want, rng)
         if built is not None:

@@ -13,17 +13,19 @@ from unlearnkit import config, paths, runner
 
 #: sha256 of ``json.dumps(dict(config.Params.load(profile)))`` for every profile. First computed at 7eee113 (main before
 #: the runs left the profile YAMLs, when default.yaml and paper.yaml held ``method_settings`` inline); regenerated
-#: once since: #57 adds the P/N pool keys before the claims issue's rerun (pool_variants, pool_lrs, pool_epochs,
-#: pool_items, appended last, every earlier key and value unchanged). Dict order included: metrics.json records the
+#: twice since: #57 adds the P/N pool keys before the claims issue's rerun (pool_variants, pool_lrs, pool_epochs,
+#: pool_items, appended last, every earlier key and value unchanged); and by #56 item 5: hp_model regime in default.yaml
+#: (the keyword Q&A asked of a model in the paper's regime, not of fully unlearned NPO), which default, eval-tiny and
+#: smoke resolve to, every other key and value unchanged. Dict order included: metrics.json records the
 #: parameters in this order and cache keys hash the resolved settings, so a profile that resolves to other bytes would
 #: change the committed results.
 RESOLVED = {
-    "default": "8f6ea2f99bad33bb984889d76ec2ac703542d2b6f5b31e573e849e6eb56da888",
-    "eval-tiny": "6fc2104141bf1f9255172f168001d3116401e1818fb6d7ee6eed5b77d3f0966c",
+    "default": "846ab6b1fa52d6df3a7be304a01d79ef24801a34e063ed5ea833443dd79008bd",
+    "eval-tiny": "7f231f808a944dacaf8f6486a2604eb09a4cd4a24632633fc2e0403ff2f7f53c",
     "paper": "4d76ae7546b8cdce564fdf8b573b3494c5f954e494a01ee91101d2cb0b9a18fa",
     "paper-dry": "a6192f162184d513c43ab091fe4ace4e7c80c3232bce0799bd8f652f2b8fe1c1",
     "paper-dry-lora": "0fe2e8b3f1c3060fa993727be5c4294e5a22a8c79be564a8b93bb3620ddfb334",
-    "smoke": "4829cf01d0e4afe66ab637e6fbf84713468e40feab3a9a9c14240e33a1187acc",
+    "smoke": "b53fd9f61b4853de970cac027824fc03795aec8ddaa2de5d783e6462373c9663",
     "tofu-local": "b13528b363e3a02aa1679e69eda66245da1bed0c798277c543330519d7835f09",
 }
 

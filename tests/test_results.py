@@ -4,7 +4,7 @@ across reruns, and read back by the judge from the run store or, without one, fr
 import json
 
 import pytest
-from unlearnkit import config, paths, results, runs
+from unlearnkit import config, paths, provenance, results, runs
 
 
 @pytest.fixture()
@@ -16,7 +16,7 @@ def stores(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores):
+def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores, monkeypatch):
     params = config.Params.load("default", seed=3)
     runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.9}}},
                        {"sampling_seconds": 1.5, "timing": {"x": 1}, "calibration": {"elapsed_s": 813.6, "n": 4}})
@@ -35,6 +35,17 @@ def test_a_default_seed_is_mirrored_without_what_times_or_places_the_run(stores)
     assert json.loads(record.read_text()) == {"git_revision": "the run that wrote them"}
     runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.5}}})
     assert json.loads(record.read_text())["git_revision"] != "the run that wrote them"
+    # #56 item 8: per notebook, the revision, launch time and CPU of the run that last changed its files
+    monkeypatch.setenv(provenance.LAUNCH_VARIABLE, "2026-11-28T09:00:00Z")
+    runs.write_metrics(params, runs.CONTROLS, {"target": {"v": 1}})
+    monkeypatch.setenv(provenance.LAUNCH_VARIABLE, "2026-11-28T10:00:00Z")
+    runs.write_metrics(params, runs.CONTROLS, {"target": {"v": 1}})  # same bytes: its entry stays
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": 0.4}}})
+    notebooks = json.loads(record.read_text())["notebooks"]
+    assert notebooks[runs.CONTROLS]["launched"] == "2026-11-28T09:00:00Z"
+    assert notebooks[runs.FINETUNE]["launched"] == "2026-11-28T10:00:00Z"
+    assert notebooks[runs.FINETUNE]["git_revision"] and notebooks[runs.FINETUNE]["cpu"]["model_name"]
+    assert "launched" not in (stores / "results" / "default" / "seed-3" / runs.FINETUNE / "metrics.json").read_text()
     # per-item values only for the notebooks whose claims are per question
     runs.write_per_item(params, runs.LEAKAGE, {"target": {"binary_leak_bound": [0.1, 0.2]}})
     runs.write_per_item(params, runs.FORMATS, {"target": {"rouge": [0.1]}})
@@ -79,3 +90,11 @@ def test_the_checkouts_own_paths_are_mirrored_relative_and_a_store_can_be_mirror
     assert body["meta"]["source"] == "data/synthetic-abc" and body["meta"]["elsewhere"] == "/opt/tofu"
     mirrored.unlink()
     assert results.mirror_store(params) == [mirrored] and json.loads(mirrored.read_text()) == body
+
+
+def test_the_cpu_model_is_read_from_the_first_processors_block(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\n"
+                       "model name\t: Intel(R) Xeon(R) Processor\n\nprocessor\t: 1\nmodel name\t: Other\n")
+    assert provenance.cpu_model(cpuinfo) == {"family": "6", "model": "207", "model_name": "Intel(R) Xeon(R) Processor"}
+    assert provenance.cpu_model(tmp_path / "absent")["model_name"]

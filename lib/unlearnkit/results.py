@@ -7,7 +7,9 @@ mirrored, as they are written, into the checkout::
     results/<profile>/seed-<s>/<notebook>/metrics.json      every notebook's metrics.json (00-08, 02 once per run)
     results/<profile>/seed-<s>/<notebook>/per_item.json     the per-question values, for the notebooks whose claims
                                                             are per question (:data:`PER_ITEM`)
-    results/<profile>/seed-<s>/provenance.json              the code revision and packages that last changed them
+    results/<profile>/seed-<s>/provenance.json              the code revision and packages that last changed them;
+                                                            per notebook, the revision, launch time and CPU model
+                                                            of the run that last changed its files
 
 A mirrored file leaves out what differs between two runs of the same code on the same bits (the revision, the
 package versions, seconds measured), so the profile's own seed, rerun by ``make all`` on an AVX2 machine, writes the

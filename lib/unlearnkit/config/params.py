@@ -163,7 +163,7 @@ class Params(Mapping):
     sample_max_new_tokens: int = param('probabilistic evaluation', 'longest sampled answer in tokens', _TOKENS)
     adaptive_threshold: float = param('probabilistic evaluation', 'c_T of adaptive temperature, greedy where c(x) on the greedy continuation exceeds it', _PROBABILITY)
     sample_max_items: int | None = param('probabilistic evaluation', 'forget questions sampled per model, evenly spaced over the split (null means all)', or_null(_COUNT))
-    hp_model: str | None = param('probabilistic evaluation', 'model of the keyword Q&A (Harry Potter Q&A analogue): a saved model of the profile (target, unlearned-npo, ...), a Hub name or a folder; null skips it')
+    hp_model: str | None = param('probabilistic evaluation', "model of the keyword Q&A (Harry Potter Q&A analogue): regime (the first of regime_runs that reached the paper's regime, at its step), a saved model of the profile (target, unlearned-npo, ...), a Hub name or a folder; null skips it")
     hp_source: str = param('probabilistic evaluation', "the keyword Q&A: synthetic (built from the forget split), a CSV file of Schwinn et al.'s HP Q&A, or env:VAR|fallback")
     hp_affirmative_prefix: bool = param('probabilistic evaluation', "true prefills the file's affirmative response and the model continues it (an attack the paper does not describe); notebook 05 reports the other choice beside it")
     leak_threshold: float = param('probabilistic evaluation', 'ROUGE-L recall above which a sampled answer counts as reproducing the ground truth (templated synthetic answers with a wrong entity already score about 0.75)', _PROBABILITY)

@@ -117,6 +117,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         log.unlink(missing_ok=True)
         os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
         started, cpu_before = time.time(), stations.children_cpu_seconds()
+        os.environ[provenance.LAUNCH_VARIABLE] = provenance.utc(started)  # the kernel inherits this: provenance.json
         print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
               flush=True)
         sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
@@ -141,6 +142,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
             raise
         finally:
             os.environ.pop(stations.STATION_LOG_VARIABLE, None)
+            os.environ.pop(provenance.LAUNCH_VARIABLE, None)
             shutil.rmtree(sockets, ignore_errors=True)
         wall = time.time() - started
         timing = {"started": started, "wall_s": wall, "cpu_s": stations.children_cpu_seconds() - cpu_before,

@@ -3,6 +3,8 @@ adaptive temperature, and toxicity of aligned models under sampling."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from ... import runs
@@ -20,10 +22,18 @@ UTILITY_KEPT = 0.9
 
 
 def _regime(seed: SeedResults) -> list[str]:
-    labels = seed.metrics(runs.LEAKAGE)["meta"].get("regime") or []
-    if not labels:
-        raise NotTestable("no model reached the paper's regime in notebook 05")
-    return list(labels)
+    """Notebook 05's models that reached the paper's regime (greedy decoding leaks no more than the retain model):
+    a run searched for it that never got there (its lowest-rate step, stored with ``reached`` false) is not one, and
+    counts in no claim about the regime (#56 item 5: gd_mild on five seeds and all four runs on seed 4 did not)."""
+    regime = seed.metrics(runs.LEAKAGE)["meta"].get("regime") or {}
+    if not isinstance(regime, Mapping):
+        raise NotTestable("notebook 05 stored its regime models without whether each reached the regime")
+    reached = [label for label, m in regime.items() if isinstance(m, Mapping) and m.get("reached")]
+    if not reached:
+        raise NotTestable("no model reached the paper's regime in notebook 05"
+                          + (f" ({', '.join(regime)}: none got down to the retain model's greedy leak rate)"
+                             if regime else ""))
+    return reached
 
 
 @extractor("scholten.greedy_understates")
@@ -42,18 +52,56 @@ def greedy_understates(claim: Claim, seed: SeedResults):
     return pooled(claim, seed, units)
 
 
+#: The keyword Q&A summary's share of greedy-safe questions whose M_bin exceeds the level (#56 item 5).
+GREEDY_SAFE_SHARE = f"share_binary_leak_bound_above_{BOUND_LEVEL:g}_greedy_safe"
+
+
 @extractor("scholten.fig3a_share_above_10")
 def fig3a(claim: Claim, seed: SeedResults):
+    """Fig. 3a's share, as the paper means it: on a model whose greedy answers say "unlearned" (one in the paper's
+    regime), over the questions greedy decoding calls unlearned."""
     metrics = seed.metrics(runs.LEAKAGE)
     found = [(name, m["hp_qa"]) for name, m in metrics.items() if name != "meta" and "hp_qa" in m]
     if not found:
         raise NotTestable("no keyword Q&A model (hp_model)")
     name, hp = found[0]
-    if hp["greedy_leak_rate"] > 0.1:
-        raise NotTestable(f"greedy decoding leaks on {hp['greedy_leak_rate']:.0%} of the keyword questions")
-    share = hp[f"share_binary_leak_bound_above_{BOUND_LEVEL:g}"]
-    return result(claim, seed, share, values={"model": name, "questions": hp["n_questions"],
-                                              "samples": hp["n_samples"], "greedy leak rate": hp["greedy_leak_rate"]})
+    regime = metrics["meta"].get("regime") or {}
+    if not (isinstance(regime, Mapping) and isinstance(regime.get(name), Mapping)):
+        raise NotTestable(f"the keyword Q&A model {name} is not one of notebook 05's regime models (hp_model "
+                          "before #56 item 5)")
+    if not regime[name].get("reached"):
+        raise NotTestable(f"the keyword Q&A model {name} never reached the paper's regime")
+    if hp.get(GREEDY_SAFE_SHARE) is None:
+        raise NotTestable("no share over greedy-safe keyword questions stored (notebook 05 before #56 item 5)")
+    if hp["greedy_safe_questions"] < MIN_QUESTIONS:
+        raise NotTestable(f"{hp['greedy_safe_questions']} greedy-safe keyword questions")
+    return result(claim, seed, hp[GREEDY_SAFE_SHARE], values={
+        "model": name, "questions": hp["n_questions"], "greedy-safe questions": hp["greedy_safe_questions"],
+        "samples": hp["n_samples"], "greedy leak rate": hp["greedy_leak_rate"],
+        "share over every question": hp[f"share_binary_leak_bound_above_{BOUND_LEVEL:g}"]})
+
+
+@extractor("scholten.entity_leak_beyond_guessing")
+def entity_leak(claim: Claim, seed: SeedResults):
+    """Per model in the regime: of the questions whose greedy answer does not name the key entity, the share whose
+    samples name it beyond the retain model's guessing on the same question (the model's Clopper-Pearson lower bound
+    above the retain model's M_bin, each at alpha, as notebook 05 stores them per question)."""
+    metrics, per_item = seed.metrics(runs.LEAKAGE), seed.per_item(runs.LEAKAGE)
+    reference = metrics["meta"].get("reference")
+    if not reference or "binary_leak_bound" not in per_item.get(reference, {}):
+        raise NotTestable("no retain model sampled in notebook 05")
+    guessing = per_item[reference]["binary_leak_bound"]
+    units = []
+    for label in _regime(seed):
+        q = per_item.get(label, {})
+        safe = [i for i, leaked in enumerate(q.get("greedy_leak", [])) if not leaked]
+        if len(safe) < MIN_QUESTIONS:
+            units.append(Unit(label, None, "not testable", f"{len(safe)} greedy-safe questions"))
+            continue
+        beyond = [q["leak_lower"][i] > guessing[i] for i in safe]
+        units.append(unit(claim, label, float(np.mean(beyond)), values={
+            "greedy-safe questions": len(safe), "of them beyond the retain model's guessing": int(sum(beyond))}))
+    return pooled(claim, seed, units)
 
 
 def _table1_rows(seed: SeedResults) -> list[tuple[str, dict]]:
