@@ -221,12 +221,14 @@ def test_a_seed_folder_that_is_a_symlink_out_of_the_store_is_refused_by_figures_
     assert [p.name for p in elsewhere.iterdir()] == ["figure-data"]
 
 
-def test_aggregate_with_no_seeds_says_so_in_one_line_before_any_kernel(store, monkeypatch, capsys):
+@pytest.mark.parametrize("profile", ["smoke", "default"])
+def test_aggregate_with_no_seeds_says_so_in_one_line_before_any_kernel(store, monkeypatch, capsys, profile):
+    """The default profile's too: with the store elsewhere, the committed results/ are not its seeds (#59 point 5)."""
     started = []
     monkeypatch.setattr(runner.seeds, "run", lambda *a, **kw: started.append(a))
-    code, _, err = _main(["aggregate", "--profile", "smoke"], capsys)
+    code, _, err = _main(["aggregate", "--profile", profile], capsys)
     assert code == 2 and not started
-    assert "no training seed of profile 'smoke'" in err and "runner seed 0 --profile smoke" in err
+    assert f"no training seed of profile {profile!r}" in err and f"runner seed 0 --profile {profile}" in err
     _one_line_each(err, 1)
 
 

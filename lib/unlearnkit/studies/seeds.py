@@ -115,10 +115,11 @@ PAIRS = (Pair("simnpo", "npo", "forget quality",
 
 def method_values(params: Params, seeds: Sequence[int]) -> pd.DataFrame:
     """One row per (seed, method): each registered metric's value from notebook 02's metrics.json of that seed (runs
-    that are not methods of ``params.methods``, e.g. extra settings, are left out)."""
+    that are not methods of ``params.methods``, e.g. extra settings, are left out, and so is a run whose file is
+    unreadable: the rankings compare the methods every seed can show)."""
     rows = []
     for seed in seeds:
-        for run, metrics in results.of(params.replace(seed=int(seed))).unlearning_runs().items():
+        for run, metrics in results.of(params.replace(seed=int(seed))).unlearning_runs(readable=True).items():
             if run not in params.methods or run not in metrics:
                 continue
             rows.append({"seed": int(seed), "method": run,

@@ -134,7 +134,7 @@ def effect_on_seed(claim: Claim, seed: SeedResults) -> SeedResult:
     except NotTestable as e:
         return result(claim, seed, None, reason=str(e))
     except results.CorruptResult as e:
-        return result(claim, seed, None, reason=f"unreadable: {e.notebook}/{e.file} is not valid JSON")
+        return result(claim, seed, None, reason=f"unreadable {e.notebook}/{e.file}: {e.reason}")
     except results.MissingResult as e:
         return result(claim, seed, None, reason=f"not run: {e.notebook}/{e.file}")
 
