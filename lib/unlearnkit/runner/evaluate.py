@@ -10,8 +10,9 @@ from pathlib import Path
 from .. import refusals
 from .checks import _overrides, checked_params
 from .execute import failed_copy, run_notebook
-from .lines import Refused, _shown
+from .lines import Refused, _label, _shown
 from .notebooks import eval_notebook
+from .progress import PROGRESS_LOG, forwarded
 
 #: runner eval's options (:func:`unlearnkit.studies.own_model.front_door` checks them).
 EVAL_OPTIONS = {
@@ -87,7 +88,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     params = checked_params(args.profile, overrides)
     choose_device(args.device)
     try:
-        request, lines = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
+        request, lines, estimate = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
                                               args.revision, args.allow_long, args.output_path)
     except (ValueError, FileNotFoundError, OSError) as exc:  # every problem the door found, one line each
         raise Refused("\n".join(refusals.problem_lines(exc))) from None
@@ -97,8 +98,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
            "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision,
            "eval_limit": _whole(args.limit, "--limit"), "eval_device": args.device, "eval_log_samples": args.log_samples}
     try:
-        run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
-                     changed=[k for k in overrides if k != "seed"])
+        # the kernel notes each suite's and long step's start and end; printed as they come, with the estimate
+        with forwarded(out.with_name(PROGRESS_LOG), _label(params), request.suites, estimate):
+            run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
+                         changed=[k for k in overrides if k != "seed"])
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
               f"see {_shown(failed_copy(out))} for the full traceback", file=sys.stderr)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import config, paths, runs
+from .own_cost import machine
 from .own_model import MODEL, REFERENCE, Request, eval_folder
 
 
@@ -91,19 +92,25 @@ def log_samples(params: config.Params, request: Request, suite: str, per_item: M
     return path
 
 
-def run_meta(request: Request, seconds: Mapping[str, float], limit: int | None = None, device: str | None = None
-             ) -> dict[str, Any]:
-    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time,
+def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = None, device: str | None = None,
+             estimated: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time
+    (``seconds`` as :func:`unlearnkit.studies.own_cost.measured` keeps them: the wall seconds, and the seconds it computed), the FLOP estimate
+    of each (``estimated``) and the machine, by which later estimates here are calibrated (:func:`unlearnkit.studies.own_cost.calibration`),
     the quick-look and hardware flags (``--limit``, ``--device``) and the notes a reader needs (a limited run is not
     comparable with a whole one)."""
     notes = [f"not comparable: at most {limit} items per split and suite (--limit {limit})"] if limit else []
-    return {"limit": limit, "device": device, "notes": notes, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
+    from .own_cost import parameter_count
+
+    timing = {"suite_seconds": {k: v for k, v in seconds.items() if k != "computed"},
+              "computed_seconds": dict(seconds.get("computed", {})), "estimated_seconds": dict(estimated or {}),
+              "model_parameters": parameter_count(request.model) if estimated else None, "machine": machine()}
+    return {"limit": limit, "device": device, "notes": notes, **timing, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
                           "model_identity": runs.model_identity(request.model), "template": request.template,
                           "data": request.data, "suites": list(request.suites),
                           "reference": (paths.shown(request.reference) if request.reference
                                         and Path(request.reference).is_absolute() else request.reference),
-                          "reference_identity": runs.model_identity(request.reference) if request.reference else None},
-            "suite_seconds": dict(seconds)}
+                          "reference_identity": runs.model_identity(request.reference) if request.reference else None}}
 
 
 # --------------------------------------------------------------------------- files a user can tabulate
