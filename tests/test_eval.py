@@ -550,3 +550,102 @@ def test_the_documented_one_liner_loads_a_stores_evaluations_into_pandas(tmp_pat
     frame = namespace["frame"]
     assert isinstance(frame, pd.DataFrame) and sorted(frame.index) == ["a-1", "b-2"]
     assert all(pd.api.types.is_float_dtype(t) for t in frame.dtypes)
+
+
+def _ou_reference(folder, n, ratios=None, **extra):
+    """A retain model's TOFU_EVAL.json in open-unlearning's layout (OU_EVAL_FIXTURE's) for ``n`` forget items."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ratios = ratios or [0.5 + 0.1 * i for i in range(n)]
+    payload = {"forget_truth_ratio": {"agg_value": float(sum(ratios) / n),
+                                      "value_by_index": {str(i): {"score": r} for i, r in enumerate(ratios)}},
+               "forget_Q_A_Prob": {"agg_value": 0.2, "value_by_index": {str(i): {"prob": 0.2} for i in range(n)}},
+               "model_utility": {"agg_value": 0.5}, "mia_min_k": {"agg_value": 0.5}, **extra}
+    (folder / "TOFU_EVAL.json").write_text(json.dumps(payload, indent=4))
+    return folder
+
+
+def test_a_reference_given_as_open_unlearnings_results_gives_forget_quality_and_privleak(plain_folder, small_corpus,
+                                                                                         store):
+    """Issue #60 point 6: --reference takes a retain model's evaluation (open-unlearning's TOFU_EVAL.json, the layout
+    of OU_EVAL_FIXTURE) instead of weights: forget quality is the KS test against its forget truth ratios, privleak
+    is taken against its mia_min_k, the reference's own row is its aggregates, and no suite loads it as a model."""
+    from unlearnkit.metrics.tofu import forget_quality
+    from unlearnkit.studies import own_reference
+
+    params = config.Params.load("eval-tiny")
+    n = own_reference.forget_items(params, small_corpus)
+    ou = _ou_reference(store / "ou-retain", n)
+    request = own_model.check_request(params, str(plain_folder), str(small_corpus.folder), str(ou), "all", "phi")
+    assert own_model.named(request) == {"model": str(plain_folder)} and "(its results)" in own_model.describe(request)
+    own_model.state_template(request)
+    tofu, items = own_model.tofu_suite(params, request, own_model.corpus(params, request))
+    ratios = [0.5 + 0.1 * i for i in range(n)]
+    assert tofu["model"]["summary"]["forget_quality"] == forget_quality(items["model"]["forget"]["truth_ratio"], ratios)
+    assert tofu["model"]["summary"]["privleak_retain_auc"] == 0.5 and isinstance(tofu["model"]["summary"]["privleak"],
+                                                                                 float)
+    assert tofu["reference"]["forget"]["probability"] == 0.2 and tofu["reference"]["summary"]["model_utility"] == 0.5
+    meta = own_results.run_meta(request, {}, None, None)
+    assert meta["evaluated"]["reference_given_as"] == "results" and any("given as results" in x for x in meta["notes"])
+    first = own_reference.identity(str(ou))
+    (ou / "TOFU_EVAL.json").write_text((ou / "TOFU_EVAL.json").read_text().replace("0.2", "0.25"))
+    assert own_reference.identity(str(ou)) != first  # keyed on the content, not the name
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda n: {"ratios": [0.5] * (n + 1)}, "forget_truth_ratio holds"),
+    (lambda n: {"forget_Q_A_ROUGE": {"value_by_index": {str(i): {"rougeL_recall": float("nan")} for i in range(n)}}},
+     "forget_Q_A_ROUGE item 0 holds no single finite number"),
+])
+def test_a_reference_given_as_results_is_checked_as_data_before_any_work(edit, message, plain_folder, small_corpus,
+                                                                         store, monkeypatch, capsys):
+    from unlearnkit.studies import own_reference
+
+    n = own_reference.forget_items(config.Params.load("smoke"), small_corpus)
+    ou = _ou_reference(store / "ou-retain", n, **edit(n))
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(small_corpus.folder), "--template",
+                                   "phi", "--reference", str(ou / "TOFU_EVAL.json")], monkeypatch, capsys)
+    assert code == 2 and not started and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_our_evaluation_of_a_retain_model_is_a_reference_as_good_as_its_weights_and_is_scored_once(
+        tiny_tokenizer, small_corpus, store, monkeypatch):
+    """Issue #60 point 6: the retain model's scores are computed once per reference (its own cache folder, keyed on
+    its content and the settings) and reused by a second evaluation against it; its evaluation folder (our
+    TOFU_EVAL.json, read by the parser of open-unlearning's layout) as --reference gives the same forget quality."""
+    import time
+
+    from unlearnkit import pipeline
+
+    params = config.Params.load("eval-tiny")
+    mine = models.save_plain_model(build("llama", tiny_tokenizer, 0), tiny_tokenizer, store / "my-model")
+    retain = models.save_plain_model(build("llama", tiny_tokenizer, 1), tiny_tokenizer, store / "my-retain")
+    scored = []
+    evaluate_models = pipeline.evaluate_models
+    monkeypatch.setattr(pipeline, "evaluate_models", lambda named, *a, **k: scored.append(sorted(named)) or
+                        evaluate_models(named, *a, **k))
+
+    def evaluate(model, reference):
+        request = own_model.chosen(params, own_model.check_request(params, str(model), str(small_corpus.folder),
+                                                                   str(reference), "tofu", "phi"))
+        own_model.state_template(request)
+        started = time.time()
+        tofu, items = own_model.tofu_suite(params, request, own_model.corpus(params, request))
+        return request, tofu, items, time.time() - started
+
+    other = models.save_plain_model(build("llama", tiny_tokenizer, 2), tiny_tokenizer, store / "other-model")
+    request, tofu, items, first_s = evaluate(mine, retain)
+    assert scored == [["reference"], ["model"]]
+    _, again, _, second_s = evaluate(other, retain)
+    assert scored[2:] == [["model"]], scored  # the reference's scores came from its cache
+    assert again["reference"] == tofu["reference"]
+    print(f"first evaluation's tofu suite {first_s:.1f} s, second against the same reference {second_s:.1f} s")
+    # the retain model's own evaluation, written as runner eval writes it, is a reference given as results
+    retain_request = own_model.chosen(params, own_model.check_request(params, str(retain), str(small_corpus.folder),
+                                                                      None, "tofu", "phi"))
+    its, its_items = own_model.tofu_suite(params, retain_request, own_model.corpus(params, retain_request))
+    written = own_results.write_evaluation(params, retain_request, own_results.metrics_entries(its),
+                                           own_results.run_meta(retain_request, {}), its_items)
+    _, given, _, _ = evaluate(mine, written.parent)
+    assert given["model"]["summary"]["forget_quality"] == tofu["model"]["summary"]["forget_quality"]
+    assert given["model"]["summary"]["privleak"] == pytest.approx(tofu["model"]["summary"]["privleak"])
+

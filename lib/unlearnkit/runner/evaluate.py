@@ -19,7 +19,9 @@ EVAL_OPTIONS = {
     "--model": {"required": True, "help": "a model folder, a run or saved model of the store, or a Hub name"},
     "--data": {"help": "the data it was unlearned on: a folder of TOFU JSON Lines, locuslab/TOFU, or 'profile' "
                        "(default for the workbook's own models)"},
-    "--reference": {"help": "the retain model: the same base fine-tuned on the retain split only"},
+    "--reference": {"help": "the retain model: the same base fine-tuned on the retain split only, as weights (scored "
+                            "once, reused by later evaluations against it) or as results: its evaluation folder (ours "
+                            "or open-unlearning's) or TOFU_EVAL.json"},
     "--suite": {"default": "all", "help": "comma-separated: tofu, leakage, formats, attacks (default all)"},
     "--template": {"help": "the prompt template of a model saved without the workbook's marker, or chat"},
     "--dtype": {"help": "the dtype to load it in (float32, bfloat16, float16)"},

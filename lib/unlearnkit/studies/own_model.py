@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import config, models, paths, refusals, runs, stations
+from . import own_reference
 from .own_cost import CPU_FLOPS, CPU_LIMIT_S, estimate_seconds, parameter_count  # noqa: F401 (the door's cost)
+from .own_reference import MODEL, REFERENCE
 
 #: The suites, in the order they run: TOFU's metrics with open-unlearning's memorisation and privacy metrics,
 #: sampled leakage with the high-probability bounds and the ED score, the format-transformed evaluation, and the
@@ -31,8 +33,6 @@ from .own_cost import CPU_FLOPS, CPU_LIMIT_S, estimate_seconds, parameter_count 
 SUITES = ("tofu", "leakage", "formats", "attacks")
 #: ``--data profile``: the profile's own corpus (only for a model of the workbook, which was trained on it).
 PROFILE_DATA = "profile"
-#: The names the model and its control carry in every table and in metrics.json.
-MODEL, REFERENCE = "model", "reference"
 #: The environment variable through which a stated template reaches every process that loads the model.
 TEMPLATES_VARIABLE = models.STATED_TEMPLATES_VARIABLE
 #: What a number that needs the retain model says when there is none.
@@ -111,6 +111,10 @@ def check_request(params: config.Params, model: str, data: str | None, reference
         found_retain = runs.retain_model(params, None)  # the one notebook 01 used, or none
         located = runs.locate(params, found_retain) if found_retain else None
         reference = str(located) if located is not None else None
+    elif reference is not None and own_reference.results_file(reference) is not None:  # a retain model's results
+        if data_read:
+            with found.check():
+                own_reference.check_results(params, reference, _corpus(params, data))
     elif reference is not None:
         located = runs.locate(params, reference) if paths.NAME.fullmatch(reference) else None
         reference = str(located) if located is not None else reference
@@ -222,7 +226,7 @@ def identity(params: config.Params, request: Request) -> str:
     retain model's identity, the data and every parameter (the dtype, a --set value), as a short hash (the folder's
     suffix): two evaluations that could differ never share a folder."""
     return config.params_hash({"model": runs.model_identity(request.model), "template": request.template,
-                               "reference": runs.model_identity(request.reference) if request.reference else None,
+                               "reference": own_reference.identity(request.reference) if request.reference else None,
                                "data": request.data, "params": config.params_hash(dict(params))}, length=10)
 
 
@@ -255,7 +259,7 @@ def request_estimate(params: config.Params, request: Request, source=None) -> di
     the FLOP rates of :data:`CPU_FLOPS`: what an evaluation records as ``meta.estimated_seconds``, and what the
     door scales by this machine's measured rates (:func:`unlearnkit.studies.own_cost.calibration`)."""
     source = corpus(params, request) if source is None else source
-    return estimate_seconds(params, parameter_count(request.model), request.suites, request.reference is not None,
+    return estimate_seconds(params, parameter_count(request.model), request.suites, REFERENCE in named(request),
                             len(source.load(params.forget_split)))
 
 
@@ -377,41 +381,53 @@ def describe(request: Request) -> str:
     shown = lambda where: paths.shown(where) if where and Path(where).is_absolute() else where  # noqa: E731
     return (f"model {request.label} ({'the workbook' if request.own else 'foreign'}: {shown(request.model)}), "
             f"template {request.template or 'from its marker'}, data {shown(request.data)}, "
-            f"reference {shown(request.reference) or f'none ({NO_REFERENCE})'}; suites {', '.join(request.suites)}")
+            f"reference {shown(request.reference) or f'none ({NO_REFERENCE})'}"
+            f"{' (its results)' if REFERENCE not in named(request) and request.reference else ''}; "
+            f"suites {', '.join(request.suites)}")
 
 
 def named(request: Request) -> dict[str, str]:
-    return {MODEL: request.model, **({REFERENCE: request.reference} if request.reference else {})}
+    """The models to run: the model, and the reference where it was given as weights (not as results)."""
+    weights = request.reference and own_reference.results_file(request.reference) is None
+    return {MODEL: request.model, **({REFERENCE: request.reference} if weights else {})}
+
+
+def cache_notebook(params: config.Params, request: Request, label: str) -> str:
+    """Where a model's scores are cached: the evaluation's own folder, the reference's shared one
+    (:func:`unlearnkit.studies.own_reference.reference_notebook`): a retain model is scored once for every
+    evaluation against it."""
+    return own_reference.reference_notebook(request.reference) if label == REFERENCE else notebook_name(params, request)
 
 
 def tofu_suite(params: config.Params, request: Request, source) -> tuple[dict[str, Any], dict[str, Any]]:
     """TOFU's metrics on the forget split, retain, real authors and world facts, forget quality against the retain
-    model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model)."""
-    from .. import pipeline
-
+    model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model): the retain
+    model's scores computed once for every evaluation against it, or read from the results given
+    (:func:`unlearnkit.studies.own_reference.tofu_scores`)."""
     with stations.step("tofu"):
-        loaded = {label: models.load_model(location, dtype=params.dtype, template=None)  # the template it states
-                  for label, location in named(request).items()}
-        reference = REFERENCE if request.reference else None
-        results, per_item = pipeline.evaluate_models(loaded, params, source, reference=reference, privacy=True)
-    if reference is None:
-        results[MODEL].setdefault("summary", {})["forget_quality"] = NO_REFERENCE
-    return results, per_item
+        return own_reference.tofu_scores(params, request.model, request.reference, request.data, source, NO_REFERENCE)
 
 
 def leakage_suite(params: config.Params, request: Request, source):
     """Sampled leakage with the high-probability bounds (Scholten et al.) and the ED score, on the forget questions."""
     from ..metrics.sampling import sampling_settings
+    from ..metrics.scored import Scored
     from . import leakage
 
     rows = leakage.forget_rows(source, params)
     settings = sampling_settings(params, "leakage")
     # a Path is a model folder (or Hub name) to the sampler, a str a saved model's name in the store
+    scored = Scored({}, {})
     with stations.step("leakage"):
-        scored = leakage.score_models(params, {label: Path(location) for label, location in named(request).items()},
-                                      rows, settings, notebook=notebook_name(params, request))
+        for label, location in named(request).items():  # each in its cache folder (the reference's is shared)
+            with stations.step(f"leakage {label}"):
+                one = leakage.score_models(params, {label: Path(location)}, rows, settings,
+                                           notebook=cache_notebook(params, request, label))
+            scored.results.update(one.results)
+            scored.seconds.update(one.seconds)
     tables, summaries = leakage.summarise_models(scored.results, params.alpha, params.leak_threshold,
-                                                 params.adaptive_threshold, REFERENCE if request.reference else None)
+                                                 params.adaptive_threshold, REFERENCE if REFERENCE in scored.results
+                                                 else None)
     return scored, tables, summaries
 
 
@@ -427,7 +443,7 @@ def formats_suite(params: config.Params, request: Request, source):
         for label, location in named(request).items():
             with stations.step(f"formats {label}"):
                 scores[label] = study.metrics_payload(study.evaluate_model(label, location, items, params,
-                                                                           notebook_name(params, request)).scores)
+                                                                           cache_notebook(params, request, label)).scores)
     return items, scores
 
 
@@ -440,5 +456,6 @@ def attacks_suite(params: config.Params, request: Request, source) -> dict[str, 
         data = recovery.attack_data(params, source)
         for label, location in named(request).items():
             with stations.step(f"attacks {label}"):
-                found[label] = recovery.attack_model(params, label, location, data, notebook_name(params, request))
+                found[label] = recovery.attack_model(params, label, location, data,
+                                                     cache_notebook(params, request, label))
     return found

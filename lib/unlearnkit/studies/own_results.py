@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 
 from .. import config, paths, runs
+from . import own_reference
 from .own_cost import machine
-from .own_model import MODEL, REFERENCE, Request, eval_folder
+from .own_model import MODEL, REFERENCE, Request, eval_folder, named
+from .own_reference import OU_METRICS, OU_SUMMARY, RESULTS_FILE, ou_eval, read_ou_eval  # noqa: F401 (OU's layout)
 
 
 def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -100,6 +102,9 @@ def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = N
     the quick-look and hardware flags (``--limit``, ``--device``) and the notes a reader needs (a limited run is not
     comparable with a whole one)."""
     notes = [f"not comparable: at most {limit} items per split and suite (--limit {limit})"] if limit else []
+    if request.reference and REFERENCE not in named(request):
+        notes.append(f"reference given as results ({RESULTS_FILE}): forget quality and privleak are taken against "
+                     "them; the leakage, formats and attacks suites ran on the model alone")
     from .own_cost import parameter_count
 
     timing = {"suite_seconds": {k: v for k, v in seconds.items() if k != "computed"},
@@ -110,7 +115,9 @@ def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = N
                           "data": request.data, "suites": list(request.suites),
                           "reference": (paths.shown(request.reference) if request.reference
                                         and Path(request.reference).is_absolute() else request.reference),
-                          "reference_identity": runs.model_identity(request.reference) if request.reference else None}}
+                          "reference_identity": own_reference.identity(request.reference) if request.reference else None,
+                          "reference_given_as": None if not request.reference else "weights" if REFERENCE in named(request)
+                          else "results"}}
 
 
 # --------------------------------------------------------------------------- files a user can tabulate
@@ -157,78 +164,6 @@ def flat_summary(entries: Mapping[str, Any], label: str = MODEL) -> dict[str, fl
     return flat
 
 
-#: open-unlearning's names of TOFU's per-split metrics (its TOFU_EVAL.json keys: configs/eval/tofu_metrics/), ours
-#: beside each: (our split, our per-item key, OU's metric, OU's per-index key, our split-level metric).
-OU_METRICS = (
-    ("forget", "truth_ratio", "forget_truth_ratio", "score", "truth_ratio_score"),
-    ("forget", "probability", "forget_Q_A_Prob", "prob", "probability"),
-    ("forget", "rouge", "forget_Q_A_ROUGE", "rougeL_recall", "rouge"),
-    ("retain", "truth_ratio", "retain_Truth_Ratio", "score", "truth_ratio_score"),
-    ("retain", "probability", "retain_Q_A_Prob", "prob", "probability"),
-    ("retain", "rouge", "retain_Q_A_ROUGE", "rougeL_recall", "rouge"),
-    ("real_authors", "truth_ratio", "ra_Truth_Ratio", "score", "truth_ratio_score"),
-    ("real_authors", "probability", "ra_Q_A_Prob_normalised", "prob", "probability"),
-    ("real_authors", "rouge", "ra_Q_A_ROUGE", "rougeL_recall", "rouge"),
-    ("world_facts", "truth_ratio", "wf_Truth_Ratio", "score", "truth_ratio_score"),
-    ("world_facts", "probability", "wf_Q_A_Prob_normalised", "prob", "probability"),
-    ("world_facts", "rouge", "wf_Q_A_ROUGE", "rougeL_recall", "rouge"),
-)
-#: TOFU's summary metrics open-unlearning names alike (an aggregate only).
-OU_SUMMARY = ("forget_quality", "model_utility", "privleak", "extraction_strength")
-
-
-def ou_eval(results: Mapping[str, Any], per_item: Mapping[str, Any]) -> dict[str, Any]:
-    """One model's TOFU results in open-unlearning's TOFU_EVAL.json layout (its ``Evaluator`` writes
-    ``{metric: {"agg_value": x, "value_by_index": {"0": {key: v}, ...}}}``): what its ``retain_logs_path`` reads."""
-    out: dict[str, Any] = {}
-    for split, ours, theirs, key, aggregate in OU_METRICS:
-        values = per_item.get(split, {}).get(ours)
-        if values is None:
-            continue
-        agg = results.get(split, {}).get(aggregate)
-        out[theirs] = {"agg_value": agg if isinstance(agg, (int, float)) else None,
-                       "value_by_index": {str(i): {key: v} for i, v in enumerate(values)}}
-    for name in OU_SUMMARY:
-        value = results.get("summary", {}).get(name)
-        if name in results.get("summary", {}):
-            out[name] = {"agg_value": value if isinstance(value, (int, float)) else None}
-    return dict(sorted(out.items()))
-
-
-def read_ou_eval(path: str | Path) -> dict[str, list[float]]:
-    """A TOFU_EVAL.json (open-unlearning's or ours) read as data: ``{metric: per-index values in index order}`` for
-    each metric with ``value_by_index``. Its layout, indices 0..n-1 and finite numbers are checked; anything else is a
-    ValueError in one line naming the file."""
-    import json
-
-    shown = paths.shown(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{shown}: not a readable JSON file ({str(exc)[:100]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("forget_truth_ratio"), dict):
-        raise ValueError(f"{shown}: not a TOFU_EVAL.json (no forget_truth_ratio entry with value_by_index)")
-    out = {}
-    for metric, entry in data.items():
-        by_index = entry.get("value_by_index") if isinstance(entry, dict) else None
-        if not isinstance(by_index, dict):
-            continue
-        if sorted(by_index) != sorted(str(i) for i in range(len(by_index))):
-            raise ValueError(f"{shown}: {metric}'s value_by_index is not indexed 0..{len(by_index) - 1}")
-        values = []
-        for i in range(len(by_index)):
-            item = by_index[str(i)]
-            numbers = [v for v in item.values() if isinstance(v, (int, float)) and not isinstance(v, bool)] \
-                if isinstance(item, dict) else []
-            if len(numbers) != 1 or not np.isfinite(numbers[0]):
-                raise ValueError(f"{shown}: {metric} item {i} holds no single finite number ({str(item)[:60]})")
-            values.append(float(numbers[0]))
-        out[metric] = values
-    if "forget_truth_ratio" not in out:
-        raise ValueError(f"{shown}: forget_truth_ratio has no value_by_index")
-    return out
-
-
 def write_evaluation(params: config.Params, request: Request, entries: Mapping[str, Any], meta: Mapping[str, Any],
                      tofu_items: Mapping[str, Any] | None = None) -> Path:
     """The evaluation's files in its folder (:func:`unlearnkit.studies.own_model.eval_folder`): metrics.json (numbers
@@ -248,7 +183,7 @@ def write_evaluation(params: config.Params, request: Request, entries: Mapping[s
     files = {"summary.json": flat_summary(table)}
     if tofu_items and MODEL in tofu_items:
         ou = ou_eval(table.get(MODEL, {}), tofu_items[MODEL])
-        files.update({"TOFU_EVAL.json": ou, "TOFU_SUMMARY.json": {k: v["agg_value"] for k, v in ou.items()}})
+        files.update({RESULTS_FILE: ou, "TOFU_SUMMARY.json": {k: v["agg_value"] for k, v in ou.items()}})
     for name, payload in files.items():
         paths.atomic_write_text(paths.writable(folder / name, "an evaluation's file"),
                                 json.dumps(config.jsonable(payload), indent=2) + "\n")
@@ -263,3 +198,4 @@ def evaluations_frame(params: config.Params) -> pd.DataFrame:
     found = {p.parent.name: json.loads(p.read_text()) for p in sorted((runs.store(params) / runs.EVAL).glob(
         "*/summary.json")) if paths.NAME.fullmatch(p.parent.name)}
     return pd.DataFrame.from_dict(found, orient="index", dtype=float)
+
