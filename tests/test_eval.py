@@ -649,3 +649,56 @@ def test_our_evaluation_of_a_retain_model_is_a_reference_as_good_as_its_weights_
     assert given["model"]["summary"]["forget_quality"] == tofu["model"]["summary"]["forget_quality"]
     assert given["model"]["summary"]["privleak"] == pytest.approx(tofu["model"]["summary"]["privleak"])
 
+
+def test_the_page_says_what_each_suites_numbers_mean_against_their_bars(store):
+    """Issue #60 point 7: forget quality 0.034 was shown with no 0.05 bar beside it, model and reference not side by
+    side, suites not requested left as empty sections. Now one sentence per suite against its bars (TOFU's 0.05, the
+    retain model's value, the guessing floor), the model and the reference named, 'not requested' where not run."""
+    import pandas as pd
+
+    params = config.Params.load("smoke")
+    request = own_model.Request("/m/my-model", "my-model", "d", "/r/my-retain", ("tofu", "formats", "attacks"), None,
+                                False)
+    entries = {"model": {"summary": {"forget_quality": 0.034, "model_utility": 0.5, "privleak": -12.5},
+                         "formats": {"forget": {"mcqa": 0.5}},
+                         "attacked forget": {"rouge": 0.25}, "relearned": {"rouge": 0.75}},
+               "reference": {"summary": {"forget_quality": 1.0, "model_utility": 0.375},
+                             "formats": {"forget": {"mcqa": 0.375}},
+                             "attacked forget": {"rouge": 0.25}, "relearned": {"rouge": 0.5}}}
+    text = own_results.readings(params, request, entries)
+    lines = text.splitlines()
+    assert "**my-model** against the reference **my-retain**" in lines[0]
+    (tofu,) = [ln for ln in lines if ln.startswith("- **tofu**")]
+    assert "Forget quality 0.034 is below TOFU's bar of 0.05" in tofu
+    assert "Model utility 0.500 (reference 0.375, difference +0.125)" in tofu and "privleak -12.5 %" in tofu
+    (formats,) = [ln for ln in lines if ln.startswith("- **formats**")]
+    floor = 1 / params.format_options
+    assert f"guessing floor of 1/{params.format_options} = {floor:.2f}" in formats and "the reference's 0.38" in formats
+    (attacks,) = [ln for ln in lines if ln.startswith("- **attacks**")]
+    assert "+0.50" in attacks and "the reference's by +0.25" in attacks and "+0.25 beyond it" in attacks
+    assert "- **leakage**: not requested." in lines
+    entries["model"]["summary"]["forget_quality"] = 0.2
+    assert "Forget quality 0.2 is at or above TOFU's bar" in own_results.readings(params, request, entries)
+    table = own_results.side_by_side(pd.DataFrame({"model_utility": [0.5, 0.375]}, index=["model", "reference"]))
+    assert table.loc["model − reference", "model_utility"] == 0.125
+
+
+def test_a_store_of_evaluations_has_an_index_of_them(store):
+    """Issue #60 point 7: on a store with no notebook 10 the report's front page was an arbitrary evaluation; it is
+    now the list of evaluations, each linked with its model, reference and headline numbers (a received store's
+    names escaped, a number that is not one shown as a dash)."""
+    from unlearnkit.report import site
+
+    params = config.Params.load("smoke")
+    for name, fq, model in (("a-0123456789", 0.5, "<b>mine</b>"), ("b-0123456789", "x", "theirs")):
+        folder = runs_eval(params) / name
+        folder.mkdir(parents=True)
+        (folder / "eval_model.ipynb").write_text("{}")
+        (folder / "metrics.json").write_text(json.dumps({"meta": {"evaluated": {
+            "model": model, "reference": "retain", "reference_given_as": "results"}}}))
+        (folder / "summary.json").write_text(json.dumps({"forget_quality": fq, "model_utility": 0.25}))
+    entries = site.pages(params)
+    assert [file for file, _ in entries] == ["eval-a-0123456789.html", "eval-b-0123456789.html"]
+    text = site.evaluations_notebook(entries).cells[0].source
+    assert "[a-0123456789](eval-a-0123456789.html) | &lt;b&gt;mine&lt;/b&gt; | retain (results) | 0.5 | 0.25 |" in text
+    assert "| [b-0123456789](eval-b-0123456789.html) | theirs | retain (results) | — | 0.25 | — |" in text
