@@ -276,10 +276,11 @@ def test_runner_eval_of_a_gpt2_folder_runs_its_notebook_and_gives_a_report_page(
     assert "Your own model" in page and "my-gpt2" in page  # the front page of a store that holds only evaluations
 
 
-#: The longest the progress log of the eval-tiny run above may stay silent: measured 8.7 s (the first scoring pass
-#: of the reference, 238 events over 37 s) on a 2-core machine loaded by other work; before, the terminal said
-#: nothing from the kernel's start to its end.
-SILENCE_BOUND_S = 30.0
+#: The longest share of the kernel's logged time the progress log of the eval-tiny run above may stay silent:
+#: measured 0.24 with only outermost spans logged (8.7 s of 37 s, the reference's first scoring pass), and 0.16 with
+#: every span logged on a 2-core machine at load 11 (107 s of 662 s, loading a model); before, the terminal said
+#: nothing from the kernel's start to its end. A share, not seconds: a loaded machine stretches every step alike.
+SILENCE_SHARE = 1 / 3
 
 
 def test_runner_eval_says_the_start_and_end_of_every_suite_and_step_as_it_goes(gpt2_evaluation):
@@ -306,7 +307,8 @@ def test_runner_eval_says_the_start_and_end_of_every_suite_and_step_as_it_goes(g
     assert [e["step"] for e in events if e["step"] in own_model.SUITES and e["event"] == "start"] == \
         list(own_model.SUITES)
     silence, where = progress.longest_silence(events)
-    assert 0 < silence <= SILENCE_BOUND_S, (silence, where)
+    assert 0 < silence <= SILENCE_SHARE * (events[-1]["t"] - events[0]["t"]), (silence, where)
+    assert any(e.get("depth", 0) > 0 for e in events)  # spans inside spans are logged too
 
 
 def test_a_step_running_long_is_said_by_a_heartbeat_with_the_suites_estimate(tmp_path):
@@ -702,3 +704,4 @@ def test_a_store_of_evaluations_has_an_index_of_them(store):
     text = site.evaluations_notebook(entries).cells[0].source
     assert "[a-0123456789](eval-a-0123456789.html) | &lt;b&gt;mine&lt;/b&gt; | retain (results) | 0.5 | 0.25 |" in text
     assert "| [b-0123456789](eval-b-0123456789.html) | theirs | retain (results) | — | 0.25 | — |" in text
+

@@ -50,7 +50,8 @@ def station(name: str, detail: str | None = None) -> Iterator[dict[str, Any]]:
     With ``UNLEARNKIT_STATION_LOG`` set (the runner sets it for each notebook), the outermost span of a process
     appends one JSON line ``{"station": seconds, ...}`` to that file. The block gets a dict: a :data:`WORKERS` span
     puts the worker processes' own station seconds under ``"split"``, by which the profile shares out its wall
-    time."""
+    time. Every span notes its start and end in the progress log (:func:`note_progress`; ``detail``: what it does,
+    the timed function's name; ``depth``: how many spans it is inside)."""
     stack = getattr(_station_stack, "spans", None)
     if stack is None:
         stack = _station_stack.spans = []
@@ -61,14 +62,16 @@ def station(name: str, detail: str | None = None) -> Iterator[dict[str, Any]]:
     stack.append({"name": name, "since": now})
     if not line:
         stack[0]["line"] = line
-    if len(stack) == 1:
-        note_progress("start", name, detail)
+    note_progress("start", name, detail, depth=len(stack) - 1)
     extra: dict[str, Any] = {}
     try:
         yield extra
     finally:
         end = time.perf_counter()
-        _add(line, name, end - stack.pop()["since"])
+        began = stack.pop()
+        _add(line, name, end - began["since"])
+        if stack:  # an inner span: its end in the progress log (the outermost's, below, with its whole line)
+            note_progress("end", name, detail, depth=len(stack), seconds=end - began["since"])
         for key, value in extra.get("split", {}).items():
             _add(line.setdefault("split", {}), key, value)
         if stack:
@@ -79,7 +82,7 @@ def station(name: str, detail: str | None = None) -> Iterator[dict[str, Any]]:
                     if key != "split":
                         _add(_station_seconds, key, value)
             _log_station_line(line)
-            note_progress("end", name, detail, seconds=sum(v for k, v in line.items() if k != "split"))
+            note_progress("end", name, detail, depth=0, seconds=sum(v for k, v in line.items() if k != "split"))
 
 
 def _log_station_line(line: Mapping[str, Any]) -> None:

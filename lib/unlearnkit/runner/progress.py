@@ -67,7 +67,9 @@ class Forwarder:
         self.log, self.label, self.suites = log, label, tuple(suites)
         self.estimates = dict(estimates or {})
         self.heartbeat_s, self.out = heartbeat_s, out
-        self.offset, self.span = 0, None
+        self.offset = 0
+        #: The station spans begun and not ended, innermost last: what the step is computing now.
+        self.spans: list[tuple[str, float]] = []
         self.last_printed = time.time()
         #: The steps begun and not ended, outermost first: until the kernel's first event, its start and imports.
         self.open_steps: list[tuple[str, float]] = [(KERNEL_STARTING, self.last_printed)]
@@ -85,8 +87,10 @@ class Forwarder:
         if self.open_steps and self.open_steps[0][0] == KERNEL_STARTING:
             self.say(f"kernel ready in {_duration(e['t'] - self.open_steps.pop(0)[1])}", e["t"])
         if step in STATION_WORDS:  # a station span: what the step is doing, said only by a heartbeat
-            self.span = (STATION_WORDS[step] + (f" ({e['detail']})" if e.get("detail") else ""), e["t"]) \
-                if event == "start" else None
+            if event == "start":
+                self.spans.append((STATION_WORDS[step] + (f" ({e['detail']})" if e.get("detail") else ""), e["t"]))
+            elif self.spans:
+                self.spans.pop()
             return
         indent = "  " * (len(self.open_steps) if event == "start" else max(len(self.open_steps) - 1, 0))
         if event == "start":
@@ -120,7 +124,7 @@ class Forwarder:
             step, since = self.open_steps[-1]
             estimate = self.estimates.get(self.open_steps[0][0])
             suite_in = now - self.open_steps[0][1]
-            doing = f", {self.span[0]} for {_duration(now - self.span[1])}" if self.span else ""
+            doing = f", {self.spans[-1][0]} for {_duration(now - self.spans[-1][1])}" if self.spans else ""
             self.say("  " * len(self.open_steps) + f"{step}: {_duration(now - since)} in{doing}"
                      + (f" ({self.open_steps[0][0]} {_duration(suite_in)} of about {_duration(estimate)})"
                         if estimate else ""))
