@@ -262,7 +262,8 @@ def test_runner_eval_of_a_gpt2_folder_runs_its_notebook_and_gives_a_report_page(
     assert "estimated on this CPU (" in done.stdout and "): tofu" in done.stdout and "template phi" in done.stdout
     (written,) = (tmp_path / "runs" / "eval-tiny" / "seed-0" / "eval").glob("my-gpt2-*/metrics.json")
     got = json.loads(written.read_text())
-    assert {"forget", "summary", "sampled", "formats", "relearned", "quantised nf4"} <= set(got["model"])
+    assert {"forget", "summary", "sampled", "leak_at_k", "formats", "relearned", "quantised nf4"} <= set(got["model"])
+    assert got["model"]["leak_at_k"]["ks"][0] == 1 and len(got["reference"]["leak_at_k"]["leak_at_k"]) > 1
     assert got["meta"]["evaluated"]["template"] == "phi" and got["meta"]["evaluated"]["reference_identity"]
     schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
     assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []
@@ -705,3 +706,22 @@ def test_a_store_of_evaluations_has_an_index_of_them(store):
     assert "[a-0123456789](eval-a-0123456789.html) | &lt;b&gt;mine&lt;/b&gt; | retain (results) | 0.5 | 0.25 |" in text
     assert "| [b-0123456789](eval-b-0123456789.html) | theirs | retain (results) | — | 0.25 | — |" in text
 
+
+def test_the_leakage_suite_gives_leak_at_k_for_the_users_model(store):
+    """Issue #57 item 5: runner eval's leakage suite gives the leak@k curve of the user's model and its reference,
+    from each forget question's leaking samples, in notebook 09's entry shape (ks, n, the mean per k)."""
+    import pandas as pd
+    from unlearnkit.metrics import meta_eval
+
+    tables = {"model": pd.DataFrame({"leaks": [0, 1, 4]}), "reference": pd.DataFrame({"leaks": [0, 0, 1]})}
+    summaries = {"model": {"n_samples": 4}, "reference": {"n_samples": 4}}
+    curves = own_results.leak_curves(tables, summaries)
+    assert curves["model"].ks == (1, 2, 4)
+    assert curves["model"].mean[0] == pytest.approx((0 + 1 / 4 + 1) / 3)  # leak@1: the share of leaking samples
+    assert curves["model"].mean[-1] == pytest.approx(2 / 3)  # leak@n: the questions with a leak
+    assert list(curves["reference"].mean) == list(meta_eval.leak_at_k_curve([0, 0, 1], 4).mean)
+    entries = own_results.metrics_entries(leak_summaries=summaries, leak_at_k=curves)
+    assert entries["model"]["leak_at_k"] == {"ks": [1, 2, 4], "n": 4,
+                                             "leak_at_k": [float(v) for v in curves["model"].mean]}
+    frame = own_results.leak_frame(curves)
+    assert list(frame.columns) == ["leak@1", "leak@2", "leak@4"] and frame.loc["model", "leak@4"] == pytest.approx(2 / 3)

@@ -45,17 +45,38 @@ def format_table(format_scores: Mapping[str, Mapping[str, Mapping[str, float]]])
     return scores_table(format_scores)
 
 
+def leak_curves(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """leak@k (:func:`unlearnkit.metrics.meta_eval.leak_at_k_curve`, k = 1, 2, 4, ... n) of each model the leakage
+    suite sampled, from each forget question's count of leaking answers (its table's ``leaks``) among the n drawn
+    (its summary's ``n_samples``): the chance that at least one of k fresh samples leaks, as notebook 09 gives it."""
+    from ..metrics import meta_eval
+
+    return {label: meta_eval.leak_at_k_curve(table["leaks"].to_numpy(), int(summaries[label]["n_samples"]))
+            for label, table in tables.items()}
+
+
+def leak_frame(curves: Mapping[str, Any]) -> pd.DataFrame:
+    """The curves as a table: a row per model, a column per k (``leak@k``)."""
+    return pd.DataFrame({label: {f"leak@{k}": float(v) for k, v in zip(c.ks, c.mean)} for label, c in curves.items()}).T
+
+
 def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mapping[str, Any] | None = None,
                     format_scores: Mapping[str, Any] | None = None,
-                    attacks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+                    attacks: Mapping[str, Mapping[str, Any]] | None = None,
+                    leak_at_k: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """``{model: {part: values}}`` for metrics.json, in the notebooks' layout: TOFU's splits and summary as
-    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``formats`` as notebook 04's, and the
-    attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
+    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``leak_at_k`` as notebook 09's entry of a
+    model (``ks``, ``n``, ``leak_at_k``: the mean over questions per k; from :func:`leak_curves`), ``formats`` as
+    notebook 04's, and the attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
+    from .metric_trust import leak_entries
+
     entries: dict[str, dict[str, Any]] = {}
     for label, result in (tofu or {}).items():
         entries.setdefault(label, {}).update(result)
     for label, summary in (leak_summaries or {}).items():
         entries.setdefault(label, {})["sampled"] = dict(summary)
+    for label, entry in leak_entries(leak_at_k or {}).items():
+        entries.setdefault(label, {})["leak_at_k"] = entry
     for label, scores in (format_scores or {}).items():
         entries.setdefault(label, {})["formats"] = dict(scores)
     for label, result in (attacks or {}).items():
