@@ -68,7 +68,7 @@ def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mappi
     notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``leak_at_k`` as notebook 09's entry of a
     model (``ks``, ``n``, ``leak_at_k``: the mean over questions per k; from :func:`leak_curves`), ``formats`` as
     notebook 04's, and the attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
-    from .metric_trust import leak_entries
+    from .trust import leak_entries
 
     entries: dict[str, dict[str, Any]] = {}
     for label, result in (tofu or {}).items():
