@@ -286,7 +286,8 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
     out = smoke_report.parent
     expected = {"index.html", report.GLOSSARY_PAGE} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb")
                                                         if p.stem != "10_findings"} | {
-        f"eval-{p.parent.name}.html" for p in smoke_runs.glob("eval/*/eval_model.ipynb")}
+        f"eval-{p.parent.name}.html" for p in smoke_runs.glob("eval/*/eval_model.ipynb")} | {
+        report.site.EVALUATIONS_PAGE}  # the index of the store's evaluations (#60 point 7)
     assert any(name.startswith("eval-npo-") for name in expected)
     assert {p.name for p in out.glob("*.html")} == expected
     assert (out / "mathjax" / "MathJax.js").exists()
@@ -313,6 +314,8 @@ def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
     out = smoke_report.parent
     pages = {p.name: p.read_text() for p in out.glob("*.html")}
     glossary = pages.pop(report.GLOSSARY_PAGE)  # a page of the docs, not of a notebook: no parameters, no run
+    evaluations = pages.pop(report.site.EVALUATIONS_PAGE)  # the index of the evaluations: a list, not a notebook
+    assert 'href="index.html"' in evaluations and "eval-npo-" in evaluations
     assert 'href="index.html"' in glossary and 'id="fig-' not in glossary and "M_bin" in glossary
     for name, page in pages.items():
         assert '<span class="c1"># Parameters</span>' not in page, f"{name} still shows papermill's injected cell"

@@ -100,10 +100,10 @@ def diversity_rows(params: Params, source, role: str) -> list[dict[str, Any]]:
                                         params.eo_diversity_items)
 
 
-def diversity(params: Params, run_names: Sequence[str], source, adaptive_threshold: float | None = None) -> pd.DataFrame:
+def diversity(params: Params, run_names: Sequence[str], source, c_t: float | None = None) -> pd.DataFrame:
     """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
     and world facts (1 = all samples identical). Rows: runs; columns: sets. Every (set, run) side by side in up to
-    ``jobs`` worker processes. With ``adaptive_threshold``: the same samples under adaptive temperature at that c_T
+    ``jobs`` worker processes. With ``c_t`` (the profile's ``adaptive_threshold``): the same samples under adaptive temperature at that c_T
     (a question whose certainty exceeds it is answered greedily, all its answers one: self-BLEU 1;
     :func:`unlearnkit.metrics.sampling.adaptive_view`, equal to sampling with adaptive temperature), from the same
     cached samples."""
@@ -116,7 +116,7 @@ def diversity(params: Params, run_names: Sequence[str], source, adaptive_thresho
     scored = sampled_scores.score_many(params, tasks, runs.ENTROPY)
 
     def self_bleu(r: SampledScores) -> float:
-        view = r if adaptive_threshold is None else adaptive_view(r, adaptive_threshold).scores
+        view = r if c_t is None else adaptive_view(r, c_t).scores
         return float(np.nanmean(view.self_bleu))
 
     return pd.DataFrame({role: {run: self_bleu(r) for run, r in found.results.items()}
