@@ -27,13 +27,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # UNLEARNKIT_NATIVE_ISA=1 leaves every library its own choice.
 $(foreach kv,$(shell python3 lib/unlearnkit/machine.py 2>/dev/null),$(eval export $(subst =, ?= ,$(kv))))
 
-.PHONY: help setup setup-vllm all notebooks notebook eval seeds smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
+.PHONY: help setup setup-vllm all notebooks notebook eval seeds freeze smoke paper-dry test-paper-dry report figures readme lab test test-fast lint clean benchmarks profile \
         strip-notebooks sync-params
 
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..09 (make notebook),"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..10 (make notebook),"
 	@echo "           SEED=s (a training seed other than the profile's), SEEDS=\"0 1 2\" or 0-5 (make seeds)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
@@ -84,8 +84,11 @@ eval: setup ## every metric on a model of your own: make eval MODEL=folder|hub-n
 	  $(if $(LIMIT),--limit "$(LIMIT)") $(if $(BATCH_SIZE),--batch-size "$(BATCH_SIZE)") $(if $(DEVICE),--device "$(DEVICE)") \
 	  $(if $(LOG_SAMPLES),--log-samples) $(if $(OUTPUT_PATH),--output-path "$(OUTPUT_PATH)")
 
-seeds: setup ## several training seeds side by side, then notebook 09 over them: make seeds SEEDS="0 1 2" (resumable)
+seeds: setup ## several training seeds side by side, then notebook 10 over them: make seeds SEEDS="0 1 2" (resumable)
 	$(PY) -m unlearnkit.runner seeds $(SEEDS) --profile $(PROFILE) $(if $(ONLINE),--online)
+
+freeze: setup ## freeze the claims registry once, after the exploratory seeds 0-5 ran: docs/claims.frozen.json (never rewritten)
+	$(PY) -m unlearnkit.runner freeze 0-5
 
 smoke: setup ## the whole workbook on the smoke profile (seconds per notebook)
 	$(PY) -m unlearnkit.runner all --profile smoke
@@ -94,13 +97,13 @@ paper-dry: setup ## the paper profile's code path on CPU: stand-in models, every
 	$(PY) -m unlearnkit.runner all --profile paper-dry
 	for nb in 01 02 05; do $(PY) -m unlearnkit.runner $$nb --profile paper-dry-lora || exit 1; done
 
-report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 09, the findings, is the front page)
+report: setup ## build report/PROFILE/index.html (offline HTML of the executed notebooks; 10, the findings, is the front page)
 	$(PY) -m unlearnkit.report build --profile $(PROFILE) $(if $(SEED),--seed $(SEED))
 
 figures: setup ## redraw every figure of PROFILE (and SEED) from its stored results, without training or sampling
 	$(PY) -m unlearnkit.runner figures --profile $(PROFILE) $(SEED_SET)
 
-readme: setup ## rewrite README's results section from docs/findings.json (notebook 09 writes it on default)
+readme: setup ## rewrite README's results section from docs/findings.json (notebook 10 writes it on default)
 	$(PY) -m unlearnkit.report readme
 
 lab: setup ## open JupyterLab at notebooks/ (rooted at the repository, so links to docs/ work) with the workbook's kernel; LAB_ARGS="--no-browser --allow-root" in a container
@@ -109,7 +112,7 @@ lab: setup ## open JupyterLab at notebooks/ (rooted at the repository, so links 
 # One test process per core; a test file stays in one process (its module fixtures, e.g. the smoke run, run once).
 TEST_JOBS ?= $(shell nproc)
 test: setup ## set up, then run the test suite on every core (the whole paper dry run is left out: make test-paper-dry)
-	$(PY) -m pytest -q -m "not paper_dry" -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -m "not paper_dry" -n $(TEST_JOBS) --dist loadfile --durations=25
 
 test-paper-dry: setup ## the paper_dry test: every notebook on paper-dry and 01, 02, 05 with LoRA, into a temporary folder
 	$(PY) -m pytest -q -m paper_dry

@@ -197,17 +197,22 @@ def check_05(smoke_runs_dir) -> None:
     cached = sorted(p.name.rsplit("-", 1)[0] for p in (runs / "05_probabilistic_bounds" / "cache").glob("*.json"))
     expected = sorted([name if name in regime else saved for name, saved in meta["models"].items()]
                       + [f"along-{run}" for run in params["regime_runs"]])
-    if params.get("hp_model"):
-        hp = metrics[params["hp_model"]]["hp_qa"]
+    # hp_model 'regime' (#56 item 5): the first regime model that reached the regime, else the first one
+    hp_name = params.get("hp_model")
+    if hp_name == "regime":
+        hp_name = next((label for label, m in regime.items() if m["reached"]), next(iter(regime), None))
+    if hp_name:
+        hp = metrics[hp_name]["hp_qa"]
+        assert (hp["greedy_safe_questions"] == 0) == (hp["share_binary_leak_bound_above_0.1_greedy_safe"] is None)
         assert hp["n_samples"] == n and 0 <= hp["binary_leak_bound_mean"] <= 1
         assert hp["binary_leak_bound_min"] >= 1 - params["alpha"] ** (1 / n) - 1e-9
         # the other choice of the affirmative prefix, beside it, with the paper's Fig. 3a statistic
-        other = metrics[params["hp_model"]]["hp_qa_plain" if params["hp_affirmative_prefix"] else "hp_qa_prefixed"]
+        other = metrics[hp_name]["hp_qa_plain" if params["hp_affirmative_prefix"] else "hp_qa_prefixed"]
         assert other["use_prefix"] != hp["use_prefix"] == params["hp_affirmative_prefix"]
         assert 0 <= other["share_binary_leak_bound_above_0.1"] <= 1 and other["n_questions"] == hp["n_questions"]
         figures.append("hp_qa")
-        if (runs / "models" / params["hp_model"] / "config.json").exists():
-            expected = sorted([*expected, f"{params['hp_model']}.hp", f"{params['hp_model']}.hp.prefixed"])
+        if hp_name in regime or (runs / "models" / hp_name / "config.json").exists():
+            expected = sorted([*expected, f"{hp_name}.hp", f"{hp_name}.hp.prefixed"])
     assert cached == expected, cached
     per_item = json.loads((runs / "05_probabilistic_bounds" / "per_item.json").read_text())
     assert set(per_item) == set(evaluated)

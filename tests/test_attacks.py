@@ -181,3 +181,26 @@ def test_rtt_runs_where_every_question_carries_its_fact():
     assert attacks.rtt_unavailable([*rows, {"question": "q", "answer": "a"}]).startswith(
         "held-out-fact relearning (RTT) not run: 1 of 5")
     assert sorted(i for fold in attacks.rtt_folds(rows, 2) for i in fold) == [0, 1, 2, 3]
+
+
+def test_the_attack_scores_hold_both_truth_ratio_forms_item_by_item():
+    """open-unlearning's truth ratio p_c / (p_c + p_w) is 1 / (1 + R) per item, then the mean (#57: the meta-evaluation
+    takes robustness in both forms): not 1 / (1 + mean R), which differs whenever the items' ratios differ."""
+    params = config.Params.load("smoke")
+    source = pipeline.corpus(params)
+    tokenizer = models.train_bpe_tokenizer(["a tiny corpus to build a tokenizer from"] * 3, vocab_size=300)
+    model = models.build_tiny_llama(tokenizer, {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                                "intermediate_size": 32}, seed=0)
+    template = models.get_template("phi")
+    rows = attacks.attack_rows(source.load("forget10_perturbed"), 4)
+    holdout = attacks.attack_rows(source.load("holdout10"), 4)
+    scores = attacks.forget_scores((model, tokenizer, template), rows, holdout, params)
+    assert set(scores) == set(attacks.SCORES) == set(attacks.RECOVERS_UP)
+    from unlearnkit.metrics import tofu
+    _, per_item = tofu.evaluate_split(model, tokenizer, template, rows, "forget", None, params.eval_batch_size,
+                                      max_new_tokens=params.max_new_tokens, truth_ratio_guard=params.truth_ratio_guard,
+                                      answer_tokens=params.answer_tokens)
+    ratios = torch.tensor(per_item["truth_ratio"], dtype=torch.float64)
+    assert scores["truth_ratio_ou"] == pytest.approx(float((1 / (1 + ratios)).mean()))
+    assert scores["truth_ratio"] == pytest.approx(float(ratios.mean()))
+    assert float(ratios.std()) > 0 and scores["truth_ratio_ou"] != pytest.approx(1 / (1 + scores["truth_ratio"]))

@@ -46,9 +46,9 @@ def _run(name, rouge, quality, utility, matched=None, **summary):
     return {f"{runs.UNLEARNING}_{name}": {name: _model(rouge, quality, utility, **summary), "meta": {"matched": matched}}}
 
 
-def _matched(utility, d=0.3, quality=1e-5, step=5):
+def _matched(utility, d=0.3, quality=1e-5, step=5, rouge=0.64, final_step=20, final_d=0.2):
     return {"reached": True, "step": step, "level": 0.64, "model_utility": utility, "ks_statistic": d,
-            "forget_quality": quality}
+            "forget_quality": quality, "forget_rouge": rouge, "final": {"step": final_step, "ks_statistic": final_d}}
 
 
 def claim(claim_id):
@@ -80,16 +80,100 @@ def test_tofus_baselines_pool_their_units_and_a_run_that_never_keeps_utility_is_
 
 
 def test_methods_are_compared_at_matched_forgetting_and_a_run_that_never_got_there_is_not_testable():
+    # both runs scored right at the level (0.64): read there
     metrics = {runs.FINETUNE: _finetune(), **_run("npo", 0.3, 1e-5, 0.7, _matched(0.78)),
                **_run("ga", 0.2, 1e-3, 0.2, _matched(0.58))}
     found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
     assert found.effect == pytest.approx(0.2) and found.outcome == CONSISTENT
-    metrics.update(_run("ga", 0.9, 1e-40, 0.8, {"reached": False, "reason": "forget ROUGE-L never reached 0.640"}))
+    metrics.update(_run("ga", 0.9, 1e-40, 0.8, {"reached": False, "reason": "forget ROUGE-L never reached 0.640",
+                                                 "level": 0.64, "final": {"step": 20}}))
     found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
-    assert found.outcome == NOT_TESTABLE and found.reason == "ga: forget ROUGE-L never reached 0.640"
+    assert found.outcome == NOT_TESTABLE and found.reason.startswith("ga: no scored step at or below the matched")
     metrics.update(_run("simnpo", 0.3, 1e-2, 0.75, _matched(0.75, d=0.27)))
-    found = effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics))  # D 0.30 (npo) - 0.27: within 0.05
+    per_item = {runs.FINETUNE: {"target": {"forget": {"truth_ratio": [0.1, 0.2, 0.3]}},
+                                "retain90": {"forget": {"truth_ratio": [0.7, 0.8, 0.9]}}}}  # the target's D: 1
+    found = effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics, per_item))  # D 0.30 (npo) - 0.27
     assert found.effect == pytest.approx(0.03) and found.outcome == INCONCLUSIVE
+    assert effects.effect_on_seed(claim("simnpo.beats_npo"), FakeSeed(metrics)).outcome == NOT_TESTABLE  # no D at 0
+
+
+def test_matched_forgetting_interpolates_between_the_scored_steps_that_bracket_the_level():
+    """#56 item 4: a run whose first scored step below the level overshoots it is read at the level itself,
+    linearly between the last scored step above it and the first at or below (the target at step 0 here)."""
+    # target: ROUGE-L 0.98, utility 0.8; level 0.64. npo at step 7: ROUGE-L 0.30, utility 0.70 -> weight 0.5
+    # ga at step 7: ROUGE-L 0.47, utility 0.60 -> weight (0.98 - 0.64) / (0.98 - 0.47) = 2/3
+    metrics = {runs.FINETUNE: _finetune(), **_run("npo", 0.1, 1e-5, 0.6, _matched(0.70, rouge=0.30, step=7)),
+               **_run("ga", 0.0, 1e-3, 0.0, _matched(0.60, rouge=0.47, step=7))}
+    found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
+    assert found.effect == pytest.approx((0.8 - 0.5 * 0.1) - (0.8 - 2 / 3 * 0.2))
+    assert found.values["npo interpolated"] == "steps 0-7, weight 0.50"
+    # a matched step scored just above the level (the full evaluation's ROUGE-L, not the trajectory's): its bracket
+    # is the matched step and the final one
+    metrics.update(_run("ga", 0.24, 1e-3, 0.4, _matched(0.60, rouge=0.74, step=7)))
+    found = effects.effect_on_seed(claim("npo.better_tradeoff_than_ga"), FakeSeed(metrics))
+    assert found.values["ga interpolated"] == "steps 7-20, weight 0.20"
+    assert found.values["ga model utility at matched"] == pytest.approx(0.6 - 0.2 * 0.2)
+
+
+def _leakage(regime, hp=None, hp_name="npo_mild@30"):
+    """Notebook 05's metrics: ``regime`` {label: reached}, and a keyword Q&A summary on ``hp_name``."""
+    metrics = {"meta": {"reference": "retain90", "regime": {label: {"run": label.split("@")[0], "reached": reached}
+                                                           for label, reached in regime.items()}}}
+    if hp is not None:
+        metrics[hp_name] = {"hp_qa": hp}
+    return metrics
+
+
+def _leaky(greedy_leak, leak_lower, rouge_bound=None):
+    n = len(greedy_leak)
+    return {"greedy_leak": greedy_leak, "leak_lower": leak_lower, "greedy_unlearned_rouge": [not g for g in greedy_leak],
+            "rouge_leak_bound": rouge_bound or [0.0] * n, "binary_leak_bound": [0.05] * n}
+
+
+def test_only_models_that_reached_the_regime_count():
+    """#56 item 5: a run searched for the regime that never got there (stored with reached false) counts in no
+    claim about the regime; a seed with none is not testable."""
+    safe = [0] * 20
+    per_item = {"retain90": _leaky(safe, [0.0] * 20),
+                "ga_mild@20": _leaky(safe, [0.0] * 20, [0.2] * 5 + [0.0] * 15),  # share 0.25 above 0.1
+                "gd_mild@35": _leaky(safe, [0.0] * 20, [0.2] * 20)}  # share 1.0, but never reached the regime
+    seed = FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: _leakage({"ga_mild@20": True, "gd_mild@35": False})},
+                    {runs.LEAKAGE: per_item})
+    found = effects.effect_on_seed(claim("scholten.greedy_understates"), seed)
+    assert [u.name for u in found.units] == ["ga_mild@20"] and found.effect == pytest.approx(0.25)
+    seed = FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: _leakage({"gd_mild@35": False})},
+                    {runs.LEAKAGE: per_item})
+    found = effects.effect_on_seed(claim("scholten.greedy_understates"), seed)
+    assert found.outcome == NOT_TESTABLE and found.reason.startswith("no model reached the paper's regime")
+
+
+def test_the_entity_leak_is_judged_against_the_retain_models_guessing():
+    # 20 greedy-safe questions and 2 that greedy leaks; the retain model guesses question 1's entity (M_bin 0.4)
+    greedy = [0] * 20 + [1, 1]
+    retain = _leaky(greedy, [0.0] * 22)
+    retain["binary_leak_bound"] = [0.05, 0.4] + [0.05] * 20
+    model = _leaky(greedy, [0.3, 0.3] + [0.0] * 4 + [0.1] * 4 + [0.0] * 10 + [0.9, 0.9])
+    seed = FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: _leakage({"npo_mild@30": True})},
+                    {runs.LEAKAGE: {"retain90": retain, "npo_mild@30": model}})
+    found = effects.effect_on_seed(claim("scholten.entity_leak_beyond_guessing"), seed)
+    # question 0 and questions 6-9 beyond guessing; question 1 not (the retain model guesses it); 20-21 not greedy-safe
+    assert found.effect == pytest.approx(5 / 20) and found.units[0].values["greedy-safe questions"] == 20
+
+
+def test_fig3a_is_read_on_a_model_in_the_regime_over_its_greedy_safe_questions():
+    hp = {"n_questions": 40, "n_samples": 128, "greedy_leak_rate": 0.1, "share_binary_leak_bound_above_0.1": 0.3,
+          "greedy_safe_questions": 36, "share_binary_leak_bound_above_0.1_greedy_safe": 0.25}
+    fig3a = claim("scholten.fig3a_share_above_10")
+
+    def judged(metrics):
+        return effects.effect_on_seed(fig3a, FakeSeed({runs.FINETUNE: _finetune(), runs.LEAKAGE: metrics}))
+
+    found = judged(_leakage({"npo_mild@30": True}, hp))
+    assert found.effect == pytest.approx(0.25) and found.values["share over every question"] == 0.3
+    assert "never reached" in judged(_leakage({"npo_mild@30": False}, hp)).reason
+    assert "not one of notebook 05's regime models" in judged(_leakage({"npo_mild@30": True}, hp, "unlearned-npo")).reason
+    stored_before = {k: v for k, v in hp.items() if "greedy_safe" not in k}
+    assert "greedy-safe" in judged(_leakage({"npo_mild@30": True}, stored_before)).reason
 
 
 def test_membership_inference_counts_the_share_of_rouge_unlearned_runs_it_tells_apart():
@@ -158,7 +242,7 @@ def test_a_notebook_that_has_not_run_makes_its_claims_not_testable_and_every_tes
 
 def test_the_committed_claims_recompute_from_the_committed_results():
     """docs/findings.json's claims follow from the committed results (results/default/seed-<s>/) by the judge alone,
-    so a fresh clone re-judges them without training (runner aggregate does the same through notebook 09)."""
+    so a fresh clone re-judges them without training (runner aggregate does the same through notebook 10)."""
     import json
 
     from unlearnkit import config, paths

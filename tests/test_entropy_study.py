@@ -13,7 +13,7 @@ import pytest
 import torch
 from unlearnkit import claims, config, models, pipeline
 from unlearnkit import unlearning as ul
-from unlearnkit.metrics.entropy import answer_entropy
+from unlearnkit.metrics.entropy import answer_entropy, answer_measures
 from unlearnkit.metrics.sampling import SampledScores
 from unlearnkit.studies import entropy
 
@@ -217,6 +217,23 @@ def test_a_more_confident_model_has_a_lower_answer_entropy(tiny_model, tiny_toke
     flat = answer_entropy(_Sharpened(tiny_model, 0.0), tiny_tokenizer, template, qa_rows)
     assert sharp < plain < flat
     assert flat == pytest.approx(math.log(tiny_model.config.vocab_size), rel=1e-5)  # uniform: ln(vocab)
+
+
+def test_answer_confidence_is_the_mean_top_probability_and_rises_as_the_model_sharpens(tiny_model, tiny_tokenizer,
+                                                                                        template, qa_rows):
+    """Fig. 5b's confidence of token predictions, from the same pass as the entropy (#56 item 6)."""
+    found = answer_measures(tiny_model, tiny_tokenizer, template, qa_rows)
+    assert found["entropy"] == pytest.approx(answer_entropy(tiny_model, tiny_tokenizer, template, qa_rows), rel=1e-6)
+    batch = models.collate([models.encode_qa(tiny_tokenizer, template, r["question"], r["answer"]) for r in qa_rows],
+                           tiny_tokenizer.pad_token_id)
+    with torch.no_grad():
+        logits = tiny_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    mask = ul.answer_positions(batch["labels"]).float()
+    top = torch.softmax(logits.float(), -1).amax(-1)
+    assert found["confidence"] == pytest.approx(((top * mask).sum(-1) / mask.sum(-1)).mean().item(), rel=1e-5)
+    sharp = answer_measures(_Sharpened(tiny_model, 4.0), tiny_tokenizer, template, qa_rows)["confidence"]
+    flat = answer_measures(_Sharpened(tiny_model, 0.0), tiny_tokenizer, template, qa_rows)["confidence"]
+    assert flat == pytest.approx(1 / tiny_model.config.vocab_size, rel=1e-5) and flat < found["confidence"] < sharp
 
 
 # --------------------------------------------------------------------------- Table 1 as the paper defines it

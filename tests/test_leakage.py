@@ -336,3 +336,21 @@ def test_scoring_no_model_is_an_empty_result():
 
     found = scored.score_models(config.Params.load("smoke"), {}, [], {})
     assert found.results == {} and found.seconds == {}
+
+
+def test_hp_model_regime_is_the_first_run_that_reached_the_regime(tmp_path):
+    """#56 item 5: ``hp_model: regime`` asks the keyword Q&A of notebook 05's first model that reached the paper's
+    regime (its kept step's folder, recorded under its label); with none reached, the first one (recorded as not
+    reached, so the claim says not testable); any other value is the model it names."""
+    path = pd.DataFrame({"greedy_leak_rate": [0.1]}, index=[3])
+
+    def model(run, step, reached):
+        return leakage.RegimeModel(run, step, tmp_path / run / f"step-{step:05d}", 0.0, 0.0, 0.5, reached, path)
+
+    chosen = {"ga_mild@26": model("ga_mild", 26, False), "npo_mild@30": model("npo_mild", 30, True)}
+    assert leakage.hp_model_of("regime", chosen) == (tmp_path / "npo_mild" / "step-00030", "npo_mild@30")
+    chosen["npo_mild@30"] = model("npo_mild", 30, False)
+    assert leakage.hp_model_of("regime", chosen) == (tmp_path / "ga_mild" / "step-00026", "ga_mild@26")
+    assert leakage.hp_model_of("regime", {}) == (None, None)
+    assert leakage.hp_model_of("unlearned-npo", chosen) == ("unlearned-npo", "unlearned-npo")
+    assert leakage.hp_model_of(None, chosen) == (None, None)

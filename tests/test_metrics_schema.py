@@ -167,7 +167,7 @@ def test_a_broken_file_is_refused(written, name):
 
 
 def test_the_findings_summary_keeps_its_own_top_level(written):
-    """Notebook 09 writes the judged summary (lists, counts, text) at the top level; notebooks 00-08 write objects."""
+    """Notebook 10 writes the judged summary (lists, counts, text) at the top level; notebooks 00-09 write objects."""
     payload = load(written)
     payload["claims"], payload["rule"], payload["schema_version"] = [], "the rule", 1
     assert errors(FULL, payload)
@@ -183,13 +183,16 @@ def test_nan_and_infinity_tokens_are_not_read(tmp_path):
             load(path)
 
 
-@pytest.mark.xfail(strict=True, reason="config.jsonable turns a Python float NaN into null, but returns a NumPy or "
-                   "torch scalar's .item() unchecked, so runs.write_metrics writes the tokens NaN and Infinity")
 def test_numpy_nan_is_written_as_null(tmp_path, monkeypatch):
     import numpy as np
 
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     monkeypatch.delenv("UNLEARNKIT_RESULTS", raising=False)
     params = config.Params.load("smoke")
-    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": np.float64("nan")}}})
-    load(runs.store(params) / runs.FINETUNE / "metrics.json")
+    import torch
+
+    runs.write_metrics(params, runs.FINETUNE, {"target": {"forget": {"rouge": np.float64("nan"),
+                                                                    "probability": torch.tensor(float("inf")),
+                                                                    "truth_ratio": float("-inf"), "loss": np.float32(2)}}})
+    written = load(runs.store(params) / runs.FINETUNE / "metrics.json")
+    assert written["target"]["forget"] == {"rouge": None, "probability": None, "truth_ratio": None, "loss": 2.0}

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import skip_unless
 from notebook_checks import check_03, check_04, check_05, check_06, check_07
@@ -26,7 +27,7 @@ def smoke_runs(tmp_path_factory):
     evaluated = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "eval", "--model", "npo", "--profile",
                                 "smoke"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
     assert evaluated.returncode == 0, evaluated.stdout[-3000:] + evaluated.stderr[-3000:]
-    assert "estimated on this CPU: tofu" in evaluated.stdout
+    assert "estimated on this CPU (" in evaluated.stdout and "): tofu" in evaluated.stdout
     # quiet runs: the kernels talk over IPC (nothing unencrypted to warn about), every key is one papermill knows
     for noise in ("without encryption", "Passed unknown parameter", "KeyboardInterrupt caught in kernel", "Logging error",
                   "Removed shared tensor"):
@@ -199,14 +200,38 @@ def test_runner_eval_of_the_workbooks_npo_model_gets_the_numbers_its_notebooks_s
     assert not (paths.ROOT / "results" / "smoke").exists()  # an evaluation is never mirrored into results/
 
 
+def test_09_metric_trust(smoke_runs):
+    """The P/N pool in the run store, the faithfulness of every pool metric, robustness from 08, leak@k of every model
+    notebook 05 sampled, and both figures."""
+    from unlearnkit.studies import trust
+
+    metrics = json.loads((smoke_runs / "09_metric_trust" / "metrics.json").read_text())
+    assert set(metrics) == {"pool", "meta_evaluation", "leak_at_k", "meta"}
+    assert metrics["meta"]["pool_sizes"] == {"P": 2, "N": 2} and metrics["meta"]["quantisation"] == "nf4"
+    for name, row in metrics["pool"].items():
+        assert (smoke_runs / "models" / name / "config.json").exists() and row["side"] in ("P", "N")
+    table = metrics["meta_evaluation"]
+    assert set(table) == set(trust.POOL_METRICS)
+    assert all(0 <= row["faithfulness"] <= 1 for row in table.values())
+    assert all(row["R symmetric"] is not None for m, row in table.items() if m in trust.ROBUST_METRICS
+               and row["R left out symmetric"] < row["models"])
+    sampled = json.loads((smoke_runs / "05_probabilistic_bounds" / "per_item.json").read_text())
+    assert set(metrics["leak_at_k"]) == set(sampled)
+    for name, curve in metrics["leak_at_k"].items():  # leak@1 is the stored leak rate, and the curve never falls
+        assert curve["leak_at_k"][0] == pytest.approx(np.mean(sampled[name]["leak_rate"]))
+        assert all(a <= b + 1e-12 for a, b in zip(curve["leak_at_k"], curve["leak_at_k"][1:]))
+    for figure in ("table", "leak_at_k"):
+        assert (smoke_runs / "figures" / f"09_metric_trust_{figure}.png").stat().st_size > 1000
+
+
 def test_every_notebook_ran(smoke_runs):
     executed = {p.stem for p in smoke_runs.glob("*.ipynb")}
     for source in runner.source_notebooks():
         assert any(name.startswith(source.stem) for name in executed), source.name
 
 
-def test_09_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
-    metrics = json.loads((smoke_runs / "09_findings" / "metrics.json").read_text())
+def test_10_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
+    metrics = json.loads((smoke_runs / "10_findings" / "metrics.json").read_text())
     rows = metrics["findings"]
     # every notebook that wrote metrics, and notebook 02 as a whole: open-unlearning's finding across its runs
     assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-8]*/metrics.json")} | {
@@ -217,14 +242,14 @@ def test_09_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs
     assert all(r["text"].startswith("one seed: ") for r in rows if r["n"]), [r["text"] for r in rows]
     # the profile's findings over its seeds sit beside the seeds' stores
     assert json.loads((smoke_runs.parent / "findings.json").read_text())["findings"] == rows
-    # every notebook's last cell prints its findings on this seed, the outcomes notebook 09 collected
+    # every notebook's last cell prints its findings on this seed, the outcomes notebook 10 collected
     for executed in smoke_runs.glob("0[0-8]_*.ipynb"):
         last = json.loads(executed.read_text())["cells"][-1]
         printed = "".join("".join(o.get("text", "")) for o in last["outputs"])
         mine = [r for r in rows if r["notebook"] == executed.stem]
         assert mine and all(f"outcome:  {r['per_seed'][0]['outcome'].upper()}" in printed for r in mine), \
             executed.name
-    assert (smoke_runs / "figures" / "09_findings_overview.png").exists()
+    assert (smoke_runs / "figures" / "10_findings_overview.png").exists()
 
 
 def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):
@@ -260,8 +285,9 @@ def test_the_report_has_every_page_every_figure_and_loads_nothing(smoke_runs, sm
 
     out = smoke_report.parent
     expected = {"index.html", report.GLOSSARY_PAGE} | {f"{p.stem}.html" for p in smoke_runs.glob("*.ipynb")
-                                                        if p.stem != "09_findings"} | {
-        f"eval-{p.parent.name}.html" for p in smoke_runs.glob("eval/*/eval_model.ipynb")}
+                                                        if p.stem != "10_findings"} | {
+        f"eval-{p.parent.name}.html" for p in smoke_runs.glob("eval/*/eval_model.ipynb")} | {
+        report.site.EVALUATIONS_PAGE}  # the index of the store's evaluations (#60 point 7)
     assert any(name.startswith("eval-npo-") for name in expected)
     assert {p.name for p in out.glob("*.html")} == expected
     assert (out / "mathjax" / "MathJax.js").exists()
@@ -288,6 +314,8 @@ def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
     out = smoke_report.parent
     pages = {p.name: p.read_text() for p in out.glob("*.html")}
     glossary = pages.pop(report.GLOSSARY_PAGE)  # a page of the docs, not of a notebook: no parameters, no run
+    evaluations = pages.pop(report.site.EVALUATIONS_PAGE)  # the index of the evaluations: a list, not a notebook
+    assert 'href="index.html"' in evaluations and "eval-npo-" in evaluations
     assert 'href="index.html"' in glossary and 'id="fig-' not in glossary and "M_bin" in glossary
     for name, page in pages.items():
         assert '<span class="c1"># Parameters</span>' not in page, f"{name} still shows papermill's injected cell"
@@ -311,7 +339,7 @@ def test_the_report_is_a_readers_view(smoke_runs, smoke_report):
     assert len(links) >= 10, "the findings table links its figures"
     for page, figure in links:
         assert f'id="fig-{figure}"' in pages[page], f"{page} has no anchor for {figure}"
-        assert not figure.startswith("09_") or page == "index.html"  # the findings notebook is the front page
+        assert not figure.startswith("10_") or page == "index.html"  # the findings notebook is the front page
         assert page == "index.html" or page.startswith(figure[:2]), (page, figure)
 
 
@@ -379,7 +407,7 @@ def test_the_default_report_is_quiet_where_its_runs_are_current(tmp_path):
     from unlearnkit import provenance, report
 
     params = config.Params.load("default")
-    executed = sorted(runs.store(params).glob("0*.ipynb")) if runs.store(params).exists() else []
+    executed = sorted(runs.store(params).glob("[0-9][0-9]_*.ipynb")) if runs.store(params).exists() else []
     cover = ("tests/test_glossary.py::test_every_term_the_default_report_prints_is_in_the_glossary (the default "
              "report's terms, committed) and "
              "tests/test_notebooks.py::test_the_reader_view_is_quiet_and_every_printed_symbol_is_in_the_glossary (smoke)")

@@ -121,12 +121,12 @@ def test_make_paper_dry_runs_every_notebook(tmp_path):
     measured = "holdout10" in pipeline.data_splits(config.Params.load(PROFILE))  # real TOFU without it: skipped
     assert {"00_data_tour", "01_tofu_finetune", "03_controls_calibration", "04_format_eval",
             "05_probabilistic_bounds", "06_entropy_optimisation", "07_alignment_toxicity", "08_robustness",
-            "09_findings"} <= ran
+            "10_findings"} <= ran
     for method in config.Params.load(PROFILE).methods:
         assert f"02_unlearning_{method}" in ran
         run = _metrics(tmp_path, PROFILE, f"02_unlearning_{method}")[method]
         assert ("privleak" in run["summary"]) if measured else ("holdout10" in run["privacy_skipped"])
-    findings = _metrics(tmp_path, PROFILE, "09_findings")
+    findings = _metrics(tmp_path, PROFILE, "10_findings")
     assert findings
     lora = config.Params.load(LORA_PROFILE)
     for method in lora.methods:

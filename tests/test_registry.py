@@ -20,7 +20,7 @@ def test_the_committed_registry_is_well_formed_and_names_known_notebooks():
     reg = registry.read()
     assert reg.schema_version == registry.SCHEMA_VERSION and len(reg.claims) >= 30
     notebooks = {runs.DATA_TOUR, runs.FINETUNE, runs.UNLEARNING, runs.CONTROLS, runs.FORMATS, runs.LEAKAGE,
-                 runs.ENTROPY, runs.ALIGNMENT, runs.ROBUSTNESS}
+                 runs.ENTROPY, runs.ALIGNMENT, runs.ROBUSTNESS, runs.METRIC_TRUST}
     for c in reg.claims:
         assert c.notebook in notebooks, c.id
         assert c.minimal_reason.strip() and c.quantity.strip(), c.id

@@ -221,12 +221,14 @@ def test_a_seed_folder_that_is_a_symlink_out_of_the_store_is_refused_by_figures_
     assert [p.name for p in elsewhere.iterdir()] == ["figure-data"]
 
 
-def test_aggregate_with_no_seeds_says_so_in_one_line_before_any_kernel(store, monkeypatch, capsys):
+@pytest.mark.parametrize("profile", ["smoke", "default"])
+def test_aggregate_with_no_seeds_says_so_in_one_line_before_any_kernel(store, monkeypatch, capsys, profile):
+    """The default profile's too: with the store elsewhere, the committed results/ are not its seeds (#59 point 5)."""
     started = []
     monkeypatch.setattr(runner.seeds, "run", lambda *a, **kw: started.append(a))
-    code, _, err = _main(["aggregate", "--profile", "smoke"], capsys)
+    code, _, err = _main(["aggregate", "--profile", profile], capsys)
     assert code == 2 and not started
-    assert "no training seed of profile 'smoke'" in err and "runner seed 0 --profile smoke" in err
+    assert f"no training seed of profile {profile!r}" in err and f"runner seed 0 --profile {profile}" in err
     _one_line_each(err, 1)
 
 
@@ -354,11 +356,11 @@ def test_a_saved_model_a_parameter_names_is_checked_against_the_store_naming_its
 
     started = []
     monkeypatch.setattr(runner.cli, "run", lambda *a, **kw: started.append(a))
-    code, _, err = _main(["05", "--profile", "smoke"], capsys)
+    code, _, err = _main(["05", "--profile", "smoke", "--set", "hp_model=unlearned-npo"], capsys)
     assert code == 2 and not started
     _one_line_each(err, 1)
     assert err.startswith("hp_model: no saved model 'unlearned-npo'") and "run notebook 02" in err
-    params = config.Params.load("smoke")
+    params = config.Params.load("smoke").replace(hp_model="unlearned-npo")  # smoke's own is 'regime' (#56 item 5)
     assert door.problems(params, [door.saved_models(["02_unlearning", "05_probabilistic_bounds"])]) == []
     assert door.problems(params.replace(hp_model="some-org/some-model"), [door.saved_models(["05_probabilistic_bounds"])]) == []
     assert door.problems(params, [door.saved_models(["01_tofu_finetune"])]) == []  # 01 reads no hp_model

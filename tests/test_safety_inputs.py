@@ -42,7 +42,7 @@ def test_a_report_from_hostile_notebooks_and_parameters_shows_text_and_keeps_the
     findings = nbformat.v4.new_code_cell("table", outputs=[nbformat.v4.new_output(
         "display_data", data={"text/html": table.to_html(), "text/plain": "table"})])
     nbformat.write(_executed([nbformat.v4.new_markdown_cell("# Findings\n\n" + HOSTILE_HTML), findings]),
-                   store / "09_findings.ipynb")
+                   store / "10_findings.ipynb")
     hostile = nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
         "display_data", data={"text/html": HOSTILE_HTML, "application/javascript": "document.title='pwned'",
                               "text/markdown": HOSTILE_HTML, "text/plain": "x"})])

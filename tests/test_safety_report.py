@@ -67,7 +67,7 @@ def test_a_page_carrying_every_vector_arms_none_of_them(tmp_path, monkeypatch):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Findings\n\nThe probe opens with `probe_prefill_text`.\n\n" + VECTORS),
                 outputs]
-    nbformat.write(nb, store / "09_findings.ipynb")
+    nbformat.write(nb, store / "10_findings.ipynb")
 
     index = report.build(params, tmp_path / "report")
     page = index.read_text()

@@ -215,7 +215,7 @@ def test_the_readme_shows_the_seed_study_and_the_spread_from_the_committed_files
 
 def test_a_finding_with_the_same_margin_on_every_seed_draws_its_interval_around_its_mean():
     """Three equal margins (08's RTT share, 9 of 11 on every seed): the bootstrap gives the value as the interval and
-    np.mean rounds 1e-16 off it, which matplotlib refused as a negative error bar in notebook 09."""
+    np.mean rounds 1e-16 off it, which matplotlib refused as a negative error bar in notebook 10."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -164,7 +164,7 @@ def _digests(paths_: list[Path]) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_run_of_seed_1_leaves_seed_0_and_every_committed_file_untouched(tmp_path):
-    """Notebooks 00 and 09 of the default profile for seed 1 (the runner's ``seed``-style override): seed 0's store
+    """Notebooks 00 and 10 of the default profile for seed 1 (the runner's ``seed``-style override): seed 0's store
     keeps every byte, and so do the committed figures, docs/findings.json and README.md."""
     runs_dir = tmp_path / "runs"
     sentinel = runs_dir / "default" / "seed-0" / "models" / "target" / "model.safetensors"
@@ -175,7 +175,7 @@ def test_a_run_of_seed_1_leaves_seed_0_and_every_committed_file_untouched(tmp_pa
     kept = {p: p.read_bytes() for p in committed}  # put back whatever happens: a failure must not dirty the checkout
     env = {**os.environ, "UNLEARNKIT_RUNS": str(runs_dir), "TQDM_DISABLE": "1"}
     try:
-        for notebook in ("00", "09"):
+        for notebook in ("00", "10"):
             done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", notebook, "--profile", "default", "--set",
                                    "seed=1"], env=env, capture_output=True, text=True, timeout=600, cwd=paths.ROOT)
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -191,7 +191,7 @@ def test_a_run_of_seed_1_leaves_seed_0_and_every_committed_file_untouched(tmp_pa
     assert (seed1 / "figures" / "00_data_tour_splits.png").exists() and (seed1 / "00_data_tour.ipynb").exists()
     summary = json.loads((runs_dir / "default" / "findings.json").read_text())
     assert summary["seeds"] == [1]  # seed 0 has no results here
-    printed = json.loads((seed1 / "09_findings.ipynb").read_text())["cells"][-1]["outputs"]
+    printed = json.loads((seed1 / "10_findings.ipynb").read_text())["cells"][-1]["outputs"]
     assert "kept" in "".join("".join(o.get("text", "")) for o in printed)  # the committed summary was not replaced
 
 

@@ -53,7 +53,7 @@ def test_warmup_then_linear_decay():
 
 def test_incomplete_checkpoint_is_never_resumed_from(tmp_path):
     (tmp_path / "checkpoint-4").mkdir()
-    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text('{"step": 4, "history": []}')
     (tmp_path / "checkpoint-4" / "model.safetensors").write_bytes(b"")
     (tmp_path / ".checkpoint-8.tmp").mkdir()  # a run killed while writing step 8
     (tmp_path / "checkpoint-12").mkdir()  # no trainer_state.json: incomplete
@@ -109,6 +109,64 @@ def test_resuming_reads_checkpoints_newest_first_and_stops_at_the_first_it_can_r
     assert len(lines) == 2 and all("\n" not in line for line in lines), lines
     assert lines[0].startswith("checkpoint checkpoint-16 passed over: custom_checkpoint_0.pkl")
     assert lines[1] == "checkpoint checkpoint-12 passed over: optimizer.bin is not loadable weights-only"
+
+
+#: trainer_state.json as a received or hand-edited checkpoint may hold it, with the words its warning line says.
+MALFORMED_STATES = {
+    "truncated": ('{"step": 8, "hist', "is not JSON"),
+    "a list": ("[8, []]", "is a list, not a mapping"),
+    "a step as text": ('{"step": "8", "history": []}', "names step '8'"),
+    "another step": ('{"step": 3, "history": []}', "names step 3, not the folder's 8"),
+    "no history": ('{"step": 8}', "no history"),
+    "a history of text": ('{"step": 8, "history": "abc"}', "no history"),
+    "a scheduler of text": ('{"step": 8, "history": [], "scheduler": "x"}', "scheduler: a str, not a mapping"),
+    "a scheduler key that is no state": ('{"step": 8, "history": [], "scheduler": {"optimizer": 1}}',
+                                         "scheduler: unknown key 'optimizer'"),
+    "a lambda's state": ('{"step": 8, "history": [], "scheduler": {"lr_lambdas": [{"__code__": 1}]}}',
+                         "lr_lambdas must be a list of nulls"),
+    "a rate of text": ('{"step": 8, "history": [], "scheduler": {"base_lrs": ["0.1"]}}',
+                       "base_lrs must be a list of finite numbers"),
+    "nested 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested past the JSON parser's stack"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_STATES)
+def test_a_malformed_trainer_state_is_passed_over_in_one_line(tmp_path, caplog, name):
+    text, words = MALFORMED_STATES[name]
+    _checkpoint(tmp_path, 4)
+    (_checkpoint(tmp_path, 8) / "trainer_state.json").write_text(text)
+    with caplog.at_level("WARNING", logger="unlearnkit.training"):
+        assert training.latest_checkpoint(tmp_path).name == "checkpoint-4"
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith("checkpoint checkpoint-8 passed over: trainer_state.json ") and words in line, line
+    assert "\n" not in line and len(line) < 300
+
+
+def test_the_loops_own_scheduler_state_passes(tmp_path):
+    optimizer = torch.optim.AdamW([{"params": [torch.nn.Parameter(torch.zeros(2, 2))]},
+                                   {"params": [torch.nn.Parameter(torch.zeros(2))], "weight_decay": 0.0}], lr=0.1)
+    scheduler = training.make_schedule(optimizer, "linear", 2, 10)
+    for _ in range(3):
+        optimizer.step()
+        scheduler.step()
+    state = {"step": 8, "history": [{"step": 1, "loss": float("nan")}], "scheduler": scheduler.state_dict()}
+    (_checkpoint(tmp_path, 8) / "trainer_state.json").write_text(json.dumps(state))
+    assert training.trainer_state(tmp_path / "checkpoint-8")["scheduler"] == json.loads(json.dumps(
+        scheduler.state_dict()))
+    assert training.latest_checkpoint(tmp_path).name == "checkpoint-8"
+
+
+def test_a_killed_run_whose_trainer_state_is_malformed_trains_from_the_start(killed_run, caplog):
+    """Before, resuming read checkpoint-4's trainer_state.json after loading its states and stopped with the JSON
+    decoder's traceback; now the checkpoint is passed over in one line and the run trains from step 1."""
+    [checkpoint] = training.all_checkpoints(killed_run.out)
+    (checkpoint / "trainer_state.json").write_text('{"step": 4, "history": [')
+    with caplog.at_level("WARNING", logger="unlearnkit.training"):
+        killed_run.resume()
+    assert killed_run.history_steps() == list(range(1, 13))
+    assert [r.getMessage() for r in caplog.records if "passed over" in r.getMessage()] == [
+        "checkpoint checkpoint-4 passed over: trainer_state.json is not JSON (JSONDecodeError: Expecting value: "
+        "line 1 column 25 (char 24))"]
 
 
 def test_pruning_and_clearing_read_no_checkpoint_and_remove_the_ones_resuming_passed_over(

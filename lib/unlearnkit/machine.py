@@ -1,4 +1,5 @@
-"""The instruction set the workbook computes with: the same bits on every x86-64 machine with AVX2.
+"""The instruction set the workbook computes with: AVX2 on every x86-64 machine that has it, so that machines of one
+CPU model give the same bits, and machines of different models as close to the same as their libraries allow.
 
 The same code, packages and seed gave different trained models on two machines of the same kind: PyTorch picks its
 vectorised kernels (AVX2 or AVX-512) by the CPU it finds, and so do MKL's matrix products, oneDNN and NumPy's
@@ -26,7 +27,10 @@ AVX, SSE4_2, COMPATIBLE) draws the samples behind the figures of notebooks 05-07
 training bits it does reproduce: MKL picks its small-matrix kernels by CPU vendor and model beyond what ``MKL_CBWR=AVX2``
 fixes. ``MKL_CBWR=COMPATIBLE``, MKL's branch for the same results on every x86 CPU, halves the training loop's
 throughput (0.53x, benchmarks/train_throughput.py), so it is not the default; set it to compare samples across CPU
-vendors bit for bit.
+vendors bit for bit. Measured again on an Intel Xeon (family 6, model 207, AVX-512 FP16) in November 2026: with the
+pin, the default profile's seed 0 trains other bits than the committed seed made on another machine (notebook 01's
+base model already), every verdict unchanged; so each seed's provenance.json names the CPU that made its results,
+and bit-for-bit reproduction is promised per CPU model only.
 """
 
 from __future__ import annotations

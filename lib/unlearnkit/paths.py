@@ -39,6 +39,8 @@ REGISTERED_V1 = ROOT / "docs" / "findings-registered-v1.json"
 V1_TO_V2 = ROOT / "docs" / "verdicts-v1-to-v2.md"
 #: Each committed seed's quantities, the judge's input (results/<profile>/seed-<s>/): lib/unlearnkit/results.py.
 RESULTS = Path(os.environ.get("UNLEARNKIT_RESULTS", ROOT / "results")).resolve()
+#: What a notebook's metrics.json (and per_item.json) may hold: the judge checks every result file against it at read.
+METRICS_SCHEMA = ROOT / "docs" / "metrics.schema.json"
 #: The quote registry: every claim the workbook tests, quoted from its paper (docs/metrics.md §8.3).
 CLAIMS = ROOT / "docs" / "claims.yaml"
 #: The full texts of the papers the workbook reproduces, beside the checkout where a machine has them

@@ -1,10 +1,13 @@
 """What made a result: the git revision of the workbook and the versions of the packages it ran with, recorded in
-every metrics.json and on every page of the report."""
+every metrics.json and on every page of the report; the run's launch time and the CPU model that computed it, recorded
+per notebook in each committed seed's provenance.json (:mod:`unlearnkit.runs.committed`)."""
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -44,3 +47,42 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return versions
+
+
+#: Set by the runner as it launches a notebook (UTC, ISO 8601), inherited by the notebook's kernel: the launch time
+#: each committed seed's provenance.json records for the notebooks the run changed.
+LAUNCH_VARIABLE = "UNLEARNKIT_LAUNCHED"
+
+
+def utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def launched() -> str:
+    """When the run writing a result was launched: the runner's time (:data:`LAUNCH_VARIABLE`), else (a notebook run
+    by hand, a test) the start of this process."""
+    if os.environ.get(LAUNCH_VARIABLE):
+        return os.environ[LAUNCH_VARIABLE]
+    import psutil
+
+    return utc(psutil.Process().create_time())
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """The CPU that computed a result: its model name, family and model number as /proc/cpuinfo gives them (the
+    first processor's). Committed bits depend on it (the math library picks its kernels by CPU), so a reader of the
+    results can see which CPU made them. Without /proc/cpuinfo: the platform's own name for the processor."""
+    wanted = {"model name": "model_name", "cpu family": "family", "model": "model"}
+    found: dict[str, str] = {}
+    try:
+        lines = cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep and found:
+            break  # the end of the first processor's block
+        if key in wanted and wanted[key] not in found:
+            found[wanted[key]] = value.strip()
+    return found or {"model_name": platform.processor() or platform.machine()}

@@ -44,13 +44,14 @@ def _add(record: dict[str, Any], key: str, seconds: float) -> None:
 
 
 @contextmanager
-def station(name: str) -> Iterator[dict[str, Any]]:
+def station(name: str, detail: str | None = None) -> Iterator[dict[str, Any]]:
     """Count the block's wall time to station ``name`` (an inner station's time goes to the inner one).
 
     With ``UNLEARNKIT_STATION_LOG`` set (the runner sets it for each notebook), the outermost span of a process
     appends one JSON line ``{"station": seconds, ...}`` to that file. The block gets a dict: a :data:`WORKERS` span
     puts the worker processes' own station seconds under ``"split"``, by which the profile shares out its wall
-    time."""
+    time. Every span notes its start and end in the progress log (:func:`note_progress`; ``detail``: what it does,
+    the timed function's name; ``depth``: how many spans it is inside)."""
     stack = getattr(_station_stack, "spans", None)
     if stack is None:
         stack = _station_stack.spans = []
@@ -61,12 +62,16 @@ def station(name: str) -> Iterator[dict[str, Any]]:
     stack.append({"name": name, "since": now})
     if not line:
         stack[0]["line"] = line
+    note_progress("start", name, detail, depth=len(stack) - 1)
     extra: dict[str, Any] = {}
     try:
         yield extra
     finally:
         end = time.perf_counter()
-        _add(line, name, end - stack.pop()["since"])
+        began = stack.pop()
+        _add(line, name, end - began["since"])
+        if stack:  # an inner span: its end in the progress log (the outermost's, below, with its whole line)
+            note_progress("end", name, detail, depth=len(stack), seconds=end - began["since"])
         for key, value in extra.get("split", {}).items():
             _add(line.setdefault("split", {}), key, value)
         if stack:
@@ -77,6 +82,7 @@ def station(name: str) -> Iterator[dict[str, Any]]:
                     if key != "split":
                         _add(_station_seconds, key, value)
             _log_station_line(line)
+            note_progress("end", name, detail, depth=0, seconds=sum(v for k, v in line.items() if k != "split"))
 
 
 def _log_station_line(line: Mapping[str, Any]) -> None:
@@ -95,12 +101,45 @@ def timed(name: str) -> Callable:
     def decorate(function: Callable) -> Callable:
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with station(name):
+            with station(name, function.__name__):
                 return function(*args, **kwargs)
 
         return wrapper
 
     return decorate
+
+
+# --------------------------------------------------------------------------- progress, as it happens
+
+#: Where a process appends its progress events (:func:`note_progress`): ``runner eval`` sets it for its kernel and
+#: prints the events as they come (:mod:`unlearnkit.runner.progress`); unset, nothing is written.
+PROGRESS_LOG_VARIABLE = "UNLEARNKIT_PROGRESS_LOG"
+
+
+def note_progress(event: str, step: str, detail: str | None = None, **extra: Any) -> None:
+    """Append ``{"t": unix time, "pid", "event": start|end|failed, "step", "detail", ...}`` to the progress log, if
+    one is set: the start and end of every suite and long step (:func:`step`) and of every outermost station span."""
+    target = os.environ.get(PROGRESS_LOG_VARIABLE)
+    if not target:
+        return
+    record = {"t": time.time(), "pid": os.getpid(), "event": event, "step": step,
+              **({"detail": detail} if detail else {}), **extra}
+    with open(target, "a") as f:  # one short line per write: appends from several processes do not interleave
+        f.write(json.dumps(record) + "\n")
+
+
+@contextmanager
+def step(name: str, **extra: Any) -> Iterator[None]:
+    """A long step of a run (a suite, a model's part of it, one attack), its start and end in the progress log
+    (``failed`` if it raised), with ``extra`` (the suite's estimated seconds) on the start line."""
+    note_progress("start", name, **extra)
+    started = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        note_progress("failed", name, seconds=time.perf_counter() - started)
+        raise
+    note_progress("end", name, seconds=time.perf_counter() - started)
 
 
 # --------------------------------------------------------------------------- a notebook's seconds, by station

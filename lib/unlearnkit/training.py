@@ -23,7 +23,13 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from .checkpoints import all_checkpoints, clear_checkpoints, latest_checkpoint, step_of  # noqa: F401 (callers say training.)
+from .checkpoints import (  # noqa: F401 (callers say training.)
+    all_checkpoints,
+    clear_checkpoints,
+    latest_checkpoint,
+    step_of,
+    trainer_state,
+)
 from .models.running import card_bytes
 from .stations import show_progress, timed
 
@@ -360,7 +366,7 @@ def train(model, examples: Sequence[Any], config: TrainConfig, collate_fn: Calla
     ckpt = latest_checkpoint(out) if resume else None
     if ckpt is not None:
         accelerator.load_state(str(ckpt))
-        state = json.loads((ckpt / "trainer_state.json").read_text())
+        state = trainer_state(ckpt)  # checked by latest_checkpoint: a malformed one was passed over
         step, history, resumed_from = state["step"], state["history"], state["step"]
         restore_schedule(scheduler, state.get("scheduler"), step)
 

@@ -74,4 +74,5 @@ _PROBABILITY, _LEVEL = between(0, 1), between(0, 0.5, low_open=True)
 _SCHEDULES = one_of("linear", "cosine", "constant")
 _POSITIONS = one_of("answer", "all", "sampled")
 _QUANT = one_of("nf4", "int4", "int8")
+_POOL_VARIANT = one_of("forget", "paraphrased", "perturbed", "heldout")
 _SEED = between(0, 2**32 - 1)  # numpy's seeds; a negative seed used to pass here and fail in notebook 01

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,6 +20,7 @@ from .constraints import (
     _COUNT,
     _LEVEL,
     _NON_NEGATIVE,
+    _POOL_VARIANT,
     _POSITIONS,
     _POSITIVE,
     _PROBABILITY,
@@ -161,7 +163,7 @@ class Params(Mapping):
     sample_max_new_tokens: int = param('probabilistic evaluation', 'longest sampled answer in tokens', _TOKENS)
     adaptive_threshold: float = param('probabilistic evaluation', 'c_T of adaptive temperature, greedy where c(x) on the greedy continuation exceeds it', _PROBABILITY)
     sample_max_items: int | None = param('probabilistic evaluation', 'forget questions sampled per model, evenly spaced over the split (null means all)', or_null(_COUNT))
-    hp_model: str | None = param('probabilistic evaluation', 'model of the keyword Q&A (Harry Potter Q&A analogue): a saved model of the profile (target, unlearned-npo, ...), a Hub name or a folder; null skips it')
+    hp_model: str | None = param('probabilistic evaluation', "model of the keyword Q&A (Harry Potter Q&A analogue): regime (the first of regime_runs that reached the paper's regime, at its step), a saved model of the profile (target, unlearned-npo, ...), a Hub name or a folder; null skips it")
     hp_source: str = param('probabilistic evaluation', "the keyword Q&A: synthetic (built from the forget split), a CSV file of Schwinn et al.'s HP Q&A, or env:VAR|fallback")
     hp_affirmative_prefix: bool = param('probabilistic evaluation', "true prefills the file's affirmative response and the model continues it (an attack the paper does not describe); notebook 05 reports the other choice beside it")
     leak_threshold: float = param('probabilistic evaluation', 'ROUGE-L recall above which a sampled answer counts as reproducing the ground truth (templated synthetic answers with a wrong entity already score about 0.75)', _PROBABILITY)
@@ -222,6 +224,10 @@ class Params(Mapping):
     quant_regime_share: float | None = param('robustness attacks', 'the regime-matched run: NPO at a learning rate scaled so that the median |dw| is this share of an NF4 bin (as in large models; null skips it)', or_null(_POSITIVE))
     probe_shots: list = param('robustness attacks', 'in-context probes: numbers of question-answer pairs before the question (retain authors, and other forget authors)', each(_COUNT))
     probe_prefill_text: str | None = param('robustness attacks', 'prefill probe: the words the answer is opened with (null means the answer template up to the fact; the paper profile: "Sure, here is the answer:")')
+    pool_variants: list = param('metric trust', "the P/N model pool of notebook 09, each a short fine-tuning of the retain model on one data variant: forget (the forget set as written) and paraphrased (its paraphrased answers) hold the forget knowledge (P); perturbed (its questions with a perturbed answer) and heldout (the holdout authors, other biographies) never saw it (N)", each(_POOL_VARIANT, non_empty=True))
+    pool_lrs: list = param('metric trust', "the pool's learning rates, every variant trained at each (constant rate, no warm-up)", each(_POSITIVE, non_empty=True))
+    pool_epochs: list = param('metric trust', "the pool's epochs: one run per variant and rate, a model kept after each of these epochs (pool size: variants x rates x epochs)", each(_COUNT, non_empty=True))
+    pool_items: int | None = param('metric trust', 'forget items every pool model is scored on, spread evenly over the forget split (null means all)', or_null(_COUNT))
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -380,17 +386,18 @@ def params_hash(params: Mapping[str, Any], length: int = 12) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """Plain JSON values from numpy/torch scalars, tuples, paths and NaN (as None)."""
+    """Plain JSON values from numpy/torch scalars, tuples, paths, and a non-finite number (NaN, ±inf: not JSON) as
+    None, whether a Python float or a NumPy or torch scalar."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-        return value.item()
+        value = value.item()
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, float) and value != value:
-        return None  # NaN is not JSON
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 

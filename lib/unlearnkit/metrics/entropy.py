@@ -12,14 +12,27 @@ from .. import models
 
 
 @torch.no_grad()
-def answer_entropy(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], batch_size: int = 32) -> float:
-    """Mean over ``rows`` of the mean next-token entropy at the positions that predict the ground-truth answer
-    (teacher-forced): the quantity ℓ that entropy optimisation minimises on forget and maximises on retain."""
+def answer_measures(model, tokenizer, template, rows: Sequence[Mapping[str, Any]],
+                    batch_size: int = 32) -> dict[str, float]:
+    """Mean over ``rows`` of two teacher-forced measures at the positions that predict the ground-truth answer, from
+    one forward pass: ``entropy``, the mean next-token entropy (the quantity ℓ that entropy optimisation minimises
+    on forget and maximises on retain), and ``confidence``, the mean probability of the most likely next token (the
+    confidence of token predictions of Scholten et al.'s Fig. 5b)."""
     model.eval()
     encoded = [models.encode_qa(tokenizer, template, r["question"], r["answer"]) for r in rows]
-    values = []
+    entropies, confidences = [], []
     for start in range(0, len(encoded), batch_size):
         batch = models.collate(encoded[start:start + batch_size], tokenizer.pad_token_id)
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        values.append(models.mean_entropy(logits, models.answer_positions(batch["labels"])))
-    return float(torch.cat(values).mean())
+        positions = models.answer_positions(batch["labels"])
+        entropies.append(models.mean_entropy(logits, positions))
+        top = torch.softmax(logits.float(), dim=-1).amax(-1)
+        mask = positions.to(top.dtype)
+        confidences.append((top * mask).sum(-1) / mask.sum(-1).clamp(min=1))
+    return {"entropy": float(torch.cat(entropies).mean()), "confidence": float(torch.cat(confidences).mean())}
+
+
+def answer_entropy(model, tokenizer, template, rows: Sequence[Mapping[str, Any]], batch_size: int = 32) -> float:
+    """Mean over ``rows`` of the mean next-token entropy at the positions that predict the ground-truth answer
+    (teacher-forced): the quantity ℓ that entropy optimisation minimises on forget and maximises on retain."""
+    return answer_measures(model, tokenizer, template, rows, batch_size)["entropy"]

@@ -1,7 +1,7 @@
 """The cached steps every notebook shares, each keyed by a hash of the parameters it depends on; one module per step.
 
-corpus -> base model -> fine-tuned models (target on ``full``, retain models on ``retainXX``) -> unlearned
-models (one per unlearning run) -> their TOFU evaluation. Models are saved in the run store
+corpus -> base model -> fine-tuned models (target on ``full``, retain models on ``retainXX``; the retain model's
+P/N pool of notebook 09) -> unlearned models (one per unlearning run) -> their TOFU evaluation. Models are saved in the run store
 (:mod:`unlearnkit.runs`, ``runs/<profile>/seed-<s>/models/<name>/``); a later notebook, or a second ``make all``, finds
 them there and reuses them when the parameters that made them are unchanged.
 
@@ -57,6 +57,14 @@ from .finetune import (  # noqa: F401
     base_model,
     finetuned_model,
     finetuned_models,
+)
+from .pool import (  # noqa: F401
+    POOL_SIDES,
+    PoolModel,
+    holdout_halves,
+    pool_models,
+    pool_plan,
+    pool_rows,
 )
 from .settings import (  # noqa: F401
     FORGET_SPLIT_KEYS,

@@ -36,10 +36,11 @@ def evaluate_models(named_models: Mapping[str, tuple], params: Params, source: T
     per_item: dict[str, Any] = {}
     for name in tqdm(order, desc="evaluate", disable=not stations.show_progress()):
         model, tokenizer, template = named_models[name][:3]
-        results[name], per_item[name] = evaluate_tofu(
-            model, tokenizer, template, source, forget_split=params.forget_split, max_items=params.eval_max_items,
-            batch_size=params.eval_batch_size, max_new_tokens=params.max_new_tokens,
-            truth_ratio_guard=params.truth_ratio_guard, answer_tokens=params.answer_tokens)
+        with stations.step(f"TOFU metrics of {name}"):
+            results[name], per_item[name] = evaluate_tofu(
+                model, tokenizer, template, source, forget_split=params.forget_split, max_items=params.eval_max_items,
+                batch_size=params.eval_batch_size, max_new_tokens=params.max_new_tokens,
+                truth_ratio_guard=params.truth_ratio_guard, answer_tokens=params.answer_tokens)
     ref = per_item[reference]["forget"]["truth_ratio"] if reference else reference_ratios
     if ref is not None:
         for name in order:
@@ -47,8 +48,9 @@ def evaluate_models(named_models: Mapping[str, tuple], params: Params, source: T
                 per_item[name]["forget"]["truth_ratio"], ref)
     if privacy is not False:
         reference_items = privacy if isinstance(privacy, Mapping) else None
-        summaries, items, skipped = evaluate_privacy({n: named_models[n] for n in order}, params, source,
-                                                     reference, reference_items)
+        with stations.step("privacy metrics"):
+            summaries, items, skipped = evaluate_privacy({n: named_models[n] for n in order}, params, source,
+                                                         reference, reference_items)
         for name in order:
             if skipped:
                 results[name][PRIVACY_SKIPPED] = skipped

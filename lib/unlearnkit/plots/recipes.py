@@ -192,16 +192,18 @@ PLOTS = {
                                  "plot_lambda_f_sweep", "plot_regime_eo", "plot_table1", "plot_temperature_sweep"),
     "unlearnkit.plots.formats": ("plot_format_scores", "plot_kept_share", "plot_transfer"),
     "unlearnkit.plots.leakage": ("plot_binary_bounds", "plot_bound_modes", "plot_bounds_vs_n", "plot_general_leak_curves",
-                                 "plot_greedy_vs_samples", "plot_hp", "plot_regime_paths"),
+                                 "plot_greedy_vs_samples", "plot_hp", "plot_leak_at_k", "plot_regime_paths"),
     "unlearnkit.plots.recovery": ("plot_probes", "plot_quantisation", "plot_relearning", "plot_rtt", "plot_survival"),
     "unlearnkit.plots.seeds": ("margins_per_seed", "rank_shares"),
+    "unlearnkit.plots.trust": ("plot_trust_table", "plot_trust_vs_published"),
     "unlearnkit.plots.unlearning_runs": ("ou_summary", "rouge_trajectory", "unlearning_comparison", "unlearning_terms"),
     "unlearnkit.plots.verdicts": ("findings_overview",),
 }
 #: The dataclasses and named tuples a plot takes, the only ones a recipe holds: each rebuilt by its constructor from
 #: exactly its fields (its own checks run; no field it does not declare, such as ``__dict__``).
 PLOT_CLASSES = frozenset({
-    "unlearnkit.metrics.sampling:SampledScores", "unlearnkit.studies.alignment:Scored",
+    "unlearnkit.metrics.meta_eval:LeakCurve", "unlearnkit.metrics.sampling:SampledScores",
+    "unlearnkit.studies.alignment:Scored",
     "unlearnkit.studies.calibration.criteria:Tolerances", "unlearnkit.studies.calibration.methods:MethodControls",
     "unlearnkit.studies.calibration.search:Calibration", "unlearnkit.studies.leakage.regime:RegimeModel",
     "unlearnkit.studies.leakage.results:AtomCoverage",

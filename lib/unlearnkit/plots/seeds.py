@@ -1,4 +1,4 @@
-"""Figures of the findings over training seeds (notebook 09 and the README): each finding's deciding margin per seed,
+"""Figures of the findings over training seeds (notebook 10 and the README): each finding's deciding margin per seed,
 and how notebook 02's methods rank from seed to seed."""
 
 from __future__ import annotations

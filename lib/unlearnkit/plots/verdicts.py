@@ -1,4 +1,4 @@
-"""The findings at a glance: one tile per finding, coloured by its verdict over the training seeds (notebook 09 and
+"""The findings at a glance: one tile per finding, coloured by its verdict over the training seeds (notebook 10 and
 the README)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 
 from ..studies.verdicts import EVERY_SEED_FAILS, EVERY_SEED_HOLDS, SEEDS_DIFFER
 
-#: Verdict colours of the findings figure (notebook 09): green, amber, red, greys.
+#: Verdict colours of the findings figure (notebook 10): green, amber, red, greys.
 VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
                   "fact": "#8c8c8c",
                   # fewer seeds than a verdict needs: what the seeds agree on (studies.verdicts.tile), lighter
@@ -21,7 +21,7 @@ VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced"
 
 
 def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6, title: str | None = None):
-    """Notebook 09 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
+    """Notebook 10 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
     with more takes several lines), coloured by its verdict over the training seeds (``seeds``, named in the title)
     and labelled with the notebook it comes from; a reader sees at a glance which findings came back at this
     profile's scale."""

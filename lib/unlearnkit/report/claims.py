@@ -1,4 +1,4 @@
-"""The registered claims judged over seeds as text: the README's table, notebook 09's table and the old -> new verdict
+"""The registered claims judged over seeds as text: the README's table, notebook 10's table and the old -> new verdict
 table under docs/, each read back from the summary's records (:mod:`unlearnkit.studies.effects.records`), so the
 README cannot say more than the summary holds."""
 
@@ -196,7 +196,7 @@ def v1_to_v2(v1: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
 
 
 def frame(rows: Sequence[Mapping[str, Any]]):
-    """The claims as a table for notebook 09 and its report page (the README's columns)."""
+    """The claims as a table for notebook 10 and its report page (the README's columns)."""
     import pandas as pd
 
     return pd.DataFrame([{"paper": f"{r['paper']} (arXiv {r['arxiv']})",

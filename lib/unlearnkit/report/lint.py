@@ -71,11 +71,13 @@ _SUMMARY_MARKERS = {"verdict", "forget_quality", "model_utility", "greedy_safe_s
 _SYMBOL = re.compile(r"\bM_(?:[A-Za-z]+|μ|σ)")
 #: Headers that carry a step, a run, a question or a count, and the generic name the glossary gives each (after a
 #: seed's ``seed <s>``): ``step 2`` (notebook 03's answers along a run), ``npo (after)`` (notebook 02's answers),
-#: ``rmu@25, q3 (sd 0.05)`` (notebook 05's bounds against n), ``retain shots ×2`` (notebook 08's probes).
+#: ``rmu@25, q3 (sd 0.05)`` (notebook 05's bounds against n), ``retain shots ×2`` (notebook 08's probes), ``leak@4``
+#: (notebook 09's leak@k table).
 _GENERIC = ((re.compile(r"^step \d+$"), "step <t>"),
             (re.compile(r"^\S+ \(after\)$"), "<run> (after)"),
             (re.compile(r"^.+, q\d+ \(sd [\d.]+\)$"), "<model>, q<i> (sd <s>)"),
-            (re.compile(r"^(retain|forget) shots ×\d+$"), r"\1 shots ×<k>"))
+            (re.compile(r"^(retain|forget) shots ×\d+$"), r"\1 shots ×<k>"),
+            (re.compile(r"^leak@\d+$"), "leak@<k>"))
 
 
 def glossary_terms(path: Path = GLOSSARY) -> set[str]:

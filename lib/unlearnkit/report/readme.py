@@ -1,10 +1,11 @@
 """The README's results section: ``readme_section`` writes it from the committed summary ``docs/findings.json``
-(which notebook 09 writes on the default profile, from a set of seeds that includes the committed file's), so that
+(which notebook 10 writes on the default profile, from a set of seeds that includes the committed file's), so that
 README and results cannot drift; ``python -m unlearnkit.report readme --check`` fails when they have."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,15 @@ from ..claims import Verdict
 README, SUMMARY, SEED_SPREAD, RESULTS_PAGE = paths.README, paths.SUMMARY, paths.SEED_SPREAD, paths.RESULTS_PAGE
 FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
-#: Notebook 09's figure of every verdict, above the table; the figures the README shows under it, when the summary
+#: Notebook 10's figure of every verdict, above the table; the figures the README shows under it, when the summary
 #: names them.
 OVERVIEW = f"{runs.FINDINGS}_overview"
-#: Notebook 09's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
+#: Notebook 10's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
 #: and how the methods rank on each seed (the seed study).
 MARGINS, RANKS = f"{runs.FINDINGS}_margins", f"{runs.FINDINGS}_rank_stability"
+#: The meta-evaluation of metrics over seeds beside the published one (#57), and one seed's leak@k curves (notebook 09).
+TRUST, LEAK_AT_K = f"{runs.FINDINGS}_metric_trust", f"{runs.METRIC_TRUST}_leak_at_k"
+TRUST_ANCHOR = "docs/results.md#which-metric-to-trust-open-unlearnings-meta-evaluation-over-seeds"
 README_FIGURES = (f"{runs.CONTROLS}_controls_per_method", f"{runs.FORMATS}_kept",
                   f"{runs.LEAKAGE}_greedy_vs_samples", f"{runs.ALIGNMENT}_binary_bounds")
 
@@ -57,13 +61,13 @@ def seeds_cell(row: Mapping[str, Any]) -> str:
 
 
 def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
-    """Every table of a findings summary (notebook 09's ``docs/findings.json``): the registered claims with their
+    """Every table of a findings summary (notebook 10's ``docs/findings.json``): the registered claims with their
     quoted sentences and per-seed outcomes, the former findings at their former bars, each finding's margin per seed,
     the seed study and its figures. ``root``: the way from the page to the repository ("../" from docs/)."""
     rows = summary["findings"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
     seeds = summary.get("seeds", [])
-    lines = [f"Computed by the notebooks, judged over training seeds by notebook 09 (`docs/findings.json`), written "
+    lines = [f"Computed by the notebooks, judged over training seeds by notebook 10 (`docs/findings.json`), written "
              f"here by `make readme`; a test fails if this page and the summary differ. The verdicts judge the "
              f"papers' claims at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
              f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}"
@@ -89,6 +93,7 @@ def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
                   "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
                   f"![{MARGINS}](figures/{MARGINS}.png)"]
     lines += seed_study_section(summary.get("seed_study"))
+    lines += trust_section((summary.get("seed_study") or {}).get("metric_trust"))
     lines += spread_section(read_seed_spread())
     if shown:
         lines += ["", *[f"![{name}](figures/{name}.png)" for name in shown]]
@@ -139,7 +144,7 @@ def story(summary: Mapping[str, Any]) -> list[str]:
 
 
 def readme_section(summary: Mapping[str, Any]) -> str:
-    """The README's results section, from a findings summary (notebook 09's ``docs/findings.json``): what the findings
+    """The README's results section, from a findings summary (notebook 10's ``docs/findings.json``): what the findings
     say and one line per registered claim (paper, finding, effect and interval, verdict, figure); the rest is in
     docs/results.md (:func:`results_page`). A summary without registered claims shows its findings' table."""
     lines = [START, "", "## What the findings say", ""]
@@ -162,6 +167,10 @@ def readme_section(summary: Mapping[str, Any]) -> str:
                      f"{_cell(lean_text(row))} | {shown} |")
     lines += ["", "Each claim's quoted sentence, every seed's outcome, the former findings and the seed study: "
               "[docs/results.md](docs/results.md)."]
+    lines += freeze_lines(summary.get("freeze"))
+    if ((summary.get("seed_study") or {}).get("metric_trust") or {}).get("seeds"):
+        lines += ["", f"Which metric to trust (open-unlearning's meta-evaluation over seeds, beside the published one, "
+                      f"and leak@k): [docs/results.md]({TRUST_ANCHOR})."]
     return "\n".join(lines + ["", END])
 
 
@@ -191,6 +200,69 @@ def spread_section(spread: Mapping[str, Any] | None) -> list[str]:
         lines.append(f"| {label} | {median:.2f} | {beyond} of {len(spread['table'])} | "
                      f"{_cell('; '.join(spread['changes'].get(label, [])) or 'none')} |")
     return lines
+
+
+def _interval(cell: Mapping[str, Any] | None) -> str:
+    def missing(x: Any) -> bool:
+        return x is None or (isinstance(x, float) and math.isnan(x))
+
+    if not cell or missing(cell.get("mean")):
+        return "not measured"
+    if missing(cell.get("low")):
+        return f"{cell['mean']:.2f} (1 seed)"
+    return f"{cell['mean']:.2f} [{cell['low']:.2f}, {cell['high']:.2f}]"
+
+
+def trust_section(over: Mapping[str, Any] | None) -> list[str]:
+    """docs/results.md's meta-evaluation of metrics over seeds (#57, docs/metrics.md §10.1): per metric faithfulness,
+    R, Q, robustness and overall in both variants, each the mean with its 95 % t-interval over the seeds that ran
+    notebook 09, the rank and the published value beside; nothing when no seed ran notebook 09."""
+    from ..studies import trust
+
+    if not over or not over.get("seeds"):
+        return []
+    theirs = trust.published()
+    n = len(over["seeds"])
+    lines = ["", "### Which metric to trust? open-unlearning's meta-evaluation over seeds", "",
+             f"Faithfulness (the AUC with which a metric tells the P pool from the N pool) and robustness (R: "
+             f"relearning, Q: 4-bit quantisation; robustness = HM(R, Q), overall = HM(faithfulness, robustness)) of "
+             f"every metric notebook 09 scores, mean and 95 % t-interval over {n} seed{'s' if n != 1 else ''} "
+             f"({', '.join(map(str, over['seeds']))}); formulas and sources in docs/metrics.md §10.1. Ranked by "
+             f"{over['ranked_by']} on each seed; the rankings' agreement over the metrics ranked on every seed: "
+             f"Kendall's W {_num(over.get('kendall_w'))} (Friedman p {_num(over.get('friedman_p'))}). The published "
+             "column is the public re-implementation's table (one seed, Llama-3.2-1B on TOFU, its own P/N pool and "
+             "unlearned models, symmetric variant): it can show whether the metrics rank alike at two scales, not "
+             "whether our levels are right, and one seed carries no interval.", "",
+             "| metric | faithfulness | R one-dir. | Q one-dir. | robustness one-dir. | overall one-dir. | R symm. | "
+             "Q symm. | robustness symm. | overall symm. | rank (mean, best-worst) | published faithfulness, overall "
+             "symm. |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in over["metrics"]:
+        rank = row.get("rank")
+        rank_text = f"{rank['mean']:.1f} ({rank['best']:g}-{rank['worst']:g})" if rank else "not ranked"
+        pub = theirs["symmetric"].get(row["metric"])
+        pub_text = f"{pub['faithfulness']:.2f}, {pub['overall']:.2f}" if pub else "not in the table"
+        cells = [_interval(row.get(q)) for q in trust.OVER_SEEDS]
+        lines.append(f"| {row['metric']} | {' | '.join(cells)} | {rank_text} | {pub_text} |")
+    return lines + ["", f"![{TRUST}](figures/{TRUST}.png)", "",
+                    "leak@k (the chance that at least one of k sampled answers leaks the key fact) of every model "
+                    "notebook 05 sampled, seed 0, the retain model as the guessing floor:", "",
+                    f"![{LEAK_AT_K}](figures/{LEAK_AT_K}.png)"]
+
+
+def freeze_lines(status: Mapping[str, Any] | None) -> list[str]:
+    """One line on the frozen registry (docs/claims.frozen.json): at which revision and on which seeds it was frozen
+    and every claim whose entry or exploratory effect moved since; nothing before the freeze."""
+    if not status or not status.get("frozen"):
+        return []
+    moved = status.get("moved") or {}
+    text = ("; ".join(f"{cid} ({why})" for cid, why in moved.items()) if moved else
+            "none: every registry entry and every exploratory effect is as frozen")
+    return ["", f"The registry was frozen at {str(status['revision'])[:10]} on seeds "
+                f"{', '.join(map(str, status['seeds']))} (docs/claims.frozen.json). Moved since: {_cell(text)}."]
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2g}"
 
 
 def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
@@ -274,7 +346,7 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
 
 def seed_figures(summary: Mapping[str, Any]) -> list[tuple[str, Any, tuple]]:
     """The figures over seeds a summary draws (name, plotting function, arguments): each finding's margin per seed
-    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 09 and ``make readme``
+    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 10 and ``make readme``
     draw them from the same data."""
     from ..plots import seeds as seed_plots
     from ..studies import seeds as seed_study
@@ -287,4 +359,11 @@ def seed_figures(summary: Mapping[str, Any]) -> list[tuple[str, Any, tuple]]:
     if "shares" in study:
         taus = {r["metric"]: r["mean tau"] for r in study["kendall"]}
         out.append((RANKS, seed_plots.rank_shares, (study["shares"], taus, study["tau_stable"], len(study["seeds"]))))
+    over = study.get("metric_trust") or {}
+    if over.get("seeds"):
+        from ..plots import trust as trust_plots
+        from ..studies import trust
+
+        out.append((TRUST, trust_plots.plot_trust_vs_published, (over["metrics"], trust.published(),
+                                                                 len(over["seeds"]))))
     return out

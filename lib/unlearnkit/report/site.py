@@ -2,7 +2,7 @@
 
 ``build(params)`` turns the executed notebooks of one training seed, ``runs/<profile>/seed-<s>/*.ipynb``, into
 ``report/<profile>/`` (``report/<profile>/seed-<s>/`` for a seed other than the profile's own): ``index.html`` is
-notebook 09 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
+notebook 10 (the findings across the papers, judged over every seed present, with this seed's own outcome beside
 each), then one page per executed notebook, with a navigation bar between them. The pages
 are nbconvert's (JupyterLab template) with every figure embedded and nothing fetched from the network: MathJax is
 the copy packaged by ``jupyter_server_mathjax``, placed beside the pages, and the template drops require.js and
@@ -50,7 +50,7 @@ def report_dir(params: Params) -> Path:
 
 
 def _title(notebook: Path) -> str:
-    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '09_findings' -> '09 findings',
+    """A page's name in the navigation: '02_unlearning_gd' -> '02 unlearning · gd', '10_findings' -> '10 findings',
     an evaluation (runner eval) 'eval · <model>-<id>'."""
     if notebook.parent.parent.name == runs.EVAL:
         return f"eval · {notebook.parent.name}"
@@ -62,27 +62,70 @@ def _title(notebook: Path) -> str:
 
 
 def pages(params: Params) -> list[tuple[str, Path]]:
-    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 09 is the
+    """(page file, executed notebook) for every executed notebook of the run (profile and seed): notebook 10 is the
     index; the evaluations of one's own models (``eval/<model>-<id>/eval_model.ipynb``) come last. A store that
-    holds only evaluations (runner eval without the workbook's notebooks) has its first evaluation as the index."""
+    holds only evaluations (runner eval without the workbook's notebooks) has no index among them: its index is the
+    list of evaluations (:func:`evaluations_notebook`)."""
     folder = runs.store(params)
     executed = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     evaluated = [(f"{runs.EVAL}-{p.parent.name}.html", p) for p in runs.evaluations(params)]  # after the notebooks
     if not executed and evaluated:
-        return [(INDEX, evaluated[0][1]), *evaluated[1:]]
+        return evaluated  # the index is the list of evaluations (evaluations_notebook)
     if not executed:
         raise FileNotFoundError(f"no executed notebooks under {folder}: run them first "
                                 f"(make notebooks PROFILE={params.profile})")
     front = [p for p in executed if p.stem == runs.FINDINGS]
     if not front:
-        raise FileNotFoundError(f"notebook 09 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
-                                f"report's front page (make notebook NB=09 PROFILE={params.profile})")
+        raise FileNotFoundError(f"notebook 10 has not run on profile {params.profile!r}, seed {params.seed}: it is the "
+                                f"report's front page (make notebook NB=10 PROFILE={params.profile})")
     return [(INDEX, front[0])] + [(f"{p.stem}.html", p) for p in executed if p.stem != runs.FINDINGS] + evaluated
+
+
+#: The page listing a store's evaluations (runner eval), beside the notebooks' pages.
+EVALUATIONS_PAGE = "evaluations.html"
+
+
+def evaluations_notebook(entries: Sequence[tuple[str, Path]]):
+    """The index of the evaluations among ``entries`` as a one-cell notebook: a row per evaluation with its page,
+    the model, the reference (and whether given as results) and its headline numbers (summary.json). A received
+    store's names and numbers are data: escaped, and only finite numbers shown."""
+    import math
+
+    import nbformat
+
+    def cell(text: object) -> str:
+        return html.escape(str(text)).replace("|", "&#124;")
+
+    keys = ("forget_quality", "model_utility", "privleak")
+    rows = ["| evaluation | model | reference | " + " | ".join(keys) + " |", "|---|---|---|---|---|---|"]
+    for file, notebook in entries:
+        if notebook.parent.parent.name != runs.EVAL:
+            continue
+        folder = notebook.parent
+        try:
+            evaluated = json.loads((folder / "metrics.json").read_text())["meta"]["evaluated"]
+            summary = json.loads((folder / "summary.json").read_text())
+        except (OSError, ValueError, KeyError, TypeError):
+            evaluated, summary = {}, {}
+        reference = evaluated.get("reference") or "none"
+        given = " (results)" if evaluated.get("reference_given_as") == "results" else ""
+        numbers = [f"{v:.3g}" if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                   else "—" for v in (summary.get(k) if isinstance(summary, dict) else None for k in keys)]
+        rows.append(f"| [{cell(folder.name)}]({file}) | {cell(evaluated.get('model', '?'))} | {cell(reference)}{given}"
+                    f" | " + " | ".join(numbers) + " |")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(
+        "# Your own models: the evaluations of this store\n\nEach `runner eval` of this profile and seed, its page "
+        "linked; forget quality against TOFU's bar of 0.05, model utility and privleak as its summary.json holds "
+        "them (— where not computed).\n\n" + "\n".join(rows))]
+    return nb
 
 
 def _nav(entries: Sequence[tuple[str, Path]], here: str, params: Params) -> str:
     links = [f'<a href="{file}"{" class=here" if file == here else ""}>{html.escape(_title(nb))}</a>'
              for file, nb in entries]
+    if any(nb.parent.parent.name == runs.EVAL for _, nb in entries):
+        links.append(f'<a href="{EVALUATIONS_PAGE}"{" class=here" if here == EVALUATIONS_PAGE else ""}>evaluations</a>')
     links.append(f'<a href="{GLOSSARY_PAGE}"{" class=here" if here == GLOSSARY_PAGE else ""}>glossary</a>')
     return "".join(links) + (f'<span class="profile">profile: {html.escape(params.profile)} · seed '
                              f'{params.seed}</span>')
@@ -209,7 +252,7 @@ def _anchor_figures(nb, placed: list[tuple[int, int, str]]) -> None:
 
 
 def _link_figures(nb, where: Mapping[str, str]) -> None:
-    """In the findings table (notebook 09's HTML outputs), each figure name becomes a link to where it is drawn."""
+    """In the findings table (notebook 10's HTML outputs), each figure name becomes a link to where it is drawn."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             html_text = output.get("data", {}).get("text/html")
@@ -311,6 +354,14 @@ def build(params: Params, out: Path | None = None) -> Path:
         "workbook_nav": _nav(entries, GLOSSARY_PAGE, params), "workbook_footer": f'<a href="{INDEX}">findings</a>',
         "workbook_provenance": "docs/glossary.md: every term and symbol the pages print", "metadata": {"name": "glossary"}})
     runs.atomic_write_text(out / GLOSSARY_PAGE, body)
+    if any(nb.parent.parent.name == runs.EVAL for _, nb in entries):
+        listed = evaluations_notebook(entries)
+        listed.metadata["title"] = f"Evaluations ({params.profile}, seed {params.seed})"
+        body, _ = exporter.from_notebook_node(listed, resources={
+            "workbook_nav": _nav(entries, EVALUATIONS_PAGE, params), "workbook_footer": f'<a href="{INDEX}">findings</a>',
+            "workbook_provenance": "runner eval: every evaluation of this store", "metadata": {"name": "evaluations"}})
+        for page in (EVALUATIONS_PAGE, *(() if any(f == INDEX for f, _ in entries) else (INDEX,))):
+            runs.atomic_write_text(out / page, body)
     if out == report_dir(params) and runs.publishes(params) and runs.is_reference_seed(params):
         write_printed_terms(out, notebook_pages(entries))
     return out / INDEX

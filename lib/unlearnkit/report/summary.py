@@ -22,7 +22,7 @@ def committed_summary(profile: str, path: Path = paths.SUMMARY) -> dict[str, Any
 
 def write_summary(profile: str, judged: Sequence[Verdict], path: Path = paths.SUMMARY,
                   seed_study: Mapping[str, Any] | None = None, claims: Sequence[Any] | None = None) -> str:
-    """Notebook 09 on the default profile writes the committed summary beside the committed figures, but only from a
+    """Notebook 10 on the default profile writes the committed summary beside the committed figures, but only from a
     set of seeds that includes the committed file's seeds (a one-seed run never replaces a six-seed table); other
     profiles keep theirs under runs/. Returns what it did, in a sentence."""
     if profile != config.BASE_PROFILE:

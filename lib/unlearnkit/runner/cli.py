@@ -35,7 +35,7 @@ from .execute import DEFAULT_TIMEOUT_S, run
 from .figures import _cmd_figures
 from .lines import _shown
 from .notebooks import _cmd_check_clean, _cmd_strip, _cmd_sync_params
-from .seeds import _cmd_aggregate, _cmd_seed, _cmd_seeds
+from .seeds import _cmd_aggregate, _cmd_freeze, _cmd_seed, _cmd_seeds
 from .train import TRAIN_STEPS, _cmd_train
 
 # --------------------------------------------------------------------------- the commands
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("run", help="run a notebook (01) or all of them; 'runner 01' is short for 'runner run 01'")
-    p.add_argument("notebook", help="a notebook number (00..09) or 'all'")
+    p.add_argument("notebook", help="a notebook number (00..10) or 'all'")
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     p.set_defaults(handler=_cmd_run)
@@ -116,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
     p.set_defaults(handler=_cmd_aggregate)
+    p = sub.add_parser("freeze", help="freeze the claims registry: docs/claims.frozen.json (entry digests and the "
+                                      "exploratory seeds' effects), once, before confirmatory seeds run")
+    p.add_argument("seeds", nargs="*", default=["0-5"], help="the exploratory seeds (default 0-5)")
+    p.add_argument("--profile", default=config.BASE_PROFILE, help="the profile (only the default is frozen)")
+    p.set_defaults(handler=_cmd_freeze)
     p = sub.add_parser("seeds", help="several training seeds side by side (jobs), then the findings over them; "
                                      "resumable")
     p.add_argument("seeds", nargs="+", help="seeds: 0 1 2, or a range 0-5")
@@ -142,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: The sub-commands; anything else first on the command line is a notebook for ``run``.
-COMMANDS = ("run", "seed", "aggregate", "seeds", "eval", "params", "figures", "train", "check-clean", "strip", "sync-params")
+COMMANDS = ("run", "seed", "aggregate", "freeze", "seeds", "eval", "params", "figures", "train", "check-clean", "strip", "sync-params")
 
 
 #: The runner goes to no model or dataset hub unless asked: ``--online`` (anywhere on the command line) opts in.

@@ -10,15 +10,18 @@ from pathlib import Path
 from .. import refusals
 from .checks import _overrides, checked_params
 from .execute import failed_copy, run_notebook
-from .lines import Refused, _shown
+from .lines import Refused, _label, _shown
 from .notebooks import eval_notebook
+from .progress import PROGRESS_LOG, forwarded
 
 #: runner eval's options (:func:`unlearnkit.studies.own_model.front_door` checks them).
 EVAL_OPTIONS = {
     "--model": {"required": True, "help": "a model folder, a run or saved model of the store, or a Hub name"},
     "--data": {"help": "the data it was unlearned on: a folder of TOFU JSON Lines, locuslab/TOFU, or 'profile' "
                        "(default for the workbook's own models)"},
-    "--reference": {"help": "the retain model: the same base fine-tuned on the retain split only"},
+    "--reference": {"help": "the retain model: the same base fine-tuned on the retain split only, as weights (scored "
+                            "once, reused by later evaluations against it) or as results: its evaluation folder (ours "
+                            "or open-unlearning's) or TOFU_EVAL.json"},
     "--suite": {"default": "all", "help": "comma-separated: tofu, leakage, formats, attacks (default all)"},
     "--template": {"help": "the prompt template of a model saved without the workbook's marker, or chat"},
     "--dtype": {"help": "the dtype to load it in (float32, bfloat16, float16)"},
@@ -87,7 +90,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     params = checked_params(args.profile, overrides)
     choose_device(args.device)
     try:
-        request, lines = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
+        request, lines, estimate = own_model.front_door(params, args.model, args.data, args.reference, args.suite, args.template,
                                               args.revision, args.allow_long, args.output_path)
     except (ValueError, FileNotFoundError, OSError) as exc:  # every problem the door found, one line each
         raise Refused("\n".join(refusals.problem_lines(exc))) from None
@@ -97,8 +100,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
            "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision,
            "eval_limit": _whole(args.limit, "--limit"), "eval_device": args.device, "eval_log_samples": args.log_samples}
     try:
-        run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
-                     changed=[k for k in overrides if k != "seed"])
+        # the kernel notes each suite's and long step's start and end; printed as they come, with the estimate
+        with forwarded(out.with_name(PROGRESS_LOG), _label(params), request.suites, estimate):
+            run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
+                         changed=[k for k in overrides if k != "seed"])
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
               f"see {_shown(failed_copy(out))} for the full traceback", file=sys.stderr)

@@ -23,6 +23,9 @@ from .record import _cores, _record_timing, already_done, run_recipe
 #: Notebooks run once per unlearning method of the profile (parameter ``method``).
 PER_METHOD_PREFIXES = ("02",)
 DEFAULT_TIMEOUT_S = 3600
+#: Seconds a kernel may take to answer once started (papermill's default 60): on 2 cores under load with the runner
+#: niced, importing torch alone took longer and a run failed before its first cell ("Kernel didn't respond").
+KERNEL_START_TIMEOUT_S = 600
 
 
 def _kernel_config(socket_dir: str | os.PathLike):
@@ -117,6 +120,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         log.unlink(missing_ok=True)
         os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
         started, cpu_before = time.time(), stations.children_cpu_seconds()
+        os.environ[provenance.LAUNCH_VARIABLE] = provenance.utc(started)  # the kernel inherits this: provenance.json
         print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
               flush=True)
         sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
@@ -128,7 +132,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         try:
             papermill.execute_notebook(_parameterised(notebook, parameters), str(running), parameters=parameters,
                                        cwd=str(paths.NOTEBOOKS), kernel_name="python3", execution_timeout=timeout,
-                                       progress_bar=False, log_output=False, config=_kernel_config(sockets),
+                                       start_timeout=KERNEL_START_TIMEOUT_S, progress_bar=False, log_output=False, config=_kernel_config(sockets),
                                        kernel_manager_class=kernel_manager_class(), extra_arguments=KERNEL_ARGUMENTS)
         except BaseException as exc:
             log.unlink(missing_ok=True)  # a failed run leaves its copy in failed/, no station log behind
@@ -141,6 +145,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
             raise
         finally:
             os.environ.pop(stations.STATION_LOG_VARIABLE, None)
+            os.environ.pop(provenance.LAUNCH_VARIABLE, None)
             shutil.rmtree(sockets, ignore_errors=True)
         wall = time.time() - started
         timing = {"started": started, "wall_s": wall, "cpu_s": stations.children_cpu_seconds() - cpu_before,

@@ -31,7 +31,7 @@ def find_notebook(key: str) -> Path:
 
 
 def eval_notebook() -> Path:
-    """The evaluation of a model of one's own (runner eval): outside 00-09, so never part of ``runner all``."""
+    """The evaluation of a model of one's own (runner eval): outside 00-10, so never part of ``runner all``."""
     from .. import runs
 
     return paths.NOTEBOOKS / f"{runs.EVAL_NOTEBOOK}.ipynb"

@@ -34,7 +34,7 @@ def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = 
             handle = stack.enter_context(open(logfile, "a", buffering=1))
             stack.enter_context(contextlib.redirect_stdout(_Tee(sys.stdout, handle)))
         prepare_stand_ins(checked.params)
-        stack.enter_context(runs.seed_at_work(checked.params))  # notebook 09 elsewhere leaves this seed out meanwhile
+        stack.enter_context(runs.seed_at_work(checked.params))  # notebook 10 elsewhere leaves this seed out meanwhile
         try:
             for notebook in checked.notebooks:
                 run(notebook, checked.params, checked.own, timeout, checked.changed, skip_done=True)
@@ -100,6 +100,13 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
 
     from .. import runs
 
+    if profile == config.BASE_PROFILE:
+        from ..studies.effects import freeze
+
+        try:  # an altered frozen registry is refused first, in one line, before any work
+            freeze.read()
+        except freeze.FreezeError as exc:
+            raise Refused(str(exc)) from None
     checked = plan(runs.FINDINGS[:2], profile, overrides)
     before_kernel(checked.params, AGGREGATE_CHECKS)
     try:
@@ -117,6 +124,25 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
     return aggregate(args.profile, _overrides(args), args.timeout)
+
+
+def _cmd_freeze(args: argparse.Namespace) -> int:
+    """docs/claims.frozen.json from the claims judged over the exploratory seeds (#56 item 9): once, never rewritten."""
+    from .. import provenance
+    from ..studies import effects
+    from ..studies.effects import freeze
+
+    if args.profile != config.BASE_PROFILE:
+        raise Refused(f"the registry is frozen on the {config.BASE_PROFILE} profile's seeds, not on {args.profile!r}")
+    seeds = _seed_list(args.seeds)
+    if freeze.FROZEN.exists():
+        raise Refused(f"{freeze.FROZEN.name} exists: the registry is frozen once (remove it by hand, and say why, "
+                      "to freeze again)")
+    claims = effects.judge_claims(args.profile, seeds)
+    document = freeze.freeze(claims, provenance.git_revision() or "unknown", seeds)
+    print(f"[{args.profile}] froze {len(document['entries'])} registry entries and {len(document['effects'])} claims' "
+          f"effects on seeds {', '.join(map(str, seeds))} at {document['revision'][:10]} into {_shown(freeze.FROZEN)}")
+    return 0
 
 
 def _cmd_seeds(args: argparse.Namespace) -> int:

@@ -83,6 +83,7 @@ from .names import (  # noqa: F401
     FINETUNE,
     FORMATS,
     LEAKAGE,
+    METRIC_TRUST,
     NOTEBOOK_SECTIONS,
     ROBUSTNESS,
     UNLEARNED_PREFIX,

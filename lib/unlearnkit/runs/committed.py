@@ -43,7 +43,7 @@ def publishes(params: Params) -> bool:
 
 def writes_committed(params: Params) -> bool:
     """Whether a run of ``params`` writes files the checkout commits: the default profile's figures (its own seed),
-    its mirrored results (any seed, in the checkout's own store) and, through notebook 09, docs/findings.json and
+    its mirrored results (any seed, in the checkout's own store) and, through notebook 10, docs/findings.json and
     the README. A run with ``--set`` values may not (the runner refuses it with a hint)."""
     return params.profile == FIGURE_PROFILE and (_own_store() or is_reference_seed(params))
 
@@ -85,10 +85,29 @@ def mirror(params: Params, notebook: str, file: str, payload: Mapping[str, Any])
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return path
     atomic_write_text(path, text)
-    record = {"git_revision": meta.get("git_revision") or provenance.git_revision(),
-              "packages": meta.get("packages") or provenance.package_versions()}
+    revision = meta.get("git_revision") or provenance.git_revision()
+    record = _provenance(folder)
+    record.update({"git_revision": revision, "packages": meta.get("packages") or provenance.package_versions()})
+    record["notebooks"] = dict(sorted({**record.get("notebooks", {}), notebook: {
+        "git_revision": revision, "launched": provenance.launched(), "cpu": provenance.cpu_model()}}.items()))
     atomic_write_text(folder / PROVENANCE, json.dumps(config.jsonable(record), indent=1) + "\n")
     return path
+
+
+def _provenance(folder: Path) -> dict[str, Any]:
+    """A seed's provenance.json as committed: ``git_revision`` and ``packages`` of the run that last changed any
+    mirrored file, and under ``notebooks`` per notebook (its folder) the revision, launch time and CPU model of the
+    run that last changed that notebook's mirrored files (the result files themselves stay free of times). Written
+    only with a mirrored file's change, so a rerun that reproduces a notebook's bytes leaves its entry as it was."""
+    try:
+        record = json.loads((folder / PROVENANCE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    if not isinstance(record.get("notebooks"), dict):
+        record.pop("notebooks", None)
+    return record
 
 
 def mirror_store(params: Params) -> list[Path]:

@@ -12,7 +12,7 @@ from .locks import file_lock
 from .names import FINDINGS, notebook_key
 
 SEED_PREFIX = "seed-"
-#: The profile-level file of findings judged across every seed present (notebook 09 writes it).
+#: The profile-level file of findings judged across every seed present (notebook 10 writes it).
 FINDINGS_ACROSS_SEEDS = "findings.json"
 
 

@@ -14,7 +14,8 @@ LEAKAGE = "05_probabilistic_bounds"
 ENTROPY = "06_entropy_optimisation"
 ALIGNMENT = "07_alignment_toxicity"
 ROBUSTNESS = "08_robustness"
-FINDINGS = "09_findings"
+METRIC_TRUST = "09_metric_trust"
+FINDINGS = "10_findings"
 #: Which notebook makes a saved model, by the model's name: unlearned-* come from notebook 02, the rest from 01.
 UNLEARNED_PREFIX = "unlearned-"
 
@@ -33,6 +34,7 @@ NOTEBOOK_SECTIONS: dict[str, tuple[str, ...]] = {
     ENTROPY: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation", "entropy optimisation and adaptive temperature"),
     ALIGNMENT: ("", *_UPSTREAM, "unlearning", "probabilistic evaluation", "alignment toxicity under sampling"),
     ROBUSTNESS: ("", *_UPSTREAM, "unlearning", "robustness attacks"),
+    METRIC_TRUST: ("", *_UPSTREAM, "metric trust"),
     FINDINGS: (),
 }
 

@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
-from .. import config, models, paths, refusals, runs
+from .. import config, models, paths, refusals, runs, stations
+from . import own_reference
+from .own_cost import CPU_FLOPS, CPU_LIMIT_S, estimate_seconds, parameter_count  # noqa: F401 (the door's cost)
+from .own_reference import MODEL, REFERENCE
 
 #: The suites, in the order they run: TOFU's metrics with open-unlearning's memorisation and privacy metrics,
 #: sampled leakage with the high-probability bounds and the ED score, the format-transformed evaluation, and the
@@ -32,8 +33,6 @@ from .. import config, models, paths, refusals, runs
 SUITES = ("tofu", "leakage", "formats", "attacks")
 #: ``--data profile``: the profile's own corpus (only for a model of the workbook, which was trained on it).
 PROFILE_DATA = "profile"
-#: The names the model and its control carry in every table and in metrics.json.
-MODEL, REFERENCE = "model", "reference"
 #: The environment variable through which a stated template reaches every process that loads the model.
 TEMPLATES_VARIABLE = models.STATED_TEMPLATES_VARIABLE
 #: What a number that needs the retain model says when there is none.
@@ -112,6 +111,10 @@ def check_request(params: config.Params, model: str, data: str | None, reference
         found_retain = runs.retain_model(params, None)  # the one notebook 01 used, or none
         located = runs.locate(params, found_retain) if found_retain else None
         reference = str(located) if located is not None else None
+    elif reference is not None and own_reference.results_file(reference) is not None:  # a retain model's results
+        if data_read:
+            with found.check():
+                own_reference.check_results(params, reference, _corpus(params, data))
     elif reference is not None:
         located = runs.locate(params, reference) if paths.NAME.fullmatch(reference) else None
         reference = str(located) if located is not None else reference
@@ -223,7 +226,7 @@ def identity(params: config.Params, request: Request) -> str:
     retain model's identity, the data and every parameter (the dtype, a --set value), as a short hash (the folder's
     suffix): two evaluations that could differ never share a folder."""
     return config.params_hash({"model": runs.model_identity(request.model), "template": request.template,
-                               "reference": runs.model_identity(request.reference) if request.reference else None,
+                               "reference": own_reference.identity(request.reference) if request.reference else None,
                                "data": request.data, "params": config.params_hash(dict(params))}, length=10)
 
 
@@ -251,82 +254,43 @@ def notebook_name(params: config.Params, request: Request) -> str:
 # --------------------------------------------------------------------------- the cost, before any work
 
 
-#: Floating-point operations per second a 2-core CPU sustains in each kind of work, with the batches the suites use:
-#: about what notebook 05's sampling reaches on the default profile's model (40 questions x 128 samples x 48 tokens
-#: in about 25 s per model on one core); the closing numbers of runner eval are printed beside the estimate.
-CPU_FLOPS = {"score": 3e10, "generate": 2e10, "train": 1.5e10}
-#: Above this many estimated seconds on a CPU a suite is refused unless asked (--allow-long).
-CPU_LIMIT_S = 3600.0
-
-
-def parameter_count(location: str) -> int:
-    """The model's parameters, from its safetensors headers (no weights read); an adapter folder counts its base."""
-    from safetensors import safe_open
-
-    folder = paths.resolve(location)
-    if not folder.is_dir():
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(location, "config.json")
-        folder = Path(found).parent if isinstance(found, str) else folder
-    if (folder / models.ADAPTER_CONFIG).exists():
-        return parameter_count(models.adapter_base(folder))
-    total = 0
-    for file in sorted(folder.glob("*.safetensors")):
-        try:
-            with safe_open(str(file), "pt") as f:
-                for key in f.keys():
-                    total += int(np.prod(f.get_slice(key).get_shape()))
-        except Exception as exc:  # safetensors' own error (a Hub cache's file): one line, no traceback
-            raise ValueError(f"{paths.shown(file)}: not a readable safetensors file ({str(exc)[:120]})") from None
-    return total
-
-
-def estimate_seconds(params: config.Params, n_parameters: int, suites: Sequence[str], with_reference: bool,
-                     n_forget: int) -> dict[str, float]:
-    """Seconds each suite would take on a 2-core CPU, from the forward and training tokens it needs (2 N FLOPs per
-    token forward, 6 N trained) at :data:`CPU_FLOPS`, for the model and, where given, the retain model. ``n_forget``:
-    the forget split's questions (what relearning trains on)."""
-    length = 48  # tokens of a question and its answer, about
-    items = min(params.eval_max_items or n_forget, 300)
-    relearning = (1 + params.rtt_held_out * len(params.rtt_lr_grid)) * params.relearn_epochs * n_forget * length
-    work = {
-        "tofu": {"score": 4 * items * length * 7 + 2 * items * length * 2, "generate": 4 * items * params.max_new_tokens},
-        "leakage": {"generate": min(params.sample_max_items or n_forget, n_forget) * params.n_samples
-                    * params.sample_max_new_tokens},
-        "formats": {"score": 2 * 6 * min(params.format_max_items or n_forget, n_forget) * params.format_options
-                    * length * 2},
-        "attacks": {"train": relearning,
-                    "generate": (3 + len(params.quant_schemes) + 6) * params.attack_items * params.max_new_tokens},
-    }
-    factor = {"score": 2.0, "generate": 2.0, "train": 6.0}
-    return {suite: (2 if with_reference else 1) * sum(tokens * factor[kind] * n_parameters / CPU_FLOPS[kind]
-                                                       for kind, tokens in work[suite].items())
-            for suite in suites}
+def request_estimate(params: config.Params, request: Request, source=None) -> dict[str, float]:
+    """:func:`estimate_seconds` of a checked request (its model's parameters, its reference, its forget split), on
+    the FLOP rates of :data:`CPU_FLOPS`: what an evaluation records as ``meta.estimated_seconds``, and what the
+    door scales by this machine's measured rates (:func:`unlearnkit.studies.own_cost.calibration`)."""
+    source = corpus(params, request) if source is None else source
+    return estimate_seconds(params, parameter_count(request.model), request.suites, REFERENCE in named(request),
+                            len(source.load(params.forget_split)))
 
 
 def front_door(params: config.Params, model: str, data: str | None, reference: str | None, suites: str | None,
                template: str | None, revision: str | None = None, allow_long: bool = False,
-               output_path: str | None = None) -> tuple[Request, list[str]]:
+               output_path: str | None = None) -> tuple[Request, list[str], dict[str, float]]:
     """``runner eval``'s checks before any kernel: the request (:func:`check_request`), its folder (:func:`chosen`,
-    under ``output_path`` if given), then the cost of each suite on a CPU (:func:`estimate_seconds`), refused beyond
-    :data:`CPU_LIMIT_S` unless ``allow_long``; a ValueError in one line, else the request and the lines to print."""
+    under ``output_path`` if given), then the cost of each suite on a CPU (:func:`request_estimate`, scaled by the
+    rates earlier evaluations measured on this machine), refused beyond :data:`CPU_LIMIT_S` unless ``allow_long``; a
+    ValueError in one line, else the request, the lines to print and the estimate (seconds per suite; empty on a
+    GPU)."""
     import torch
 
+    from .own_cost import calibration
+
     request = chosen(params, check_request(params, model, data, reference, suites, template, revision), output_path)
-    source = corpus(params, request)
-    n_forget = len(source.load(params.forget_split))
     n_parameters = parameter_count(request.model)
     lines = [f"{request.label}: {n_parameters / 1e6:.1f} M parameters, template {request.template or 'from its marker'}"
              f", reference {paths.shown(request.reference) if request.reference else f'none ({NO_REFERENCE})'}"]
+    estimate: dict[str, float] = {}
     if not torch.cuda.is_available():
-        estimate = estimate_seconds(params, n_parameters, request.suites, request.reference is not None, n_forget)
-        lines.append("estimated on this CPU: " + ", ".join(f"{s} {_minutes(v)}" for s, v in estimate.items()))
+        factors, measured = calibration(n_parameters)
+        estimate = {s: v * factors.get(s, 1.0) for s, v in request_estimate(params, request).items()}
+        basis = (f"calibrated on the rates of {measured} earlier evaluation(s) of a model this size here" if measured
+                 else "not yet calibrated: no evaluation of a model this size measured on this machine")
+        lines.append(f"estimated on this CPU ({basis}): " + ", ".join(f"{s} {_minutes(v)}" for s, v in estimate.items()))
         long = [s for s, v in estimate.items() if v > CPU_LIMIT_S]
         if long and not allow_long:
             raise ValueError(f"{', '.join(long)} would take over {CPU_LIMIT_S / 3600:.0f} h on this CPU: pass "
                              "--allow-long to run anyway, choose other suites with --suite, or run on a GPU")
-    return request, lines
+    return request, lines, estimate
 
 
 #: Families whose positions are a learned table (GPT-2's ``wpe``, OPT's): a prompt past its last row fails with
@@ -417,39 +381,53 @@ def describe(request: Request) -> str:
     shown = lambda where: paths.shown(where) if where and Path(where).is_absolute() else where  # noqa: E731
     return (f"model {request.label} ({'the workbook' if request.own else 'foreign'}: {shown(request.model)}), "
             f"template {request.template or 'from its marker'}, data {shown(request.data)}, "
-            f"reference {shown(request.reference) or f'none ({NO_REFERENCE})'}; suites {', '.join(request.suites)}")
+            f"reference {shown(request.reference) or f'none ({NO_REFERENCE})'}"
+            f"{' (its results)' if REFERENCE not in named(request) and request.reference else ''}; "
+            f"suites {', '.join(request.suites)}")
 
 
 def named(request: Request) -> dict[str, str]:
-    return {MODEL: request.model, **({REFERENCE: request.reference} if request.reference else {})}
+    """The models to run: the model, and the reference where it was given as weights (not as results)."""
+    weights = request.reference and own_reference.results_file(request.reference) is None
+    return {MODEL: request.model, **({REFERENCE: request.reference} if weights else {})}
+
+
+def cache_notebook(params: config.Params, request: Request, label: str) -> str:
+    """Where a model's scores are cached: the evaluation's own folder, the reference's shared one
+    (:func:`unlearnkit.studies.own_reference.reference_notebook`): a retain model is scored once for every
+    evaluation against it."""
+    return own_reference.reference_notebook(request.reference) if label == REFERENCE else notebook_name(params, request)
 
 
 def tofu_suite(params: config.Params, request: Request, source) -> tuple[dict[str, Any], dict[str, Any]]:
     """TOFU's metrics on the forget split, retain, real authors and world facts, forget quality against the retain
-    model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model)."""
-    from .. import pipeline
-
-    loaded = {label: models.load_model(location, dtype=params.dtype, template=None)  # the template it states
-              for label, location in named(request).items()}
-    reference = REFERENCE if request.reference else None
-    results, per_item = pipeline.evaluate_models(loaded, params, source, reference=reference, privacy=True)
-    if reference is None:
-        results[MODEL].setdefault("summary", {})["forget_quality"] = NO_REFERENCE
-    return results, per_item
+    model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model): the retain
+    model's scores computed once for every evaluation against it, or read from the results given
+    (:func:`unlearnkit.studies.own_reference.tofu_scores`)."""
+    with stations.step("tofu"):
+        return own_reference.tofu_scores(params, request.model, request.reference, request.data, source, NO_REFERENCE)
 
 
 def leakage_suite(params: config.Params, request: Request, source):
     """Sampled leakage with the high-probability bounds (Scholten et al.) and the ED score, on the forget questions."""
     from ..metrics.sampling import sampling_settings
+    from ..metrics.scored import Scored
     from . import leakage
 
     rows = leakage.forget_rows(source, params)
     settings = sampling_settings(params, "leakage")
     # a Path is a model folder (or Hub name) to the sampler, a str a saved model's name in the store
-    scored = leakage.score_models(params, {label: Path(location) for label, location in named(request).items()},
-                                  rows, settings, notebook=notebook_name(params, request))
+    scored = Scored({}, {})
+    with stations.step("leakage"):
+        for label, location in named(request).items():  # each in its cache folder (the reference's is shared)
+            with stations.step(f"leakage {label}"):
+                one = leakage.score_models(params, {label: Path(location)}, rows, settings,
+                                           notebook=cache_notebook(params, request, label))
+            scored.results.update(one.results)
+            scored.seconds.update(one.seconds)
     tables, summaries = leakage.summarise_models(scored.results, params.alpha, params.leak_threshold,
-                                                 params.adaptive_threshold, REFERENCE if request.reference else None)
+                                                 params.adaptive_threshold, REFERENCE if REFERENCE in scored.results
+                                                 else None)
     return scored, tables, summaries
 
 
@@ -458,11 +436,14 @@ def formats_suite(params: config.Params, request: Request, source):
     from ..data import formats
     from . import formats as study
 
-    items = formats.build_all_formats(source, params.forget_split, params.format_options, params.format_seed,
-                                      params.format_max_items)
-    scores = {label: study.metrics_payload(study.evaluate_model(label, location, items, params,
-                                                                notebook_name(params, request)).scores)
-              for label, location in named(request).items()}
+    scores = {}
+    with stations.step("formats"):
+        items = formats.build_all_formats(source, params.forget_split, params.format_options, params.format_seed,
+                                          params.format_max_items)
+        for label, location in named(request).items():
+            with stations.step(f"formats {label}"):
+                scores[label] = study.metrics_payload(study.evaluate_model(label, location, items, params,
+                                                                           cache_notebook(params, request, label)).scores)
     return items, scores
 
 
@@ -470,6 +451,11 @@ def attacks_suite(params: config.Params, request: Request, source) -> dict[str, 
     """The robustness attacks (relearning, held-out facts, quantisation, input probes) on the model and its control."""
     from . import recovery
 
-    data = recovery.attack_data(params, source)
-    return {label: recovery.attack_model(params, label, location, data, notebook_name(params, request))
-            for label, location in named(request).items()}
+    found = {}
+    with stations.step("attacks"):
+        data = recovery.attack_data(params, source)
+        for label, location in named(request).items():
+            with stations.step(f"attacks {label}"):
+                found[label] = recovery.attack_model(params, label, location, data,
+                                                     cache_notebook(params, request, label))
+    return found

@@ -11,7 +11,10 @@ import numpy as np
 import pandas as pd
 
 from .. import config, paths, runs
-from .own_model import MODEL, REFERENCE, Request, eval_folder
+from . import own_reference
+from .own_cost import machine
+from .own_model import MODEL, REFERENCE, Request, eval_folder, named
+from .own_reference import OU_METRICS, OU_SUMMARY, RESULTS_FILE, ou_eval, read_ou_eval  # noqa: F401 (OU's layout)
 
 
 def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -42,17 +45,38 @@ def format_table(format_scores: Mapping[str, Mapping[str, Mapping[str, float]]])
     return scores_table(format_scores)
 
 
+def leak_curves(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """leak@k (:func:`unlearnkit.metrics.meta_eval.leak_at_k_curve`, k = 1, 2, 4, ... n) of each model the leakage
+    suite sampled, from each forget question's count of leaking answers (its table's ``leaks``) among the n drawn
+    (its summary's ``n_samples``): the chance that at least one of k fresh samples leaks, as notebook 09 gives it."""
+    from ..metrics import meta_eval
+
+    return {label: meta_eval.leak_at_k_curve(table["leaks"].to_numpy(), int(summaries[label]["n_samples"]))
+            for label, table in tables.items()}
+
+
+def leak_frame(curves: Mapping[str, Any]) -> pd.DataFrame:
+    """The curves as a table: a row per model, a column per k (``leak@k``)."""
+    return pd.DataFrame({label: {f"leak@{k}": float(v) for k, v in zip(c.ks, c.mean)} for label, c in curves.items()}).T
+
+
 def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mapping[str, Any] | None = None,
                     format_scores: Mapping[str, Any] | None = None,
-                    attacks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+                    attacks: Mapping[str, Mapping[str, Any]] | None = None,
+                    leak_at_k: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """``{model: {part: values}}`` for metrics.json, in the notebooks' layout: TOFU's splits and summary as
-    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``formats`` as notebook 04's, and the
-    attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
+    notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``leak_at_k`` as notebook 09's entry of a
+    model (``ks``, ``n``, ``leak_at_k``: the mean over questions per k; from :func:`leak_curves`), ``formats`` as
+    notebook 04's, and the attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
+    from .trust import leak_entries
+
     entries: dict[str, dict[str, Any]] = {}
     for label, result in (tofu or {}).items():
         entries.setdefault(label, {}).update(result)
     for label, summary in (leak_summaries or {}).items():
         entries.setdefault(label, {})["sampled"] = dict(summary)
+    for label, entry in leak_entries(leak_at_k or {}).items():
+        entries.setdefault(label, {})["leak_at_k"] = entry
     for label, scores in (format_scores or {}).items():
         entries.setdefault(label, {})["formats"] = dict(scores)
     for label, result in (attacks or {}).items():
@@ -91,19 +115,30 @@ def log_samples(params: config.Params, request: Request, suite: str, per_item: M
     return path
 
 
-def run_meta(request: Request, seconds: Mapping[str, float], limit: int | None = None, device: str | None = None
-             ) -> dict[str, Any]:
-    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time,
+def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = None, device: str | None = None,
+             estimated: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time
+    (``seconds`` as :func:`unlearnkit.studies.own_cost.measured` keeps them: the wall seconds, and the seconds it computed), the FLOP estimate
+    of each (``estimated``) and the machine, by which later estimates here are calibrated (:func:`unlearnkit.studies.own_cost.calibration`),
     the quick-look and hardware flags (``--limit``, ``--device``) and the notes a reader needs (a limited run is not
     comparable with a whole one)."""
     notes = [f"not comparable: at most {limit} items per split and suite (--limit {limit})"] if limit else []
-    return {"limit": limit, "device": device, "notes": notes, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
+    if request.reference and REFERENCE not in named(request):
+        notes.append(f"reference given as results ({RESULTS_FILE}): forget quality and privleak are taken against "
+                     "them; the leakage, formats and attacks suites ran on the model alone")
+    from .own_cost import parameter_count
+
+    timing = {"suite_seconds": {k: v for k, v in seconds.items() if k != "computed"},
+              "computed_seconds": dict(seconds.get("computed", {})), "estimated_seconds": dict(estimated or {}),
+              "model_parameters": parameter_count(request.model) if estimated else None, "machine": machine()}
+    return {"limit": limit, "device": device, "notes": notes, **timing, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
                           "model_identity": runs.model_identity(request.model), "template": request.template,
                           "data": request.data, "suites": list(request.suites),
                           "reference": (paths.shown(request.reference) if request.reference
                                         and Path(request.reference).is_absolute() else request.reference),
-                          "reference_identity": runs.model_identity(request.reference) if request.reference else None},
-            "suite_seconds": dict(seconds)}
+                          "reference_identity": own_reference.identity(request.reference) if request.reference else None,
+                          "reference_given_as": None if not request.reference else "weights" if REFERENCE in named(request)
+                          else "results"}}
 
 
 # --------------------------------------------------------------------------- files a user can tabulate
@@ -150,78 +185,6 @@ def flat_summary(entries: Mapping[str, Any], label: str = MODEL) -> dict[str, fl
     return flat
 
 
-#: open-unlearning's names of TOFU's per-split metrics (its TOFU_EVAL.json keys: configs/eval/tofu_metrics/), ours
-#: beside each: (our split, our per-item key, OU's metric, OU's per-index key, our split-level metric).
-OU_METRICS = (
-    ("forget", "truth_ratio", "forget_truth_ratio", "score", "truth_ratio_score"),
-    ("forget", "probability", "forget_Q_A_Prob", "prob", "probability"),
-    ("forget", "rouge", "forget_Q_A_ROUGE", "rougeL_recall", "rouge"),
-    ("retain", "truth_ratio", "retain_Truth_Ratio", "score", "truth_ratio_score"),
-    ("retain", "probability", "retain_Q_A_Prob", "prob", "probability"),
-    ("retain", "rouge", "retain_Q_A_ROUGE", "rougeL_recall", "rouge"),
-    ("real_authors", "truth_ratio", "ra_Truth_Ratio", "score", "truth_ratio_score"),
-    ("real_authors", "probability", "ra_Q_A_Prob_normalised", "prob", "probability"),
-    ("real_authors", "rouge", "ra_Q_A_ROUGE", "rougeL_recall", "rouge"),
-    ("world_facts", "truth_ratio", "wf_Truth_Ratio", "score", "truth_ratio_score"),
-    ("world_facts", "probability", "wf_Q_A_Prob_normalised", "prob", "probability"),
-    ("world_facts", "rouge", "wf_Q_A_ROUGE", "rougeL_recall", "rouge"),
-)
-#: TOFU's summary metrics open-unlearning names alike (an aggregate only).
-OU_SUMMARY = ("forget_quality", "model_utility", "privleak", "extraction_strength")
-
-
-def ou_eval(results: Mapping[str, Any], per_item: Mapping[str, Any]) -> dict[str, Any]:
-    """One model's TOFU results in open-unlearning's TOFU_EVAL.json layout (its ``Evaluator`` writes
-    ``{metric: {"agg_value": x, "value_by_index": {"0": {key: v}, ...}}}``): what its ``retain_logs_path`` reads."""
-    out: dict[str, Any] = {}
-    for split, ours, theirs, key, aggregate in OU_METRICS:
-        values = per_item.get(split, {}).get(ours)
-        if values is None:
-            continue
-        agg = results.get(split, {}).get(aggregate)
-        out[theirs] = {"agg_value": agg if isinstance(agg, (int, float)) else None,
-                       "value_by_index": {str(i): {key: v} for i, v in enumerate(values)}}
-    for name in OU_SUMMARY:
-        value = results.get("summary", {}).get(name)
-        if name in results.get("summary", {}):
-            out[name] = {"agg_value": value if isinstance(value, (int, float)) else None}
-    return dict(sorted(out.items()))
-
-
-def read_ou_eval(path: str | Path) -> dict[str, list[float]]:
-    """A TOFU_EVAL.json (open-unlearning's or ours) read as data: ``{metric: per-index values in index order}`` for
-    each metric with ``value_by_index``. Its layout, indices 0..n-1 and finite numbers are checked; anything else is a
-    ValueError in one line naming the file."""
-    import json
-
-    shown = paths.shown(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{shown}: not a readable JSON file ({str(exc)[:100]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("forget_truth_ratio"), dict):
-        raise ValueError(f"{shown}: not a TOFU_EVAL.json (no forget_truth_ratio entry with value_by_index)")
-    out = {}
-    for metric, entry in data.items():
-        by_index = entry.get("value_by_index") if isinstance(entry, dict) else None
-        if not isinstance(by_index, dict):
-            continue
-        if sorted(by_index) != sorted(str(i) for i in range(len(by_index))):
-            raise ValueError(f"{shown}: {metric}'s value_by_index is not indexed 0..{len(by_index) - 1}")
-        values = []
-        for i in range(len(by_index)):
-            item = by_index[str(i)]
-            numbers = [v for v in item.values() if isinstance(v, (int, float)) and not isinstance(v, bool)] \
-                if isinstance(item, dict) else []
-            if len(numbers) != 1 or not np.isfinite(numbers[0]):
-                raise ValueError(f"{shown}: {metric} item {i} holds no single finite number ({str(item)[:60]})")
-            values.append(float(numbers[0]))
-        out[metric] = values
-    if "forget_truth_ratio" not in out:
-        raise ValueError(f"{shown}: forget_truth_ratio has no value_by_index")
-    return out
-
-
 def write_evaluation(params: config.Params, request: Request, entries: Mapping[str, Any], meta: Mapping[str, Any],
                      tofu_items: Mapping[str, Any] | None = None) -> Path:
     """The evaluation's files in its folder (:func:`unlearnkit.studies.own_model.eval_folder`): metrics.json (numbers
@@ -241,7 +204,7 @@ def write_evaluation(params: config.Params, request: Request, entries: Mapping[s
     files = {"summary.json": flat_summary(table)}
     if tofu_items and MODEL in tofu_items:
         ou = ou_eval(table.get(MODEL, {}), tofu_items[MODEL])
-        files.update({"TOFU_EVAL.json": ou, "TOFU_SUMMARY.json": {k: v["agg_value"] for k, v in ou.items()}})
+        files.update({RESULTS_FILE: ou, "TOFU_SUMMARY.json": {k: v["agg_value"] for k, v in ou.items()}})
     for name, payload in files.items():
         paths.atomic_write_text(paths.writable(folder / name, "an evaluation's file"),
                                 json.dumps(config.jsonable(payload), indent=2) + "\n")
@@ -256,3 +219,108 @@ def evaluations_frame(params: config.Params) -> pd.DataFrame:
     found = {p.parent.name: json.loads(p.read_text()) for p in sorted((runs.store(params) / runs.EVAL).glob(
         "*/summary.json")) if paths.NAME.fullmatch(p.parent.name)}
     return pd.DataFrame.from_dict(found, orient="index", dtype=float)
+
+
+# --------------------------------------------------------------------------- what the numbers say
+
+#: TOFU's bar on forget quality (Maini et al.): the KS test's p-value at or above 0.05 means the model's forget truth
+#: ratios cannot be told from the retain model's.
+FORGET_QUALITY_BAR = 0.05
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+    return float(value) if ok else None
+
+
+def _beside(entries: Mapping[str, Any], part: str, key: str, fmt: str = ".3f") -> str:
+    """``x (reference y, difference d)``, or ``x`` alone without a reference's number."""
+    mine = _number(entries.get(MODEL, {}).get(part, {}).get(key))
+    theirs = _number(entries.get(REFERENCE, {}).get(part, {}).get(key))
+    if mine is None:
+        return "not computed"
+    if theirs is None:
+        return format(mine, fmt)
+    return f"{mine:{fmt}} (reference {theirs:{fmt}}, difference {mine - theirs:+{fmt}})"
+
+
+def _tofu(entries: Mapping[str, Any], params: config.Params) -> str:
+    model = entries.get(MODEL, {})
+    fq = model.get("summary", {}).get("forget_quality")
+    if _number(fq) is None:
+        said = f"Forget quality is {fq if isinstance(fq, str) else 'not computed'}."
+    else:
+        side = "at or above" if fq >= FORGET_QUALITY_BAR else "below"
+        said = (f"Forget quality {fq:.3g} is {side} TOFU's bar of {FORGET_QUALITY_BAR}: "
+                + ("the model's forget truth ratios cannot be told from the retain model's (KS test)."
+                   if fq >= FORGET_QUALITY_BAR else "the model's forget truth ratios differ from the retain model's "
+                                                    "(KS test), so it has not forgotten as the retain model never knew."))
+    said += f" Model utility {_beside(entries, 'summary', 'model_utility')}."
+    privleak = _number(model.get("summary", {}).get("privleak"))
+    if privleak is not None:
+        said += (f" privleak {privleak:+.1f} %: the model's MinK AUC relative to the retain model's (0: the forget "
+                 "set stands out from never-seen data no more than for the retain model).")
+    if isinstance(model.get("privacy_skipped"), str):
+        said += f" Skipped: {model['privacy_skipped']}."
+    return said
+
+
+def _leakage(entries: Mapping[str, Any], params: config.Params) -> str:
+    sampled = entries.get(MODEL, {}).get("sampled", {})
+    return (f"Sampling {sampled.get('n_samples')} answers to each of {sampled.get('n_questions')} forget questions, "
+            f"the upper bound on a question's leak probability (holding with probability at least {1 - params.alpha:g} "
+            f"per question) averages {_beside(entries, 'sampled', 'binary_leak_bound_mean')}; the retain model's "
+            "is what guessing gets on authors it never saw. Greedy decoding leaked on "
+            f"{_beside(entries, 'sampled', 'greedy_leak_rate', '.0%')} of the questions, sampling on "
+            f"{_beside(entries, 'sampled', 'leak_rate', '.0%')} of the answers.")
+
+
+def _formats(entries: Mapping[str, Any], params: config.Params) -> str:
+    floor = 1 / params.format_options
+    mine = _number(entries.get(MODEL, {}).get("formats", {}).get("forget", {}).get("mcqa"))
+    side = "" if mine is None else (" (above the guessing floor: the facts are still there in this format)"
+                                    if mine > floor else " (at or below the guessing floor)")
+    theirs = entries.get(REFERENCE, {}).get("formats", {}).get("forget", {}).get("mcqa")
+    return (f"MCQA on the forget authors: {mine if mine is None else format(mine, '.2f')} correct against the "
+            f"guessing floor of 1/{params.format_options} = {floor:.2f}{side}"
+            + (f", the reference's {theirs:.2f}" if _number(theirs) is not None else "")
+            + "; the other formats ask the same facts otherwise (table above).")
+
+
+def _attacks(entries: Mapping[str, Any], params: config.Params) -> str:
+    def gain(label: str) -> float | None:
+        before = _number(entries.get(label, {}).get("attacked forget", {}).get("rouge"))
+        after = _number(entries.get(label, {}).get("relearned", {}).get("rouge"))
+        return None if before is None or after is None else after - before
+
+    mine, theirs = gain(MODEL), gain(REFERENCE)
+    said = "Relearning on the forget split " + (f"moves the model's forget ROUGE-L by {mine:+.2f}" if mine is not None
+                                                 else "was not measured")
+    if mine is not None and theirs is not None:
+        said += (f", the reference's by {theirs:+.2f} (what relearning teaches a model that never saw the facts): "
+                 f"{mine - theirs:+.2f} beyond it is what the model recovers rather than learns anew.")
+    return said + "."
+
+
+READERS = {"tofu": _tofu, "leakage": _leakage, "formats": _formats, "attacks": _attacks}
+
+
+def readings(params: config.Params, request: Request, entries: Mapping[str, Any]) -> str:
+    """What the numbers mean, as markdown: the model and its reference named, then per suite one sentence against
+    its bars (TOFU's 0.05 on forget quality, the retain model's value, the guessing floor), or "not requested"."""
+    reference = (f"against the reference **{Path(request.reference).name}**"
+                 + (" (its results)" if REFERENCE not in named(request) else "") if request.reference
+                 else "with no reference (the numbers that need one are not computed)")
+    lines = [f"**{request.label}** {reference}:", ""]
+    for suite, reader in READERS.items():
+        lines.append(f"- **{suite}**: " + (reader(entries, params) if suite in request.suites else "not requested."))
+    return "\n".join(lines)
+
+
+def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """A table with a row per model, and where both are there a row ``model − reference``."""
+    if MODEL in table.index and REFERENCE in table.index:
+        numbers = table.apply(pd.to_numeric, errors="coerce")
+        difference = (numbers.loc[MODEL] - numbers.loc[REFERENCE]).rename("model − reference")
+        table = pd.concat([table, difference.to_frame().T])
+    return table

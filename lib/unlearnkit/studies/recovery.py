@@ -13,7 +13,7 @@ about ``quant_regime_share`` of an NF4 bin, as a large model's do under unlearni
 3. **quantisation**: each scheme, forget scores after; both forms of Q; bucket crossing against the target;
 4. **input probes**: prefill, paraphrase, in-context shots, each beside the retain model under the same probe.
 
-The findings (:func:`findings`) test the literature's claims on this run, judged over seeds by notebook 09.
+The findings (:func:`findings`) test the literature's claims on this run, judged over seeds by notebook 10.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import attacks, config, models, pipeline, runs, workers
+from .. import attacks, config, models, pipeline, runs, stations, workers
 from ..claims import ATTACKS, NO_TEST, Finding, Quantity, outcome_of
 from ..config import Params
 from ..data.tofu import holdout_split_for
 
 #: Bump when what :func:`attack_model` computes changes (its cache key).
-ROBUSTNESS_VERSION = "2"
+ROBUSTNESS_VERSION = "3"
 TARGET, RETAIN, UNLEARNED, REGIME_MATCHED = "target", "retain (control)", "unlearned (02)", "regime-matched"
 #: A recovery counts when forget ROUGE-L (or RTT accuracy) rises by more than this over the control's.
 RECOVERY_MARGIN = 0.1
@@ -132,28 +132,34 @@ def _attack(params: Params, folder: str, data: Mapping[str, list]) -> dict[str, 
     loaded = models.load_model(folder, dtype="float32", template=None)
     model, tokenizer, template = loaded[:3]
     scored, holdout = data["scored"], data["holdout"]
-    out: dict[str, Any] = {"before": attacks.forget_scores(loaded, scored, holdout, params)}
-    relearned, curve, recipe = attacks.relearn(
-        loaded, data["relearn"], params, params.forget_split,
-        score=lambda m: attacks.greedy_rouge(m, tokenizer, template, scored, params), every=params.relearn_curve_every)
-    out["relearn"] = {"after": attacks.forget_scores((relearned, tokenizer, template), scored, holdout, params),
-                      "curve": curve, "recipe": recipe}
+    with stations.step("before any attack"):
+        out: dict[str, Any] = {"before": attacks.forget_scores(loaded, scored, holdout, params)}
+    with stations.step("relearning"):
+        relearned, curve, recipe = attacks.relearn(
+            loaded, data["relearn"], params, params.forget_split,
+            score=lambda m: attacks.greedy_rouge(m, tokenizer, template, scored, params),
+            every=params.relearn_curve_every)
+        out["relearn"] = {"after": attacks.forget_scores((relearned, tokenizer, template), scored, holdout, params),
+                          "curve": curve, "recipe": recipe}
     del relearned
     facts = data["facts"]
     not_run = attacks.rtt_unavailable(facts)
     if not_run is None:
         folds = attacks.rtt_folds(facts, params.rtt_folds)
-        out["rtt"] = attacks.held_out_relearning(loaded, facts, folds,
-                                                 list(range(min(params.rtt_held_out, len(folds)))),
-                                                 params.rtt_lr_grid, params)
+        with stations.step("held-out facts (RTT)"):
+            out["rtt"] = attacks.held_out_relearning(loaded, facts, folds,
+                                                     list(range(min(params.rtt_held_out, len(folds)))),
+                                                     params.rtt_lr_grid, params)
     else:  # real TOFU: said, not faked with folds that leak
         out["rtt"], out["rtt_not_run"] = [], not_run
     out["quant"] = {}
     for scheme in params.quant_schemes:
-        quantised = attacks.fake_quantise(model, scheme)
-        out["quant"][scheme] = attacks.forget_scores((quantised, tokenizer, template), scored, holdout, params)
+        with stations.step(f"quantised {scheme}"):
+            quantised = attacks.fake_quantise(model, scheme)
+            out["quant"][scheme] = attacks.forget_scores((quantised, tokenizer, template), scored, holdout, params)
         del quantised
-    out["probes"] = attacks.probe(loaded, scored, data["retain_pool"], data["forget_pool"], params)
+    with stations.step("input probes"):
+        out["probes"] = attacks.probe(loaded, scored, data["retain_pool"], data["forget_pool"], params)
     return out
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 from .. import results, runs
 from ..claims import bootstrap_interval
 from ..config import Params
-from .seed_spread import (  # noqa: F401 (the names notebook 09, the README and benchmarks reach here)
+from .seed_spread import (  # noqa: F401 (the names notebook 10, the README and benchmarks reach here)
     SPREAD_TOLERANCE,
     against_the_rest,
     outcome_changes,
@@ -115,10 +115,11 @@ PAIRS = (Pair("simnpo", "npo", "forget quality",
 
 def method_values(params: Params, seeds: Sequence[int]) -> pd.DataFrame:
     """One row per (seed, method): each registered metric's value from notebook 02's metrics.json of that seed (runs
-    that are not methods of ``params.methods``, e.g. extra settings, are left out)."""
+    that are not methods of ``params.methods``, e.g. extra settings, are left out, and so is a run whose file is
+    unreadable: the rankings compare the methods every seed can show)."""
     rows = []
     for seed in seeds:
-        for run, metrics in results.of(params.replace(seed=int(seed))).unlearning_runs().items():
+        for run, metrics in results.of(params.replace(seed=int(seed))).unlearning_runs(readable=True).items():
             if run not in params.methods or run not in metrics:
                 continue
             rows.append({"seed": int(seed), "method": run,
@@ -257,13 +258,17 @@ def spread(values: pd.DataFrame) -> pd.DataFrame:
 
 
 def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
-    """Everything the seed study reports on ``seeds`` of the profile of ``params``, as plain data (what notebook 09
-    stores with the summary): the registered threshold and pairs, τ per metric, the pair tests, each method's spread."""
+    """Everything the seed study reports on ``seeds`` of the profile of ``params``, as plain data (what notebook 10
+    stores with the summary): the registered threshold and pairs, τ per metric, the pair tests, each method's spread,
+    and the meta-evaluation of metrics over the seeds that ran notebook 09 (:func:`metric_trust`)."""
     values = method_values(params, seeds)
     used = complete(values) if len(values) else values
     out: dict[str, Any] = {"seeds": sorted(int(s) for s in used["seed"].unique()) if len(used) else [],
                            "methods": sorted(used["method"].unique()) if len(used) else [],
                            "tau_stable": TAU_STABLE, "pair_level": PAIR_LEVEL}
+    from .trust import seed_tables  # the meta-evaluation of metrics over the same seeds (#57)
+
+    out["metric_trust"] = metric_trust(seed_tables(params.profile, seeds))
     if len(out["seeds"]) < 2:
         out["note"] = "fewer than two seeds with notebook 02's runs: nothing to compare"
         return out
@@ -381,7 +386,7 @@ def shares_by_metric(values: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
-    """The registered pairs as a reader's table (notebook 09)."""
+    """The registered pairs as a reader's table (notebook 10)."""
     rows = []
     for r in result.get("pairs", []):
         if not r.get("seeds"):
@@ -394,3 +399,36 @@ def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
                                                          f"[{r['low']:+.3g}, {r['high']:+.3g}]",
                      "outcome": r["outcome"], "the paper's reason": r["source"]})
     return pd.DataFrame(rows)
+
+
+def metric_trust(tables: Mapping[int, pd.DataFrame]) -> dict[str, Any]:
+    """The meta-evaluation of metrics over seeds (notebook 09 on each seed, :func:`.trust.seed_tables`): per metric and quantity the mean with its 95 % t-interval over the seeds that
+    measured it (:func:`unlearnkit.judge.t_interval`, cut to the quantities' range [0, 1]); each seed's ranking of the metrics by :data:`RANKED_BY`
+    (1 best), each metric's mean, best and worst rank, and the rankings' agreement over seeds, Kendall's W with its
+    Friedman p (the seed study's tool), over the metrics ranked on every seed."""
+    from ..judge import t_interval
+    from .trust import OVER_SEEDS, POOL_METRICS, RANKED_BY
+
+    if not tables:
+        return {"seeds": [], "note": "no seed holds notebook 09's results"}
+    metrics = [m for m in POOL_METRICS if any(m in t.index for t in tables.values())]
+    rows = []
+    for m in metrics:
+        row: dict[str, Any] = {"metric": m}
+        for q in OVER_SEEDS:
+            values = [float(t.loc[m, q]) for t in tables.values() if m in t.index and q in t.columns]
+            mean, low, high = t_interval(values)
+            # every quantity here is an AUC, a share or a harmonic mean of them: the interval is cut to [0, 1]
+            row[q] = {"mean": mean, "low": max(low, 0.0) if np.isfinite(low) else low,
+                      "high": min(high, 1.0) if np.isfinite(high) else high, "seeds": int(np.isfinite(values).sum())}
+        rows.append(row)
+    wide = pd.DataFrame({s: t[RANKED_BY] for s, t in tables.items() if RANKED_BY in t.columns}).reindex(metrics)
+    ranks = wide.rank(ascending=False, method="average")
+    complete = ranks.dropna()
+    w, p = kendall_w(complete) if complete.shape[1] >= 2 else (float("nan"), float("nan"))
+    for row in rows:
+        r = ranks.loc[row["metric"]].dropna()
+        row["rank"] = ({"mean": float(r.mean()), "best": float(r.min()), "worst": float(r.max()), "seeds": len(r)}
+                       if len(r) else None)
+    return {"seeds": sorted(tables), "ranked_by": RANKED_BY, "metrics": rows, "kendall_w": w, "friedman_p": p,
+            "ranked_on_every_seed": list(complete.index)}

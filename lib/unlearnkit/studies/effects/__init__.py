@@ -7,7 +7,7 @@ and the reasons a precondition is unmet (:class:`unlearnkit.judge.SeedResult`). 
 and no notebook judges: a change to a claim's reading needs no rerun, only ``runner aggregate``.
 
 One module per notebook the claims read: :mod:`.unlearning` (01, 02), :mod:`.calibration` (03), :mod:`.formats`
-(04), :mod:`.sampling` (05-07), :mod:`.recovery` (08).
+(04), :mod:`.sampling` (05-07), :mod:`.recovery` (08), :mod:`.trust` (09).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ... import judge, registry, results
 from ...judge import NOT_TESTABLE, ClaimVerdict
 from ...registry import Claim, Registry
 from ...results import SeedResults
-from . import calibration, formats, recovery, sampling, unlearning  # noqa: F401  (each registers its claims)
+from . import calibration, formats, recovery, sampling, trust, unlearning  # noqa: F401  (each registers its claims)
 from .base import EXTRACTORS, NotTestable, effect_on_seed
 
 

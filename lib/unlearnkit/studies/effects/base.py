@@ -118,7 +118,7 @@ def target_gate(seed: SeedResults) -> str:
 
 #: The claims not about an unlearned model, so not gated on the target's regime (the aligned models of notebook 07
 #: come from their own complying model).
-UNGATED = ("scholten.sampling_toxicity_exceeds_greedy",)
+UNGATED = ("scholten.sampling_toxicity_exceeds_greedy", "scholten.greedy_underestimates_toxicity")
 
 
 def effect_on_seed(claim: Claim, seed: SeedResults) -> SeedResult:
@@ -134,7 +134,7 @@ def effect_on_seed(claim: Claim, seed: SeedResults) -> SeedResult:
     except NotTestable as e:
         return result(claim, seed, None, reason=str(e))
     except results.CorruptResult as e:
-        return result(claim, seed, None, reason=f"unreadable: {e.notebook}/{e.file} is not valid JSON")
+        return result(claim, seed, None, reason=f"unreadable {e.notebook}/{e.file}: {e.reason}")
     except results.MissingResult as e:
         return result(claim, seed, None, reason=f"not run: {e.notebook}/{e.file}")
 

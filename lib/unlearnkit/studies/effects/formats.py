@@ -112,3 +112,30 @@ def comprehension_decline(claim: Claim, seed: SeedResults):
     units = [unit(claim, run, target - formats[run]["retain"][key], values={"retain comprehension": formats[run]["retain"][key]})
              for run in runs_ if finite(formats[run].get("retain", {}).get(key))]
     return pooled(claim, seed, units, values={"target's retain comprehension": target})
+
+
+#: Fewest runs whose rankings can be compared.
+MIN_RUNS = 5
+
+
+@extractor("joshi.single_format_unreliable")
+def single_format_unreliable(claim: Claim, seed: SeedResults):
+    """Per informative format, Kendall's tau-b between the runs' ranking by R in Q&A and by R in that format (how
+    much of the target's gain each run keeps); a low tau: which run "forgot more" in Q&A says little in the other."""
+    from scipy.stats import kendalltau
+
+    formats, informative, qa, runs_ = _read(seed)
+    if not informative:
+        raise NotTestable("no format is informative (the target beats the base model by 0.1 on none)")
+    names = [r for r in runs_ if finite(qa[r])]
+    if len(names) < MIN_RUNS:
+        raise NotTestable(f"{len(names)} unlearning runs scored in notebook 04")
+    units = []
+    for f in informative:
+        other = [_r(formats, run, f) for run in names]
+        tau = float(kendalltau([qa[r] for r in names], other).statistic)
+        if not finite(tau):
+            units.append(Unit(f, None, "not testable", "every run scores the same in one of the two formats"))
+            continue
+        units.append(unit(claim, f, tau, values={"runs": len(names)}))
+    return pooled(claim, seed, units, values={"informative formats": ", ".join(informative)})

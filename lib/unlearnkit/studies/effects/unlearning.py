@@ -7,10 +7,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ... import runs
 from ...judge import CONSISTENT, INCONSISTENT, Unit
+from ...metrics.tofu import ks_statistic
 from ...pipeline.evaluate import matched_level
 from ...registry import Claim
-from ...results import SeedResults
+from ...results import MissingResult, SeedResults
 from .base import (
     FORGET_QUALITY_LEVEL,
     MIA_MARGIN,
@@ -46,13 +48,80 @@ def _run(seed: SeedResults, run: str) -> dict[str, Any]:
     return found[run]
 
 
-def _matched(seed: SeedResults, run: str) -> dict[str, Any]:
-    matched = _run(seed, run)["meta"].get("matched")
+def _target_point(seed: SeedResults) -> dict[str, Any]:
+    """Step 0 of every unlearning run: the target as notebook 01 scored it (its KS statistic D against the retain
+    model from 01's stored truth ratios, None where they are not stored)."""
+    metrics, reference = before(seed)
+    target = metrics["target"]
+    point = {"step": 0, "forget_rouge": target["forget"]["rouge"], "model_utility": target["summary"].get("model_utility"),
+             "forget_quality": target["summary"].get("forget_quality"), "ks_statistic": None}
+    try:
+        ratios = seed.per_item(runs.FINETUNE)
+        point["ks_statistic"] = ks_statistic(ratios["target"]["forget"]["truth_ratio"],
+                                             ratios[reference]["forget"]["truth_ratio"])
+    except (MissingResult, KeyError, TypeError, ValueError):
+        pass
+    return point
+
+
+def _scored_points(seed: SeedResults, run: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every step of ``run`` scored on both forget ROUGE-L and the compared quantities, in step order: the target
+    (step 0), the step notebook 02 scored at matched forgetting (the first grid step whose trajectory ROUGE-L reached
+    the level) and the final step; and the run's ``matched`` record."""
+    found = _run(seed, run)
+    matched = found["meta"].get("matched")
     if matched is None:
         raise NotTestable(f"{run} has no scores at matched forgetting (notebook 02 ran before it stored them)")
-    if not matched.get("reached"):
-        raise NotTestable(f"{run}: {matched.get('reason') or 'never reached the matched level'}")
-    return matched
+    points = [_target_point(seed)]
+    if matched.get("reached"):
+        points.append({"step": matched["step"], **{k: matched.get(k) for k in _MATCHED_FIELDS}})
+    final_step = (matched.get("final") or {}).get("step")
+    if final_step is not None and all(p["step"] != final_step for p in points):
+        summary = found[run]["summary"]
+        points.append({"step": final_step, "forget_rouge": found[run]["forget"]["rouge"],
+                       "model_utility": summary.get("model_utility"), "forget_quality": summary.get("forget_quality"),
+                       "ks_statistic": matched["final"].get("ks_statistic")})
+    return sorted(points, key=lambda p: p["step"]), matched
+
+
+#: What a scored step holds beside its step: forget ROUGE-L and the quantities a matched comparison reads.
+_MATCHED_FIELDS = ("forget_rouge", "model_utility", "forget_quality", "ks_statistic")
+
+
+def _between(a: Any, b: Any, weight: float) -> float | None:
+    return a + weight * (b - a) if finite(a) and finite(b) else None
+
+
+def _matched(seed: SeedResults, run: str) -> dict[str, Any]:
+    """``run`` read at exactly the matched forget ROUGE-L level (#56 item 4): forget ROUGE-L and each compared
+    quantity interpolated linearly between the two scored steps that bracket the level (the last scored step above
+    it and the first at or below), forget quality in decades. Notebook 02 scores the compared quantities only at the
+    target (step 0), at its matched step and at the final step, so the bracket is usually step 0 to the matched step;
+    the first scored step below the level alone overshot it by up to 0.45 ROUGE-L, unequally between the compared
+    runs. A run with no scored step at or below the level is not testable, with its lowest scored ROUGE-L."""
+    points, matched = _scored_points(seed, run)
+    level = matched.get("level")
+    if not finite(level):
+        raise NotTestable(f"{run}: {matched.get('reason') or 'no matched level'}")
+    for a, b in zip(points, points[1:]):
+        if finite(a["forget_rouge"]) and finite(b["forget_rouge"]) and a["forget_rouge"] > level >= b["forget_rouge"]:
+            weight = (a["forget_rouge"] - level) / (a["forget_rouge"] - b["forget_rouge"])
+            out = {"level": level, "bracket": (a["step"], b["step"]), "weight": weight,
+                   **{k: _between(a[k], b[k], weight) for k in ("forget_rouge", "model_utility", "ks_statistic")}}
+            decades = [math.log10(max(p["forget_quality"], P_FLOOR)) if finite(p["forget_quality"]) else None
+                       for p in (a, b)]
+            out["log10_forget_quality"] = _between(*decades, weight)
+            return out
+    scored = [p for p in points if finite(p["forget_rouge"])]
+    lowest = min(scored, key=lambda p: p["forget_rouge"]) if scored else None
+    raise NotTestable(f"{run}: {matched.get('reason') or 'no scored step reaches the matched level'}"
+                      if lowest is None or lowest["step"] == 0 else
+                      f"{run}: no scored step at or below the matched forget ROUGE-L {level:.3f} (lowest "
+                      f"{lowest['forget_rouge']:.3f} at step {lowest['step']})")
+
+
+def _bracket(m: Mapping[str, Any]) -> str:
+    return f"steps {m['bracket'][0]}-{m['bracket'][1]}, weight {m['weight']:.2f}"
 
 
 @extractor("setup.target_in_regime")
@@ -131,8 +200,11 @@ def dpo_like_tofu(claim: Claim, seed: SeedResults):
 
 def _utility_at_matched(claim: Claim, seed: SeedResults, first: str, second: str):
     a, b = _matched(seed, first), _matched(seed, second)
+    if not (finite(a["model_utility"]) and finite(b["model_utility"])):
+        raise NotTestable("model utility not scored on both sides of the matched level")
     values = {f"{first} model utility at matched": a["model_utility"], f"{second} model utility at matched":
-              b["model_utility"], f"{first} step": a["step"], f"{second} step": b["step"], "matched level": a["level"]}
+              b["model_utility"], f"{first} interpolated": _bracket(a), f"{second} interpolated": _bracket(b),
+              "matched level": a["level"]}
     return result(claim, seed, a["model_utility"] - b["model_utility"], values=values)
 
 
@@ -151,32 +223,46 @@ def altpo_over_npo(claim: Claim, seed: SeedResults):
     return _utility_at_matched(claim, seed, "altpo", "npo")
 
 
+def _ks_at_matched(seed: SeedResults, run: str) -> dict[str, Any]:
+    m = _matched(seed, run)
+    if not finite(m["ks_statistic"]):
+        raise NotTestable(f"{run}: no KS statistic on both sides of the matched level (notebook 01's truth ratios "
+                          "not stored)")
+    return m
+
+
 @extractor("simnpo.beats_npo")
 def simnpo_over_npo(claim: Claim, seed: SeedResults):
     target_utility = _target_utility(seed)
-    a, b = _matched(seed, "simnpo"), _matched(seed, "npo")
+    a, b = _ks_at_matched(seed, "simnpo"), _ks_at_matched(seed, "npo")
     for run, m in (("simnpo", a), ("npo", b)):
         if not m["model_utility"] >= COLLAPSED * target_utility:
             raise NotTestable(f"{run} has collapsed at matched forgetting (utility {m['model_utility']:.2f})")
     values = {"npo KS D at matched": b["ks_statistic"], "simnpo KS D at matched": a["ks_statistic"],
-              "log10 forget quality simnpo - npo": math.log10(max(a["forget_quality"], P_FLOOR))
-              - math.log10(max(b["forget_quality"], P_FLOOR))}
+              "simnpo interpolated": _bracket(a), "npo interpolated": _bracket(b)}
+    if finite(a["log10_forget_quality"]) and finite(b["log10_forget_quality"]):
+        values["log10 forget quality simnpo - npo"] = a["log10_forget_quality"] - b["log10_forget_quality"]
     return result(claim, seed, b["ks_statistic"] - a["ks_statistic"], values=values)
 
 
 @extractor("ceu.claim")
 def ceu_best(claim: Claim, seed: SeedResults):
-    ceu = _matched(seed, "ceu")
+    ceu = _ks_at_matched(seed, "ceu")
     others = []
-    for run, metrics in seed.unlearning_runs().items():
-        matched = metrics["meta"].get("matched") or {}
-        if run != "ceu" and matched.get("reached") and finite(matched.get("ks_statistic")):
-            others.append(unit(claim, run, matched["ks_statistic"] - ceu["ks_statistic"],
-                               values={"KS D at matched": matched["ks_statistic"]}))
+    for run in seed.unlearning_runs():
+        if run == "ceu":
+            continue
+        try:
+            matched = _ks_at_matched(seed, run)
+        except NotTestable:
+            continue
+        others.append(unit(claim, run, matched["ks_statistic"] - ceu["ks_statistic"],
+                           values={"KS D at matched": matched["ks_statistic"], "interpolated": _bracket(matched)}))
     if not others:
         raise NotTestable("no other run reached the matched level")
     best = min(others, key=lambda u: u.values["KS D at matched"])
     return result(claim, seed, best.effect, others, values={"ceu KS D at matched": ceu["ks_statistic"],
+                                                            "ceu interpolated": _bracket(ceu),
                                                             "best other": best.name})
 
 

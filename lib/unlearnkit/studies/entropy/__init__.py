@@ -24,6 +24,7 @@ from ... import runs  # noqa: F401 (the run store, as tests reach it)
 from .measures import (  # noqa: F401
     adaptive_sweep,
     diversity,
+    diversity_rows,
     ed_score,
     entropy_along,
     entropy_along_runs,

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from ... import bounds, models, runs, stations, workers
 from ...config import Params
 from ...metrics import scored as sampled_scores
-from ...metrics.entropy import answer_entropy
+from ...metrics.entropy import answer_measures
 from ...metrics.sampling import SampledScores, adaptive_view, sampling_settings
 from ...metrics.tofu import evaluate_tofu, tofu_eval_splits
 from .plan import DIVERSITY_ROLES, ENTROPY_VERSION, SweepPoint, model_folders
@@ -61,8 +61,9 @@ def _ou_options(params: Params) -> dict[str, str]:
 
 def entropy_along(params: Params, run: str, forget: Sequence[Mapping[str, Any]],
                   retain: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Fig. 5b: the mean answer entropy on forget and on retain questions at step 0 (the target) and at every step
-    kept along an unlearning run. Cached by the kept models' identities."""
+    """Fig. 5b: the mean answer entropy and token confidence (:func:`unlearnkit.metrics.entropy.answer_measures`) on
+    forget and on retain questions at step 0 (the target) and at every step kept along an unlearning run; columns
+    forget, retain (entropy), forget_confidence, retain_confidence. Cached by the kept models' identities."""
     steps = [(0, runs.model_dir(params, "target")), *runs.trajectory_steps(params, run)]
 
     def measure() -> list[dict[str, Any]]:
@@ -70,13 +71,15 @@ def entropy_along(params: Params, run: str, forget: Sequence[Mapping[str, Any]],
         for step, folder in tqdm(steps, desc=f"entropy along {run}", disable=not stations.show_progress()):
             model, tokenizer, template = models.load_model(folder, dtype="float32", template=None)
             with models.cpu_threads(model):
-                records.append({"step": step,
-                                "forget": answer_entropy(model, tokenizer, template, forget, params.eval_batch_size),
-                                "retain": answer_entropy(model, tokenizer, template, retain, params.eval_batch_size)})
+                found = {role: answer_measures(model, tokenizer, template, rows_, params.eval_batch_size)
+                         for role, rows_ in (("forget", forget), ("retain", retain))}
+                records.append({"step": step, "forget": found["forget"]["entropy"], "retain": found["retain"]["entropy"],
+                                "forget_confidence": found["forget"]["confidence"],
+                                "retain_confidence": found["retain"]["confidence"]})
         return records
 
     depends_on = {"steps": [runs.model_identity(f) for _, f in steps], "forget": [r["question"] for r in forget],
-                  "retain": [r["question"] for r in retain]}
+                  "retain": [r["question"] for r in retain], "measures": ["entropy", "confidence"]}
     records = runs.cached_json(params, runs.ENTROPY, f"entropy-{run}", depends_on, measure, ENTROPY_VERSION)
     return pd.DataFrame(records).set_index("step")
 
@@ -91,32 +94,47 @@ def entropy_along_runs(params: Params, run_names: Sequence[str], forget: Sequenc
     return dict(zip(names, found))
 
 
-def diversity(params: Params, run_names: Sequence[str], source) -> pd.DataFrame:
+def diversity_rows(params: Params, source, role: str) -> list[dict[str, Any]]:
+    """The ``eo_diversity_items`` questions of one evaluation set (a role of :data:`DIVERSITY_ROLES`), evenly spaced."""
+    return sampled_scores.evenly_spaced(source.load(tofu_eval_splits(params.forget_split)[role][1]),
+                                        params.eo_diversity_items)
+
+
+def diversity(params: Params, run_names: Sequence[str], source, c_t: float | None = None) -> pd.DataFrame:
     """Fig. 5a: mean self-BLEU of each run's samples on ``eo_diversity_items`` questions of retain, real authors
     and world facts (1 = all samples identical). Rows: runs; columns: sets. Every (set, run) side by side in up to
-    ``jobs`` worker processes."""
+    ``jobs`` worker processes. With ``c_t`` (the profile's ``adaptive_threshold``): the same samples under adaptive temperature at that c_T
+    (a question whose certainty exceeds it is answered greedily, all its answers one: self-BLEU 1;
+    :func:`unlearnkit.metrics.sampling.adaptive_view`, equal to sampling with adaptive temperature), from the same
+    cached samples."""
     settings = sampling_settings(params, "entropy")
-    files = tofu_eval_splits(params.forget_split)
     folders = model_folders(params, run_names)
     tasks = []
     for role in DIVERSITY_ROLES:
-        rows = sampled_scores.evenly_spaced(source.load(files[role][1]), params.eo_diversity_items)
+        rows = diversity_rows(params, source, role)
         tasks += [(run, folders[run], rows, settings, f".{role}") for run in run_names]
     scored = sampled_scores.score_many(params, tasks, runs.ENTROPY)
-    return pd.DataFrame({role: {run: float(np.nanmean(r.self_bleu)) for run, r in found.results.items()}
+
+    def self_bleu(r: SampledScores) -> float:
+        view = r if c_t is None else adaptive_view(r, c_t).scores
+        return float(np.nanmean(view.self_bleu))
+
+    return pd.DataFrame({role: {run: self_bleu(r) for run, r in found.results.items()}
                          for role, found in zip(DIVERSITY_ROLES, scored)})
 
 
-def temperature_sweep(params: Params, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> dict[float, dict[str, SampledScores]]:
+def temperature_sweep(params: Params, run_names: Sequence[str], rows: Sequence[Mapping[str, Any]],
+                      tag: str = "") -> dict[float, dict[str, SampledScores]]:
     """Fig. 4b: the same models sampled at each temperature of ``eo_temperatures`` -> {T: {run: scores}}; every
-    (temperature, run) side by side in up to ``jobs`` worker processes."""
+    (temperature, run) side by side in up to ``jobs`` worker processes. ``tag`` names the question set in the cache
+    (``.retain``: the retain questions of :func:`diversity`, whose samples at the profile's temperature it reuses)."""
     folders = model_folders(params, run_names)
     temperatures = [float(t) for t in dict.fromkeys(params.eo_temperatures)]
     tasks = []
     for temperature in temperatures:
         settings = sampling_settings(params, "entropy", temperature)
-        tag = "" if temperature == float(params.sample_temperature) else f".T{temperature:g}"
-        tasks += [(run, folders[run], rows, settings, tag) for run in run_names]
+        suffix = "" if temperature == float(params.sample_temperature) else f".T{temperature:g}"
+        tasks += [(run, folders[run], rows, settings, tag + suffix) for run in run_names]
     scored = sampled_scores.score_many(params, tasks, runs.ENTROPY)
     return {temperature: found.results for temperature, found in zip(temperatures, scored)}
 

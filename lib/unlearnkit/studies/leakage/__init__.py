@@ -37,7 +37,9 @@ from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as n
     score_saved_model,
 )
 from .keyword import (  # noqa: F401
+    REGIME,
     hp_leakage,
+    hp_model_of,
     hp_rows,
     hp_table,
     keyword_questions_label,

@@ -45,10 +45,11 @@ def keyword_prefix_comparison(plain: KeywordQA, prefixed: KeywordQA) -> pd.DataF
 
 def run_meta(named_models: Mapping[str, str | Path], reference: str | None, settings: Mapping[str, Any],
              rows: Sequence[Mapping[str, Any]], scored: Scored, verdict: RegimeVerdict | str,
-             chosen: Mapping[str, RegimeModel] | None = None) -> dict[str, Any]:
+             chosen: Mapping[str, RegimeModel] | None = None, coverage: AtomCoverage | None = None) -> dict[str, Any]:
     """What metrics.json records beside the parameters: the models (a kept step by its folder under the run
     store), the retain model, the sampling settings, the questions, the seconds spent scoring, the models of the
-    paper's regime, the verdict and the findings (:func:`findings`)."""
+    paper's regime, the verdict and the findings (:func:`findings`), and the Monte Carlo coverage of the std bound
+    (:func:`atom_at_zero_coverage`, for scholten.m_sigma_coverage)."""
     def shown(model: str | Path) -> str:
         if isinstance(model, Path) and model.resolve().is_relative_to(paths.RUNS):
             return str(model.resolve().relative_to(paths.RUNS))
@@ -66,6 +67,9 @@ def run_meta(named_models: Mapping[str, str | Path], reference: str | None, sett
         meta["regime"] = {label: {"run": m.run, "step": m.step, "reached": m.reached,
                                   "greedy_leak_rate": m.greedy_leak_rate, "reference_rate": m.reference_rate,
                                   "retain_rouge": m.retain_rouge} for label, m in chosen.items()}
+    if coverage is not None:
+        meta["m_sigma_coverage"] = {**coverage.coverage(), "true_sd": coverage.true_sd, "n": coverage.n,
+                                    "trials": len(coverage.paper), "alpha": coverage.alpha, "atom": coverage.atom}
     return meta
 
 

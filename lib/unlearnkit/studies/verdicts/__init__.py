@@ -1,17 +1,17 @@
-"""Every notebook's findings, and their verdicts over training seeds (notebook 09 collects them).
+"""Every notebook's findings, and their verdicts over training seeds (notebook 10 collects them).
 
 Each notebook ends with :func:`show`, which prints its findings on this run (one training seed): the paper's
 claim, the deciding quantities with their thresholds, and this seed's outcome (holds, partly, fails). The studies
 judge their own findings when they run (``calibration.findings``, ``formats.findings``, ``leakage.findings``,
 ``entropy.findings``, ``alignment.findings``) and store them as data in their ``metrics.json``; notebooks 00-02
-are judged here against TOFU's and open-unlearning's expectations, from their stored results. Notebook 09 puts the
+are judged here against TOFU's and open-unlearning's expectations, from their stored results. Notebook 10 puts the
 findings of every seed present together and judges each by the one rule across seeds
 (:func:`unlearnkit.claims.judge_over_seeds`): nothing is parsed back from prose, nothing is typed.
 """
 
 from __future__ import annotations
 
-from ...claims import (  # noqa: F401 (the names of __all__, and notebook 09's verdicts.counts)
+from ...claims import (  # noqa: F401 (the names of __all__, and notebook 10's verdicts.counts)
     FACT,
     FAILS,
     HOLDS,

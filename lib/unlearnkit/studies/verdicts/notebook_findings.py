@@ -176,10 +176,16 @@ def _stored(metrics: Mapping[str, Any], params: Params) -> list[Finding]:
     return [Finding.from_dict(f) for f in meta[FINDINGS_KEY]]
 
 
+def _none_yet(metrics: Mapping[str, Any], params: Params) -> list[Finding]:
+    """Notebook 09 (which metric to trust) tests no claim yet: its papers' claims are registered with the claims
+    issue (#57, item 4)."""
+    return []
+
+
 _BY_NOTEBOOK: dict[str, Callable[[Mapping[str, Any], Params], list[Finding]]] = {
     runs.DATA_TOUR: _data_tour, runs.FINETUNE: _finetune, runs.UNLEARNING: _unlearning, runs.CONTROLS: _stored,
     runs.FORMATS: _stored, runs.LEAKAGE: _stored, runs.ENTROPY: _stored, runs.ALIGNMENT: _stored,
-    runs.ROBUSTNESS: _stored}
+    runs.ROBUSTNESS: _stored, runs.METRIC_TRUST: _none_yet}
 
 
 def of_notebook(params: Params, notebook: str, metrics: Mapping[str, Any] | None = None) -> list[Finding]:

@@ -1,5 +1,5 @@
-"""Judging over training seeds (notebook 09): the seeds with results, every finding of each judged by the one rule
-(:func:`unlearnkit.claims.judge_all`), and the summary notebook 09 stores (runs/<profile>/findings.json, and
+"""Judging over training seeds (notebook 10): the seeds with results, every finding of each judged by the one rule
+(:func:`unlearnkit.claims.judge_all`), and the summary notebook 10 stores (runs/<profile>/findings.json, and
 docs/findings.json on the default profile)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ...claims import Finding, Verdict, counts, judge_all
 from ...config import Params
 from .notebook_findings import of_seed
 
-# --------------------------------------------------------------------------- over training seeds (notebook 09)
+# --------------------------------------------------------------------------- over training seeds (notebook 10)
 
 
 def seeds_with_results(profile: str) -> list[int]:
@@ -54,7 +54,7 @@ RULE = ("Per finding, k of the n seeds on which it was tested hold and f fail; r
 
 def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, Any] | None = None,
             claims: Sequence[Any] | None = None) -> dict[str, Any]:
-    """What notebook 09 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
+    """What notebook 10 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
     schema version, the seeds, the registered claims judged over them (``claims``: their ClaimVerdicts, read with the
     registry by :mod:`unlearnkit.report.claims`), the claims not testable here, and the former findings with the
     former rule, counts, per-seed outcomes and values, k, n and intervals, so that each verdict can be recomputed
@@ -73,6 +73,10 @@ def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, 
            "rule": RULE, "counts": counts(verdicts), "findings": [v.as_dict() for v in verdicts]}
     if seed_study is not None:
         out["seed_study"] = dict(seed_study)
+    if claims is not None and profile == "default":  # the registry is frozen on the default profile's seeds only
+        from ..effects import freeze
+
+        out["freeze"] = freeze.status(claims)
     return out
 
 

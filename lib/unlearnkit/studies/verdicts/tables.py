@@ -1,5 +1,5 @@
 """What a reader sees of the findings: a notebook's own findings printed (:func:`show`, every notebook's last cell),
-and notebook 09's cross-paper table, the overview's tiles, the front page's story and the figures the findings
+and notebook 10's cross-paper table, the overview's tiles, the front page's story and the figures the findings
 point at."""
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ def text(found: Sequence[Finding]) -> str:
     for f in found:
         seed = f"seed {f.seed}" if f.seed is not None else "this run"
         blocks.append(f"{f.paper}\n  paper:    {f.claim}\n  {seed + ':':<9} {f.reading}\n  outcome:  {f.outcome.upper()} "
-                      f"(one seed; the verdict over seeds is notebook 09's)")
+                      f"(one seed; the verdict over seeds is notebook 10's)")
     return "\n\n".join(blocks)
 
 
-# --------------------------------------------------------------------------- over training seeds (notebook 09)
+# --------------------------------------------------------------------------- over training seeds (notebook 10)
 
 
 def table(verdicts: Sequence[Verdict], own_seed: int | None = None,
