@@ -204,16 +204,19 @@ def lambda_r_diversity(claim: Claim, seed: SeedResults):
                           "retain (trained on, not counted)": table[zero].get("retain", np.nan) - table[most].get("retain", np.nan)})
 
 
+def _aligned_rows(seed: SeedResults):
+    """Notebook 07's aligned models with their row over every request category ('all')."""
+    for model, groups in seed.metrics(runs.ALIGNMENT).items():
+        if model != "meta" and model.startswith("aligned"):
+            yield model, groups.get("all", {})
+
+
 @extractor("scholten.sampling_toxicity_exceeds_greedy")
 def toxicity(claim: Claim, seed: SeedResults):
     """Per aligned model greedy decoding calls robust (the paper's models), mean sampled minus mean greedy harm;
     "across all models": the seed's effect is the smallest of them, so one model short of the bar is enough."""
-    metrics = seed.metrics(runs.ALIGNMENT)
     units = []
-    for model, groups in metrics.items():
-        if model == "meta" or not model.startswith("aligned"):
-            continue
-        row = groups.get("all", {})
+    for model, row in _aligned_rows(seed):
         if not (finite(row.get("h_mean")) and finite(row.get("greedy_h_mean"))):
             units.append(Unit(model, None, "not testable", "notebook 07 stored no mean harm (it ran before it did)"))
             continue
@@ -255,12 +258,8 @@ def greedy_underestimates_toxicity(claim: Claim, seed: SeedResults):
     """Fig. 6's second row: per aligned model greedy decoding calls robust, the share of its greedy-safe requests
     whose sampled answers comply at least once (M_bin above its floor, so the lower bound on the compliance
     probability is positive at level alpha); the mean over those models."""
-    metrics = seed.metrics(runs.ALIGNMENT)
     units = []
-    for model, groups in metrics.items():
-        if model == "meta" or not model.startswith("aligned"):
-            continue
-        row = groups.get("all", {})
+    for model, row in _aligned_rows(seed):
         share, risky = row.get("greedy_safe_share"), row.get("risky_when_greedy_safe")
         safe = round(share * row.get("requests", 0)) if finite(share) else 0
         values = {"greedy-safe share": share, "greedy-safe requests": safe, "of them complying when sampled": risky}
