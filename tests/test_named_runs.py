@@ -16,13 +16,16 @@ from unlearnkit import config, paths, runner
 #: once since: #57 adds the P/N pool keys before the claims issue's rerun (pool_variants, pool_lrs, pool_epochs,
 #: pool_items, appended last, every earlier key and value unchanged). Dict order included: metrics.json records the
 #: parameters in this order and cache keys hash the resolved settings, so a profile that resolves to other bytes would
-#: change the committed results.
+#: change the committed results. A new profile adds its own pin, computed when it was added (paper-llama and
+#: paper-llama-dry: #61 item 5, every earlier pin unchanged).
 RESOLVED = {
     "default": "8f6ea2f99bad33bb984889d76ec2ac703542d2b6f5b31e573e849e6eb56da888",
     "eval-tiny": "6fc2104141bf1f9255172f168001d3116401e1818fb6d7ee6eed5b77d3f0966c",
     "paper": "4d76ae7546b8cdce564fdf8b573b3494c5f954e494a01ee91101d2cb0b9a18fa",
     "paper-dry": "a6192f162184d513c43ab091fe4ace4e7c80c3232bce0799bd8f652f2b8fe1c1",
     "paper-dry-lora": "0fe2e8b3f1c3060fa993727be5c4294e5a22a8c79be564a8b93bb3620ddfb334",
+    "paper-llama": "c1d2dab3f7c01489a2bb3e882309530ebc12498633b1925fc560699f29ae86b9",
+    "paper-llama-dry": "b1794128c8dfe5e160dd44b161bdfad040e409f5cfa6f19de708754a9ff92d3b",
     "smoke": "4829cf01d0e4afe66ab637e6fbf84713468e40feab3a9a9c14240e33a1187acc",
     "tofu-local": "b13528b363e3a02aa1679e69eda66245da1bed0c798277c543330519d7835f09",
 }
