@@ -33,7 +33,7 @@ $(foreach kv,$(shell python3 lib/unlearnkit/machine.py 2>/dev/null),$(eval expor
 help: ## list the targets
 	@echo "Machine-unlearning workbook. Quickstart: 'make all' runs everything, 'make test' tests it."
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry (default: default), NB=00..10 (make notebook),"
+	@echo "Variables: PROFILE=smoke|default|tofu-local|paper|paper-dry|paper-llama|paper-llama-dry (default: default), NB=00..10 (make notebook),"
 	@echo "           SEED=s (a training seed other than the profile's), SEEDS=\"0 1 2\" or 0-5 (make seeds)"
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)

@@ -18,13 +18,16 @@ from unlearnkit import config, paths, runner
 #: (the keyword Q&A asked of a model in the paper's regime, not of fully unlearned NPO), which default, eval-tiny and
 #: smoke resolve to, every other key and value unchanged. Dict order included: metrics.json records the
 #: parameters in this order and cache keys hash the resolved settings, so a profile that resolves to other bytes would
-#: change the committed results.
+#: change the committed results. A new profile adds its own pin, computed when it was added (paper-llama and
+#: paper-llama-dry: #61 item 5, every earlier pin unchanged).
 RESOLVED = {
     "default": "846ab6b1fa52d6df3a7be304a01d79ef24801a34e063ed5ea833443dd79008bd",
     "eval-tiny": "7f231f808a944dacaf8f6486a2604eb09a4cd4a24632633fc2e0403ff2f7f53c",
     "paper": "4d76ae7546b8cdce564fdf8b573b3494c5f954e494a01ee91101d2cb0b9a18fa",
     "paper-dry": "a6192f162184d513c43ab091fe4ace4e7c80c3232bce0799bd8f652f2b8fe1c1",
     "paper-dry-lora": "0fe2e8b3f1c3060fa993727be5c4294e5a22a8c79be564a8b93bb3620ddfb334",
+    "paper-llama": "c1d2dab3f7c01489a2bb3e882309530ebc12498633b1925fc560699f29ae86b9",
+    "paper-llama-dry": "b1794128c8dfe5e160dd44b161bdfad040e409f5cfa6f19de708754a9ff92d3b",
     "smoke": "b53fd9f61b4853de970cac027824fc03795aec8ddaa2de5d783e6462373c9663",
     "tofu-local": "b13528b363e3a02aa1679e69eda66245da1bed0c798277c543330519d7835f09",
 }

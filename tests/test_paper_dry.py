@@ -36,7 +36,8 @@ def test_the_profile_keeps_the_papers_settings_but_counts_sizes_and_models(param
                 "regime_runs", "eo_table_runs", "calibration_methods", "unlearn_schedule", "finetune_lr", "beta"):
         assert params[key] == paper[key], key
     assert params.dtype == "float32" and paper.dtype == "bfloat16"
-    assert set(pipeline.stand_ins_named(params)) == set(pipeline.STAND_IN_MODELS)
+    # every stand-in but paper-llama-dry's Llama 3.2 (tests/test_paper_llama_dry.py)
+    assert set(pipeline.stand_ins_named(params)) == set(pipeline.STAND_IN_MODELS) - {"Llama-3.2-1B-Instruct"}
 
 
 #: open-unlearning's runs of notebook 02 (issue #29): paper.yaml's method_settings replaces default's, so it must

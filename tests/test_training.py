@@ -362,6 +362,38 @@ def test_a_gpu_splits_the_global_batch_by_the_rule_and_records_it(small_corpus, 
     assert not close(tiny_model.lm_head.weight, on_gpu.lm_head.weight)  # and it did train
 
 
+def test_metrics_json_names_the_split_only_where_a_gpu_chose_it(small_corpus, tiny_tokenizer, tiny_model, template,
+                                                                tmp_path, monkeypatch):
+    """A model saved by a CPU run leaves every metrics.json as it was; one whose micro-batches a (patched) card chose
+    is named in each metrics.json of its seed with the split the training record holds (issue #61)."""
+    import copy
+
+    from unlearnkit import config, paths, runs
+    from unlearnkit.pipeline.store import _save
+
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
+    params = config.Params.load("smoke")
+    examples = _examples(small_corpus, tiny_tokenizer, template, 8)
+    pad = tiny_tokenizer.pad_token_id
+    on_a_card = torch.cuda.is_available()  # there the card's own rule chooses, and says so
+    plain = _fit(copy.deepcopy(tiny_model), examples, pad, tmp_path / "cpu", max_steps=1, batch_size=8)
+    _save(tiny_model, tiny_tokenizer, template, runs.model_dir(params, "target"), "k1", plain.history,
+          micro_batch=plain.micro_batch)
+    runs.write_metrics(params, "01_tofu_finetune", {"target": {"forget": {"rouge": 0.5}}})
+    meta = runs.read_metrics(params, "01_tofu_finetune")["meta"]
+    assert ("gpu_micro_batches" in meta) == on_a_card and runs.gpu_micro_batches(params) == (
+        {"target": plain.micro_batch} if on_a_card else {})
+
+    _on_a_patched_gpu(monkeypatch, _card_for(tiny_model, examples, fits=2))
+    split = _fit(copy.deepcopy(tiny_model), examples, pad, tmp_path / "gpu", max_steps=1, batch_size=8)
+    _save(tiny_model, tiny_tokenizer, template, runs.model_dir(params, "unlearned-npo"), "k2", split.history,
+          micro_batch=split.micro_batch)
+    runs.write_metrics(params, "02_unlearning_npo", {"npo": {"forget": {"rouge": 0.1}}})
+    chosen = runs.read_metrics(params, "02_unlearning_npo")["meta"]["gpu_micro_batches"]
+    assert chosen["unlearned-npo"] == split.micro_batch and split.micro_batch["grad_accum"] == 4
+    assert ("target" in chosen) == on_a_card
+
+
 def test_accumulation_weights_micro_batches_by_their_tokens(small_corpus, tiny_tokenizer, tiny_model, template,
                                                             tmp_path):
     """8 x 1, 4 x 2 and 1 x 8 as configured (no GPU rule): one update up to rounding, the micro-batches holding

@@ -30,10 +30,20 @@ TEMPLATES: dict[str, PromptTemplate] = {
     "vicuna": PromptTemplate("vicuna", "A chat between a curious user and an artificial intelligence assistant. "
                                        "The assistant gives helpful, detailed, and polite answers to the user's "
                                        "questions. USER: {question} ASSISTANT:"),
+    # Llama 3's chat format as open-unlearning (OU) writes it for its TOFU models (configs/model/Llama-3.2-1B-Instruct
+    # .yaml: apply_chat_template false, a fixed system prompt, no knowledge-date lines, so the prompt never depends on
+    # the day). OU's text begins with <|begin_of_text|> and its tokenizer call adds the tokenizer's BOS before it; a
+    # Llama 3 tokenizer says add_bos_token False (transformers 5), so encode_prompt adds none, and the text holds both:
+    # the same token ids as OU's, two BOS included (tests/test_paper_llama_dry.py).
+    "llama3-ou": PromptTemplate("llama3-ou", "<|begin_of_text|><|begin_of_text|><|start_header_id|>system"
+                                             "<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
+                                             "<|start_header_id|>user<|end_header_id|>\n\n{question}<|eot_id|>"
+                                             "<|start_header_id|>assistant<|end_header_id|>\n\n"),
 }
-#: Family substrings of Hub names and the template used for them (TOFU's for Llama-2 and Phi).
-_FAMILY_TEMPLATES = (("llama-2", "llama2-chat"), ("llama2", "llama2-chat"), ("vicuna", "vicuna"),
-                     ("mistral", "llama2-chat"), ("phi", "phi"))
+#: Family substrings of Hub names and the template used for them (TOFU's for Llama-2 and Phi, open-unlearning's for
+#: Llama 3: "llama-3." and "llama-3-" name Llama 3 models, and not LLaMA-1's 30B).
+_FAMILY_TEMPLATES = (("llama-2", "llama2-chat"), ("llama2", "llama2-chat"), ("llama-3.", "llama3-ou"),
+                     ("llama-3-", "llama3-ou"), ("vicuna", "vicuna"), ("mistral", "llama2-chat"), ("phi", "phi"))
 
 
 def template_for(name_or_path: str) -> PromptTemplate:

@@ -1,5 +1,6 @@
-"""Stand-ins of the paper's models for the ``paper-dry`` profile: small, randomly initialised models of each paper
-model's architecture and interface, built once per recipe under ``data/stand-ins/``."""
+"""Stand-ins of the paper models for the ``paper-dry`` and ``paper-llama-dry`` profiles: small, randomly
+initialised models of each paper model's architecture and interface, built once per recipe under
+``data/stand-ins/``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,24 @@ from .store import TINY, tiny_model_config
 STAND_INS = "data/stand-ins"
 #: Phi's tokenizer has one special token for beginning, end and unknown, and no padding token.
 PHI_SPECIAL_TOKENS = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>"}
+#: Llama-3.2-Instruct's tokenizer: <|begin_of_text|> begins, <|eot_id|> ends a turn and is its EOS, no padding or
+#: unknown token, and the header marks of its chat format are special tokens too.
+LLAMA3_SPECIAL_TOKENS = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+LLAMA3_HEADER_TOKENS = ("<|start_header_id|>", "<|end_header_id|>")
+#: The kinds of stand-in tokenizer: its special tokens (None: the workbook's own) and further special tokens.
+TOKENIZER_KINDS: dict[str, tuple[dict[str, str] | None, tuple[str, ...]]] = {
+    "phi": (PHI_SPECIAL_TOKENS, ()), "meta": (None, ()), "llama3": (LLAMA3_SPECIAL_TOKENS, LLAMA3_HEADER_TOKENS)}
+
+
+def _bos_as_llama3(tokenizer) -> None:
+    """Give ``tokenizer`` Llama 3's way with BOS: its tokenizer.json prepends <|begin_of_text|> in the post-processor
+    (so a call with special tokens adds it, as open-unlearning's does), while the loaded tokenizer reports
+    ``add_bos_token`` False (transformers 5), so the workbook's :func:`encode_prompt` adds none."""
+    from tokenizers import processors
+
+    bos = tokenizer.bos_token
+    tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 {bos}:1 $B:1", special_tokens=[(bos, tokenizer.bos_token_id)])
 #: One user turn in Mistral-Instruct's format, so the chat-template path (alignment_template: chat) is exercised.
 MISTRAL_CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
                          "[INST] {{ message['content'] }} [/INST]{% else %}{{ message['content'] }}{{ eos_token }}"
@@ -37,19 +56,21 @@ class StandIn(NamedTuple):
     template). Its folder is named like the paper model, so everything that reads a model's family from its name
     (prompt templates) treats it as it treats the real one."""
 
-    architecture: str  # phi | llama | mistral
-    phi_tokenizer: bool
+    architecture: str  # phi | llama | llama3 | mistral
+    tokenizer: str  # a kind of TOKENIZER_KINDS
     chat_template: str | None
     stands_for: str
 
 
 STAND_IN_MODELS: dict[str, StandIn] = {
-    "phi-1_5": StandIn("phi", True, None, "microsoft/phi-1_5, the model of TOFU and of the probabilistic paper"),
-    "Llama2-7b-WhoIsHarryPotter": StandIn("llama", False, None, "microsoft/Llama2-7b-WhoIsHarryPotter (notebook 05)"),
-    "vicuna-7b-v1.5": StandIn("llama", False, None, "lmsys/vicuna-7b-v1.5 (notebook 07, Vicuna's own template)"),
-    "Mistral-7B-Instruct-v0.3": StandIn("mistral", False, MISTRAL_CHAT_TEMPLATE,
+    "phi-1_5": StandIn("phi", "phi", None, "microsoft/phi-1_5, the model of TOFU and of the probabilistic paper"),
+    "Llama2-7b-WhoIsHarryPotter": StandIn("llama", "meta", None, "microsoft/Llama2-7b-WhoIsHarryPotter (notebook 05)"),
+    "vicuna-7b-v1.5": StandIn("llama", "meta", None, "lmsys/vicuna-7b-v1.5 (notebook 07, Vicuna's own template)"),
+    "Mistral-7B-Instruct-v0.3": StandIn("mistral", "meta", MISTRAL_CHAT_TEMPLATE,
                                         "mistralai/Mistral-7B-Instruct-v0.3 (notebook 07, its chat template)"),
-    "HarmBench-Llama-2-13b-cls": StandIn("llama", False, None, "cais/HarmBench-Llama-2-13b-cls (notebook 07's judge)"),
+    "HarmBench-Llama-2-13b-cls": StandIn("llama", "meta", None, "cais/HarmBench-Llama-2-13b-cls (notebook 07's judge)"),
+    "Llama-3.2-1B-Instruct": StandIn("llama3", "llama3", None, "meta-llama/Llama-3.2-1B-Instruct, open-unlearning's "
+                                     "TOFU model (paper-llama; prompted in open-unlearning's template, llama3-ou)"),
 }
 
 
@@ -98,16 +119,18 @@ def build_stand_ins(params: Params) -> dict[str, Path]:
     if state.is_main_process:
         todo = [n for n in names if _stand_in_recipe(folders[n]) != hashes[n]]
         texts = _stand_in_texts(source) if todo else []
-        trained: dict[bool, Any] = {}  # one tokenizer per kind of special tokens, copied per stand-in
+        trained: dict[str, Any] = {}  # one tokenizer per kind of special tokens, copied per stand-in
         for name in tqdm(todo, desc="stand-ins", disable=not stations.show_progress()):
             spec = STAND_IN_MODELS[name]
-            if spec.phi_tokenizer not in trained:
-                trained[spec.phi_tokenizer] = models.train_bpe_tokenizer(
-                    texts, vocab_size=params.tokenizer_vocab_size,
-                    special_tokens=PHI_SPECIAL_TOKENS if spec.phi_tokenizer else None)
-            tokenizer = copy.deepcopy(trained[spec.phi_tokenizer])  # a chat template must not reach the others
+            if spec.tokenizer not in trained:
+                special, extra = TOKENIZER_KINDS[spec.tokenizer]
+                trained[spec.tokenizer] = models.train_bpe_tokenizer(
+                    texts, vocab_size=params.tokenizer_vocab_size, special_tokens=special, extra_special_tokens=extra)
+            tokenizer = copy.deepcopy(trained[spec.tokenizer])  # a chat template must not reach the others
             if spec.chat_template:
                 tokenizer.chat_template = spec.chat_template
+            if spec.tokenizer == "llama3":
+                _bos_as_llama3(tokenizer)
             model = models.build_stand_in(spec.architecture, tokenizer, tiny_model_config(params), seed=params.corpus_draw)
             models.save_plain_model(model, tokenizer, folders[name])
             (folders[name] / "stand-in.json").write_text(json.dumps(

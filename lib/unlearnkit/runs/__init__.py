@@ -93,6 +93,7 @@ from .names import (  # noqa: F401
     unlearning_notebook,
 )
 from .result_files import (  # noqa: F401
+    gpu_micro_batches,
     has_metrics,
     notebook_dir,
     read_metrics,

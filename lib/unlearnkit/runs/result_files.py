@@ -30,7 +30,8 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
     :func:`unlearnkit.paths.writable`; never mirrored into ``results/``.
 
     ``results`` is ``{model: {split: {metric: value}}}``; a ``"meta"`` entry is added with the parameters,
-    the git revision and the package versions.
+    the git revision and the package versions, and ``gpu_micro_batches`` where a GPU chose a model's micro-batches
+    (:func:`gpu_micro_batches`; never on a CPU, whose files keep their bytes).
     """
     if "meta" in results:
         raise ValueError("'meta' is reserved in metrics.json; rename that model")
@@ -42,6 +43,7 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
         "parameters": dict(params),
         "git_revision": provenance.git_revision(),
         "packages": provenance.package_versions(),
+        **({"gpu_micro_batches": chosen} if (chosen := gpu_micro_batches(params)) else {}),
         **(extra_meta or {}),
     })
     if folder is not None:
@@ -51,6 +53,22 @@ def write_metrics(params: Params, notebook: str, results: Mapping[str, Any],
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n")
     if folder is None and notebook != FINDINGS:
         mirror(params, notebook, "metrics.json", payload)
+
+
+def gpu_micro_batches(params: Params) -> dict[str, dict[str, Any]]:
+    """The micro-batch split a GPU chose for each model of the seed's store, by model name: the ``micro_batch`` a
+    saved model's unlearnkit.json holds only where ``training.choose_micro_batches`` replaced the configured split on a
+    CUDA device (issue #61). Empty where none did (every CPU run); a recipe that does not read as JSON is passed over
+    here (loading that model refuses it)."""
+    chosen = {}
+    for recipe in sorted((store(params) / "models").glob("*/unlearnkit.json")):
+        try:
+            record = json.loads(recipe.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("micro_batch"), dict):
+            chosen[recipe.parent.name] = record["micro_batch"]
+    return chosen
 
 
 def _load_json(path: Path, notebook: str, params: Params) -> dict[str, Any]:
