@@ -247,7 +247,7 @@ def gpt2_evaluation(small_corpus, tiny_tokenizer, tmp_path_factory):
     folder = models.save_plain_model(build("gpt2", tiny_tokenizer, 0), tiny_tokenizer, tmp_path / "my-gpt2")
     reference = models.save_plain_model(build("gpt2", tiny_tokenizer, 1), tiny_tokenizer, tmp_path / "my-gpt2-retain")
     done = _runner_eval(["--model", str(folder), "--data", str(small_corpus.folder), "--reference", str(reference),
-                         "--template", "phi"], tmp_path)
+                         "--template", "phi", "--batch-size", "auto"], tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done, tmp_path
 
@@ -265,6 +265,10 @@ def test_runner_eval_of_a_gpt2_folder_runs_its_notebook_and_gives_a_report_page(
     assert {"forget", "summary", "sampled", "leak_at_k", "formats", "relearned", "quantised nf4"} <= set(got["model"])
     assert got["model"]["leak_at_k"]["ks"][0] == 1 and len(got["reference"]["leak_at_k"]["leak_at_k"]) > 1
     assert got["meta"]["evaluated"]["template"] == "phi" and got["meta"]["evaluated"]["reference_identity"]
+    # --batch-size auto: found on the model in the kernel (a CPU has room for lm-eval's starting 64), used and said
+    assert got["meta"]["batch_size_auto"] == own_cost.AUTO_BATCH_START == got["meta"]["parameters"]["eval_batch_size"]
+    assert f"--batch-size auto: {own_cost.AUTO_BATCH_START} " in done.stdout + done.stderr or \
+        f"--batch-size auto: {own_cost.AUTO_BATCH_START} " in (written.parent / "eval_model.ipynb").read_text()
     schema = json.loads((paths.ROOT / "docs" / "metrics.schema.json").read_text())
     assert [e.message for e in Draft202012Validator(schema).iter_errors(got)] == []
     saved = paths.RUNS
@@ -435,10 +439,43 @@ def test_lm_eval_flags_set_the_profiles_keys_and_reach_the_notebook(plain_folder
     assert started["own"]["eval_device"] == "cpu" and os.environ["CUDA_VISIBLE_DEVICES"] == ""
     meta = own_results.run_meta(own_model.Request("m", "m", "d", None, ("tofu",), None, False), {}, 2, "cpu")
     assert meta["limit"] == 2 and meta["notes"] == ["not comparable: at most 2 items per split and suite (--limit 2)"]
+    # --batch-size auto sets no key at the door: the kernel finds the batch on the model
+    code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(tofu_folder), "--template", "phi",
+                                   "--suite", "tofu", "--batch-size", "auto"], monkeypatch, capsys)
+    assert code == 0, err
+    assert "eval_batch_size" not in started["changed"] and started["own"]["eval_batch_auto"] is True
+    assert started["params"].eval_batch_size == config.Params.load("eval-tiny").eval_batch_size
+
+
+def test_batch_size_auto_shrinks_from_lm_evals_start_until_a_pass_fits():
+    """--batch-size auto as lm-eval's: the largest batch from 64, taking 0.9 of it on each out-of-memory error, with which a
+    forward pass of the longest sequence runs; other errors are not taken for a full memory."""
+    import torch
+
+    class Fits(torch.nn.Module):
+        def __init__(self, room: int, error: str = "CUDA out of memory. Tried to allocate 2.00 GiB"):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+            self.room, self.error, self.tried = room, error, []
+
+        def forward(self, input_ids):
+            self.tried.append(tuple(input_ids.shape))
+            if input_ids.shape[0] * input_ids.shape[1] > self.room:
+                raise RuntimeError(self.error)
+            return input_ids
+
+    model = Fits(room=20 * 30)
+    assert own_cost.largest_batch(model, 30) == 19  # 64, 57, 51, 45, 40, 36, 32, 28, 25, 22, 19: 0.9 of the last
+    tried = [shape[0] for shape in model.tried]
+    assert tried[0] == 64 and all(b == int(a * 0.9) for a, b in zip(tried, tried[1:])) and tried[-1] == 19
+    assert {shape[1] for shape in model.tried} == {30}
+    assert own_cost.largest_batch(Fits(room=10**9), 30) == own_cost.AUTO_BATCH_START == 64
+    with pytest.raises(RuntimeError, match="not memory"):
+        own_cost.largest_batch(Fits(room=1, error="not memory"), 30)
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--limit", "0"], "--limit '0': a whole number"), (["--batch-size", "x"], "--batch-size 'x': a whole number"),
+    (["--limit", "0"], "--limit '0': a whole number"), (["--batch-size", "x"], "--batch-size 'x': a whole number of at least 1 or auto"),
     (["--device", "tpu"], "--device 'tpu': cpu, cuda or cuda:N")])
 def test_bad_flags_are_refused_in_one_line(argv, message, plain_folder, tofu_folder, monkeypatch, capsys):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")

@@ -30,11 +30,15 @@ EVAL_OPTIONS = {
     "--output-path": {"help": "a folder of your own for the evaluation (default: runs/<profile>/seed-<s>/eval/); "
                               "it gets <model>-<id>/ inside it"},
     "--limit": {"help": "at most N items per split and suite, for a quick look (the results say 'not comparable')"},
-    "--batch-size": {"help": "the batch of every scoring pass (sets eval_batch_size)"},
+    "--batch-size": {"help": "the batch of every scoring pass (sets eval_batch_size), or auto: the largest that fits, "
+                             "from 64, 0.9 of it on each out-of-memory, as lm-eval's"},
     "--device": {"help": "cpu, cuda or cuda:N (default: the GPU when there is one)"},
     "--log-samples": {"action": "store_true", "help": "write each suite's per-item values as JSON Lines "
                                                       "(samples_<suite>.jsonl)"},
 }
+
+#: ``--batch-size auto``: the batch found on the model in the kernel, as lm-evaluation-harness finds it.
+AUTO = "auto"
 
 #: What ``--limit N`` caps: the items of each suite's splits (the same keys as the profile's, no new parameter).
 LIMITED = ("eval_max_items", "sample_max_items", "format_max_items", "attack_items")
@@ -44,14 +48,15 @@ def _whole(value: str | None, flag: str) -> int | None:
     if value is None:
         return None
     if not value.isdigit() or int(value) < 1:
-        raise Refused(f"{flag} {value!r}: a whole number of at least 1")
+        raise Refused(f"{flag} {value!r}: a whole number of at least 1" + (" or auto" if flag == "--batch-size" else ""))
     return int(value)
 
 
 def flag_overrides(limit: str | None, batch_size: str | None) -> dict[str, int]:
-    """The profile keys ``--limit`` and ``--batch-size`` set (refused in one line when not a count)."""
+    """The profile keys ``--limit`` and ``--batch-size`` set (refused in one line when not a count; ``auto`` sets
+    nothing here: the kernel finds the batch on the model, :func:`unlearnkit.studies.own_cost.auto_batch`)."""
     n = _whole(limit, "--limit")
-    batch = _whole(batch_size, "--batch-size")
+    batch = None if batch_size == AUTO else _whole(batch_size, "--batch-size")
     return {**({k: n for k in LIMITED} if n is not None else {}), **({"eval_batch_size": batch} if batch else {})}
 
 
@@ -98,7 +103,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     out = Path(request.folder) / eval_notebook().name  # chosen once, at the door: the notebook writes there
     own = {"eval_output": request.folder, "eval_model": args.model, "eval_data": args.data, "eval_reference": args.reference,
            "eval_suites": ",".join(request.suites), "eval_template": args.template, "eval_revision": args.revision,
-           "eval_limit": _whole(args.limit, "--limit"), "eval_device": args.device, "eval_log_samples": args.log_samples}
+           "eval_limit": _whole(args.limit, "--limit"), "eval_device": args.device, "eval_log_samples": args.log_samples,
+           "eval_batch_auto": args.batch_size == AUTO}
     try:
         # the kernel notes each suite's and long step's start and end; printed as they come, with the estimate
         with forwarded(out.with_name(PROGRESS_LOG), _label(params), request.suites, estimate):

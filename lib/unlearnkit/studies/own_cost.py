@@ -131,3 +131,53 @@ def calibration(n_parameters: int, root: Path | None = None) -> tuple[dict[str, 
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError):
             continue
     return {suite: float(np.median(values)) for suite, values in ratios.items()}, used
+
+
+# --------------------------------------------------------------------------- --batch-size auto
+
+#: Where ``--batch-size auto`` starts from: lm-evaluation-harness's default ``--max_batch_size``.
+AUTO_BATCH_START = 64
+
+
+def largest_batch(model, length: int, start: int = AUTO_BATCH_START) -> int:
+    """The largest batch, from ``start`` taking 0.9 of it on each out-of-memory error (accelerate's
+    ``find_executable_batch_size``, as lm-evaluation-harness's ``--batch-size auto``), with which one forward pass of
+    ``length`` tokens per row runs on the model's device. Memory rarely runs out on a CPU: there it is ``start``."""
+    import torch
+    from accelerate.utils import find_executable_batch_size
+
+    device = next(model.parameters()).device
+
+    @find_executable_batch_size(starting_batch_size=start)
+    def probe(batch_size: int) -> int:
+        with torch.no_grad():
+            model(input_ids=torch.zeros((batch_size, length), dtype=torch.long, device=device))
+        return batch_size
+
+    return probe()
+
+
+def longest_sequence(params: config.Params, source, tokenizer, limit: int | None) -> int:
+    """The tokens of the longest sequence a scoring or generating pass holds: the longest forget or retain question
+    with its answer, plus the most new tokens any suite generates; at most ``limit`` (the model's positions)."""
+    rows = [r for split in (params.forget_split, *params.retain_splits) for r in source.load(split)]
+    longest = max((len(tokenizer(f"{r['question']} {r['answer']}")["input_ids"]) for r in rows), default=1)
+    longest += max(params.max_new_tokens, params.sample_max_new_tokens)
+    return min(longest, limit) if limit else longest
+
+
+def auto_batch(params: config.Params, location: str, source, positions: int | None = None,
+               start: int = AUTO_BATCH_START) -> config.Params:
+    """``params`` with ``eval_batch_size`` found by ``--batch-size auto`` (:func:`largest_batch`) on the model at
+    ``location`` (loaded where the evaluation runs: the GPU when there is one) over its longest sequence (at most
+    ``positions``, the model's learned positions where it has a table of them)."""
+    import torch
+
+    model, tokenizer, _ = models.load_model(location, dtype=params.dtype, device="auto", template=None)
+    length = longest_sequence(params, source, tokenizer, positions)
+    found = largest_batch(model, length, start)
+    del model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    print(f"--batch-size auto: {found} (from {start}, 0.9 of it on each out-of-memory; sequences of {length} tokens)")
+    return params.replace(eval_batch_size=found)

@@ -116,13 +116,15 @@ def log_samples(params: config.Params, request: Request, suite: str, per_item: M
 
 
 def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = None, device: str | None = None,
-             estimated: Mapping[str, float] | None = None) -> dict[str, Any]:
+             estimated: Mapping[str, float] | None = None, auto_batch: int | None = None) -> dict[str, Any]:
     """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time
     (``seconds`` as :func:`unlearnkit.studies.own_cost.measured` keeps them: the wall seconds, and the seconds it computed), the FLOP estimate
     of each (``estimated``) and the machine, by which later estimates here are calibrated (:func:`unlearnkit.studies.own_cost.calibration`),
-    the quick-look and hardware flags (``--limit``, ``--device``) and the notes a reader needs (a limited run is not
-    comparable with a whole one)."""
+    the quick-look and hardware flags (``--limit``, ``--device``, the batch ``--batch-size auto`` found:
+    ``auto_batch``) and the notes a reader needs (a limited run is not comparable with a whole one)."""
     notes = [f"not comparable: at most {limit} items per split and suite (--limit {limit})"] if limit else []
+    if auto_batch:
+        notes.append(f"eval_batch_size {auto_batch}: found by --batch-size auto on this machine")
     if request.reference and REFERENCE not in named(request):
         notes.append(f"reference given as results ({RESULTS_FILE}): forget quality and privleak are taken against "
                      "them; the leakage, formats and attacks suites ran on the model alone")
@@ -131,7 +133,7 @@ def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = N
     timing = {"suite_seconds": {k: v for k, v in seconds.items() if k != "computed"},
               "computed_seconds": dict(seconds.get("computed", {})), "estimated_seconds": dict(estimated or {}),
               "model_parameters": parameter_count(request.model) if estimated else None, "machine": machine()}
-    return {"limit": limit, "device": device, "notes": notes, **timing, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
+    return {"limit": limit, "device": device, "batch_size_auto": auto_batch, "notes": notes, **timing, "evaluated": {"model": paths.shown(request.model) if Path(request.model).is_absolute() else request.model,
                           "model_identity": runs.model_identity(request.model), "template": request.template,
                           "data": request.data, "suites": list(request.suites),
                           "reference": (paths.shown(request.reference) if request.reference
