@@ -248,6 +248,10 @@ def eo_improves(claim: Claim, seed: SeedResults):
     collapsed = [name for name, row in ((base, plain), (eo, with_eo)) if row.get("collapsed")]
     if collapsed:
         raise NotTestable(f"{' and '.join(collapsed)} collapsed (its samples say nothing of leakage)")
+    if not (finite(with_eo["model utility"]) and with_eo["model utility"] >= UTILITY_KEPT * plain["model utility"]):
+        raise NotTestable(f"{eo} kept under {UTILITY_KEPT:g} x {base}'s model utility ({with_eo['model utility']:.3f} "
+                          f"against {plain['model utility']:.3f}): a lower ED score bought with utility is no better "
+                          "unlearning")
     return result(claim, seed, plain["ED score"] - with_eo["ED score"],
                   values={f"ED score {base}": plain["ED score"], f"ED score {eo}": with_eo["ED score"],
                           f"utility {base}": plain["model utility"], f"utility {eo}": with_eo["model utility"]})
