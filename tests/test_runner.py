@@ -140,19 +140,47 @@ def test_parameters_source_refuses_a_help_papermill_cannot_parse(tmp_path, monke
     (["06", "--set", "eo_method=npo_oe"], "parameter 'eo_method': unknown unlearning run 'npo_oe'"),
     (["01", "--set", "metod=npo"], "unknown parameter 'metod' (did you mean methods?)"),
 ])
-def test_a_bad_parameter_is_refused_in_one_line_before_any_work(tmp_path, args, message):
-    """Through the command a user types: exit code 2, one line on stderr, and nothing written under runs/."""
+def test_a_bad_parameter_is_refused_in_one_line_before_any_work(tmp_path, args, message, monkeypatch, capsys):
+    """Exit code 2, one line on stderr, no kernel started and nothing written under runs/: through the runner's
+    command line in this process (the command a user types is run once, below)."""
+    import os
+
+    import papermill
+    from unlearnkit import lifetime
+
+    runs_dir = tmp_path / "runs"
+    monkeypatch.setattr(paths, "RUNS", runs_dir)
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", lifetime.RUNNER_PID_VARIABLE):  # main sets them: restored
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+
+    def no_kernel(*_, **__):
+        raise AssertionError("a kernel started")
+
+    monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
+    try:
+        code = runner.main([*args, "--profile", "smoke"])
+    except SystemExit as exited:
+        code = exited.code
+    out, err = capsys.readouterr()
+    assert code == 2, out + err
+    assert err.strip() == err.strip().splitlines()[0], err  # one line
+    assert message in err, err
+    assert not runs_dir.exists() and out == ""
+
+
+def test_a_bad_parameter_typed_as_a_command_is_refused_in_one_line_before_any_work(tmp_path):
+    """The same, through the command a user types, in a process of its own."""
     import os
     import subprocess
     import sys
 
     runs_dir = tmp_path / "runs"
     env = {**os.environ, "UNLEARNKIT_RUNS": str(runs_dir)}
-    done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", *args, "--profile", "smoke"], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "05", "--set", "alpha=0.7", "--profile", "smoke"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == done.stderr.strip().splitlines()[0], done.stderr  # one line
-    assert message in done.stderr, done.stderr
+    assert "parameter 'alpha' of profile 'smoke' is 0.7; it must be in (0, 0.5]" in done.stderr, done.stderr
     assert not runs_dir.exists() and done.stdout == ""
 
 
