@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from unlearnkit import config, models, paths, runner
+from unlearnkit import config, models, paths, runner, runs
 from unlearnkit.data.synthetic import generate_synthetic_tofu
 from unlearnkit.studies import own_cost, own_model, own_results
 
@@ -652,6 +652,30 @@ def test_a_reference_given_as_results_is_checked_as_data_before_any_work(edit, m
     code, _, err, started = _eval(["--model", str(plain_folder), "--data", str(small_corpus.folder), "--template",
                                    "phi", "--reference", str(ou / "TOFU_EVAL.json")], monkeypatch, capsys)
     assert code == 2 and not started and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_second_evaluation_against_the_same_reference_samples_and_scores_no_reference(tiny_tokenizer, small_corpus,
+                                                                                        store):
+    """The leakage and formats suites keep the reference's scores in its shared folder, each under its own name: a
+    second evaluation against it rewrites none of them (before, the two suites' entries shared one name and each
+    evicted the other, so every evaluation sampled and scored the retain model again)."""
+    params = config.Params.load("eval-tiny")
+    retain = models.save_plain_model(build("llama", tiny_tokenizer, 1), tiny_tokenizer, store / "my-retain")
+
+    def evaluate(seed: int) -> dict[str, int]:
+        model = models.save_plain_model(build("llama", tiny_tokenizer, seed), tiny_tokenizer, store / f"model-{seed}")
+        request = own_model.chosen(params, own_model.check_request(params, str(model), str(small_corpus.folder),
+                                                                   str(retain), "leakage,formats", "phi"))
+        own_model.state_template(request)
+        source = own_model.corpus(params, request)
+        own_model.leakage_suite(params, request, source)
+        own_model.formats_suite(params, request, source)
+        cache = runs.notebook_dir(params, own_model.cache_notebook(params, request, own_model.REFERENCE)) / "cache"
+        return {p.name: p.stat().st_mtime_ns for p in cache.glob("*.json")}
+
+    first = evaluate(0)
+    assert len(first) == 2 and any(name.startswith(f"reference{own_model.LEAKAGE_CACHE}-") for name in first), first
+    assert evaluate(2) == first  # the same two entries, neither rewritten
 
 
 def test_our_evaluation_of_a_retain_model_is_a_reference_as_good_as_its_weights_and_is_scored_once(

@@ -408,6 +408,12 @@ def tofu_suite(params: config.Params, request: Request, source) -> tuple[dict[st
         return own_reference.tofu_scores(params, request.model, request.reference, request.data, source, NO_REFERENCE)
 
 
+#: The leakage suite's cache entries are named ``<label>.leakage``: the formats suite's share the folder (the
+#: reference's is shared by every evaluation against it) under ``<label>``, and one entry is kept per name, so under
+#: one name each suite evicted the other's and a retain model was sampled and scored again by every evaluation.
+LEAKAGE_CACHE = ".leakage"
+
+
 def leakage_suite(params: config.Params, request: Request, source):
     """Sampled leakage with the high-probability bounds (Scholten et al.) and the ED score, on the forget questions."""
     from ..metrics.sampling import sampling_settings
@@ -422,7 +428,7 @@ def leakage_suite(params: config.Params, request: Request, source):
         for label, location in named(request).items():  # each in its cache folder (the reference's is shared)
             with stations.step(f"leakage {label}"):
                 one = leakage.score_models(params, {label: Path(location)}, rows, settings,
-                                           notebook=cache_notebook(params, request, label))
+                                           notebook=cache_notebook(params, request, label), cache_tag=LEAKAGE_CACHE)
             scored.results.update(one.results)
             scored.seconds.update(one.seconds)
     tables, summaries = leakage.summarise_models(scored.results, params.alpha, params.leak_threshold,
