@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from unlearnkit import claims
+from unlearnkit import former as claims
 from unlearnkit.data import formats as fmts
 from unlearnkit.metrics.formats import LIKELIHOOD_SUFFIX
 from unlearnkit.metrics.ps import PS_METRICS

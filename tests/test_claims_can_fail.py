@@ -1,7 +1,7 @@
 """Every registered claim can fail, through its own extractor (#56 item 1).
 
 The registry refuses an entry whose consistent or inconsistent region lies outside its stated range
-(:func:`unlearnkit.registry.reachable`); that checks the arithmetic of the entry, not the quantity its extractor
+(:func:`unlearnkit.claims.registry.reachable`); that checks the arithmetic of the entry, not the quantity its extractor
 computes from a seed. Here, for every judged claim, a synthetic seed is built from a committed seed's results by
 changing the stored numbers the extractor reads, until the extractor's own result is rated **consistent**, and another
 until it is rated **inconsistent**. A claim for which either cannot be built (an effect that is a max - min, a share
@@ -23,9 +23,10 @@ import math
 
 import numpy as np
 import pytest
-from unlearnkit import registry, results, runs
-from unlearnkit.judge import CONSISTENT, INCONSISTENT, NOT_TESTABLE, signed_effect
-from unlearnkit.studies import effects
+from unlearnkit import results, runs
+from unlearnkit.claims import extractors as effects
+from unlearnkit.claims import registry
+from unlearnkit.claims.judge import CONSISTENT, INCONSISTENT, NOT_TESTABLE, signed_effect
 
 PROFILE = "default"
 #: Random proposals per claim, outcome and starting seed.
@@ -350,8 +351,8 @@ def test_every_claim_can_come_out_either_way_through_its_own_extractor(committed
 def test_the_search_finds_nothing_where_an_extractor_cannot_reach_an_outcome(committed):
     """The search is no rubber stamp: a claim whose effect is a max - min of shares (>= 0) registered at no effect 0
     with side above cannot come out inconsistent, and the search says so."""
-    from unlearnkit.judge import Unit
-    from unlearnkit.studies.effects import base
+    from unlearnkit.claims.extractors import base
+    from unlearnkit.claims.judge import Unit
 
     def spread(claim, seed):
         shares = [seed.metrics(runs.FINETUNE)["target"]["forget"]["rouge"],

@@ -1,4 +1,4 @@
-"""Registered claims read from one seed's stored results (unlearnkit.studies.effects), on made-up results whose
+"""Registered claims read from one seed's stored results (unlearnkit.claims.extractors), on made-up results whose
 effects are known: the setup gate, pooled units, matched forgetting, membership inference, relearning speed and
 adaptive temperature."""
 
@@ -6,9 +6,10 @@ import math
 
 import pytest
 from conftest import skip_unless
-from unlearnkit import registry, results, runs
-from unlearnkit.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
-from unlearnkit.studies import effects
+from unlearnkit import results, runs
+from unlearnkit.claims import extractors as effects
+from unlearnkit.claims import registry
+from unlearnkit.claims.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
 
 
 class FakeSeed:
@@ -262,7 +263,7 @@ def test_the_committed_claims_recompute_from_the_committed_results():
 
 
 def test_a_claims_tile_is_its_verdict_from_five_testable_seeds_and_below_that_what_they_agree_on():
-    from unlearnkit.report import claims as claim_text
+    from unlearnkit.claims import render as claim_text
 
     seeds = lambda *outcomes: [{"outcome": o} for o in outcomes]  # noqa: E731
     assert claim_text.tile({"verdict": "inconclusive", "per_seed": seeds(CONSISTENT, CONSISTENT, NOT_TESTABLE)}) \

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from unlearnkit import claims, config, models, pipeline
+from unlearnkit import config, models, pipeline
+from unlearnkit import former as claims
 from unlearnkit import unlearning as ul
 from unlearnkit.metrics.entropy import answer_entropy, answer_measures
 from unlearnkit.metrics.sampling import SampledScores

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from unlearnkit.judge import SeedResult
+from unlearnkit.claims import freeze
+from unlearnkit.claims.judge import SeedResult
 from unlearnkit.runner import main
-from unlearnkit.studies.effects import freeze
 
 
 class _Judged:

@@ -1,12 +1,12 @@
-"""The four outcomes of one seed and the rule over seeds (unlearnkit.judge), on plain numbers."""
+"""The four outcomes of one seed and the rule over seeds (unlearnkit.claims.judge), on plain numbers."""
 
 import math
 
 import pytest
 from conftest import skip_unless
 from scipy import stats
-from unlearnkit import judge
-from unlearnkit.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
+from unlearnkit.claims import judge
+from unlearnkit.claims.judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
 
 
 @pytest.mark.parametrize("effect, side, expected", [
@@ -50,7 +50,7 @@ def test_the_t_interval_is_scipys_and_wider_than_a_percentile_bootstrap_over_six
     mean, low, high = judge.t_interval(values)
     expected = stats.t.interval(0.95, len(values) - 1, loc=sum(values) / 6, scale=stats.sem(values))
     assert (low, high) == pytest.approx(expected) and mean == pytest.approx(sum(values) / 6)
-    from unlearnkit.claims import bootstrap_interval
+    from unlearnkit.former import bootstrap_interval
 
     b_low, b_high = bootstrap_interval(values)
     assert high - low > b_high - b_low
@@ -111,8 +111,9 @@ def test_the_committed_seeds_lean_as_the_issue_read_them(claim_id, verdict, lean
     """Judged afresh from the committed results (results/default/seed-<s>/) and as docs/findings.json stores it."""
     import json
 
-    from unlearnkit import paths, registry, runs
-    from unlearnkit.studies import effects
+    from unlearnkit import paths, runs
+    from unlearnkit.claims import extractors as effects
+    from unlearnkit.claims import registry
 
     skip_unless(not any(p.parent.name != runs.FINDINGS for p in runs.profile_dir("default").glob("seed-*/0*/metrics.json")),
                 "runs/default/ holds seeds of its own, which the judge reads before the committed results",

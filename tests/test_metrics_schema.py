@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-from unlearnkit import claims, config, paths, runs
+from unlearnkit import config, paths, runs
+from unlearnkit import former as claims
 
 SCHEMA_FILE = paths.ROOT / "docs" / "metrics.schema.json"
 COMMITTED = sorted((paths.ROOT / "results").glob("*/seed-*/*/metrics.json"))

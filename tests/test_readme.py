@@ -200,7 +200,7 @@ def test_the_second_path_catches_a_summary_that_says_more_than_its_seeds(broken)
 def test_the_first_registration_is_archived_and_the_v1_to_v2_table_follows_from_it():
     """docs/findings-registered-v1.json is the registered claims' summary before issue #56 (no lean judged, the
     shares tested against 0) and docs/verdicts-v1-to-v2.md is what the renderer writes from it and the summary now."""
-    from unlearnkit.report.claims import v1_to_v2
+    from unlearnkit.claims.render import v1_to_v2
 
     v1 = json.loads(paths.REGISTERED_V1.read_text())
     now = json.loads(paths.SUMMARY.read_text())
@@ -219,8 +219,8 @@ def test_the_readmes_opening_sentence_is_true_of_every_row_analogue_or_not():
     """The README's opening says every finding is tested on the paper's own quantity or, where its row says
     "workbook analogue", on the workbook's analogue of it (#56 item 3): every claim the registry marks as an analogue
     says so, with its reason, in its README row, and no row says so that the registry does not mark."""
-    from unlearnkit import registry
-    from unlearnkit.report.claims import ANALOGUE
+    from unlearnkit.claims import registry
+    from unlearnkit.claims.render import ANALOGUE
 
     readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
     opening = readme.split("\n\n")[1]

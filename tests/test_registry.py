@@ -8,7 +8,8 @@ import shutil
 import pytest
 import yaml
 from conftest import needs
-from unlearnkit import paths, registry, runs
+from unlearnkit import paths, runs
+from unlearnkit.claims import registry
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +118,7 @@ def test_every_entry_states_its_range_and_can_come_out_either_way():
     """For every entry, a seed effect within its range that the judge rates consistent and one it rates inconsistent
     (the range's ends, or a unit beyond the minimal effect where an end is open). This reads the registry's numbers
     with the judge; tests/test_claims_can_fail.py builds them through each entry's own extractor."""
-    from unlearnkit import judge
+    from unlearnkit.claims import judge
 
     for c in registry.load().claims:
         low, high = c.range

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 from unlearnkit import config, models, paths, pipeline, report, runner, training
-from unlearnkit.report import claims
+from unlearnkit.claims import render as claims
 
 HOSTILE_HTML = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 HOSTILE_VALUE = "<img src=x onerror=alert('pwned')>"
@@ -152,8 +152,9 @@ def test_a_truncated_or_altered_weight_file_is_not_a_saved_model_and_an_old_fold
 
 
 def test_a_corrupt_result_file_is_named_and_costs_only_its_own_claims(tmp_path, monkeypatch):
-    from unlearnkit import registry, results, runs
-    from unlearnkit.studies import effects
+    from unlearnkit import results, runs
+    from unlearnkit.claims import extractors as effects
+    from unlearnkit.claims import registry
 
     monkeypatch.setattr(paths, "RUNS", tmp_path)
     seed = results.SeedResults("smoke", 0)

@@ -134,7 +134,8 @@ def test_the_seed_figures_are_legible(six_seeds):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from unlearnkit import claims, plots
+    from unlearnkit import former as claims
+    from unlearnkit import plots
     from unlearnkit.plots import seeds as seed_plots
 
     values = seed_study.method_values(SMOKE, range(6))
@@ -158,7 +159,7 @@ def test_the_seed_figures_are_legible(six_seeds):
 
 
 def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_the_machines():
-    from unlearnkit import claims
+    from unlearnkit import former as claims
 
     def found(seed, utility, quality):
         return [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", claims.HOLDS, "f", "x",
@@ -181,7 +182,7 @@ def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_t
 
 
 def test_a_variant_of_seed_0_is_set_beside_the_training_seeds_range():
-    from unlearnkit import claims
+    from unlearnkit import former as claims
 
     def found(utility, outcome=claims.HOLDS):
         return [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", outcome, "f", "x",
@@ -220,7 +221,7 @@ def test_a_finding_with_the_same_margin_on_every_seed_draws_its_interval_around_
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from unlearnkit import claims
+    from unlearnkit import former as claims
     from unlearnkit.plots import seeds as seed_plots
 
     share = 2 / 11

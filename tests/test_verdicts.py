@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from unlearnkit import claims, config, paths, plots, report, runs
+from unlearnkit import config, paths, plots, report, runs
+from unlearnkit import former as claims
 from unlearnkit.studies import alignment, calibration, leakage, verdicts
 
 #: The run store of the hand-made runs (under a temporary runs/): the smoke profile's seed 0.

@@ -14,7 +14,7 @@ VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced"
                   "fact": "#8c8c8c",
                   # fewer seeds than a verdict needs: what the seeds agree on (studies.verdicts.tile), lighter
                   EVERY_SEED_HOLDS: "#a6dba0", SEEDS_DIFFER: "#fde0a0", EVERY_SEED_FAILS: "#f4a6a0",
-                  # the registered claims (unlearnkit.judge's verdicts, and below five testable seeds what they agree on)
+                  # the registered claims (unlearnkit.claims.judge's verdicts, and below five testable seeds what they agree on)
                   "contradicted": "#d73027", "inconclusive": "#f0a202", "not testable here": "#bdbdbd",
                   "consistent on every testable seed": "#a6dba0", "inconsistent on every testable seed": "#f4a6a0",
                   "inconclusive or mixed": "#fde0a0"}

@@ -2,7 +2,7 @@
 :mod:`~unlearnkit.report.site` builds the pages (``build``), :mod:`~unlearnkit.report.sanitise` keeps a page's
 markup inert (``clean_html``), :mod:`~unlearnkit.report.lint` checks a written page, :mod:`~unlearnkit.report.readme`
 writes the README's results section from ``docs/findings.json`` and :mod:`~unlearnkit.report.summary` keeps that
-summary (which seeds may replace it); :mod:`~unlearnkit.report.claims` renders the registered claims as text. This
+summary (which seeds may replace it); the registered claims' text comes from :mod:`unlearnkit.claims.render`. This
 face re-exports their names: ``report.build``, ``report.write_readme``, ...
 """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths, runs
-from ..claims import Verdict
+from ..former import Verdict
 
 README, SUMMARY, SEED_SPREAD, RESULTS_PAGE = paths.README, paths.SUMMARY, paths.SEED_SPREAD, paths.RESULTS_PAGE
 FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
@@ -73,7 +73,7 @@ def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
              f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}"
              f"{', each drawing its own corpus' if summary.get('claims') else ''}.", ""]
     if summary.get("claims"):
-        from .claims import readme_lines
+        from ..claims.render import readme_lines
 
         lines += [*readme_lines(summary), "", "### The former findings, at their former bars", "",
                   "The findings these claims replace (docs/verdicts-old-to-new.md), judged over the same seeds "
@@ -151,7 +151,7 @@ def readme_section(summary: Mapping[str, Any]) -> str:
     if not summary.get("claims"):
         lines += results_body(summary)
         return "\n".join(lines + ["", END])
-    from .claims import CLAIMS_OVERVIEW, analogue_text, lean_text, needs_text
+    from ..claims.render import CLAIMS_OVERVIEW, analogue_text, lean_text, needs_text
 
     lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
               f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
@@ -319,11 +319,11 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
     readme.write_text(head + wanted + tail)
     runs.atomic_write_text(page, full)
     if summary.get("claims") and FORMER_SUMMARY.exists() and summary_path == SUMMARY:
-        from .claims import old_to_new
+        from ..claims.render import old_to_new
 
         runs.atomic_write_text(OLD_TO_NEW, old_to_new(json.loads(FORMER_SUMMARY.read_text()), summary))
     if summary.get("claims") and paths.REGISTERED_V1.exists() and summary_path == SUMMARY:
-        from .claims import v1_to_v2
+        from ..claims.render import v1_to_v2
 
         runs.atomic_write_text(paths.V1_TO_V2, v1_to_v2(json.loads(paths.REGISTERED_V1.read_text()), summary))
     from .. import plots
@@ -333,8 +333,8 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
     plots.render_to(folder / f"{OVERVIEW}.png", plots.findings_overview, overview_table(summary),
                     seeds=summary.get("seeds"))
     if summary.get("claims"):
-        from .claims import CLAIMS_OVERVIEW, CLAIMS_OVERVIEW_TITLE
-        from .claims import overview_table as claims_table
+        from ..claims.render import CLAIMS_OVERVIEW, CLAIMS_OVERVIEW_TITLE
+        from ..claims.render import overview_table as claims_table
 
         plots.render_to(folder / f"{CLAIMS_OVERVIEW}.png", plots.findings_overview,
                         claims_table(summary), seeds=summary.get("seeds"),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config, paths, runs
-from ..claims import Verdict
+from ..former import Verdict
 from ..studies import verdicts
 
 

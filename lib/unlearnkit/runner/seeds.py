@@ -101,7 +101,7 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
     from .. import runs
 
     if profile == config.BASE_PROFILE:
-        from ..studies.effects import freeze
+        from ..claims import freeze
 
         try:  # an altered frozen registry is refused first, in one line, before any work
             freeze.read()
@@ -129,8 +129,8 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 def _cmd_freeze(args: argparse.Namespace) -> int:
     """docs/claims.frozen.json from the claims judged over the exploratory seeds (#56 item 9): once, never rewritten."""
     from .. import provenance
-    from ..studies import effects
-    from ..studies.effects import freeze
+    from ..claims import extractors as effects
+    from ..claims import freeze
 
     if args.profile != config.BASE_PROFILE:
         raise Refused(f"the registry is frozen on the {config.BASE_PROFILE} profile's seeds, not on {args.profile!r}")

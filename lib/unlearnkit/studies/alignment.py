@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from .. import bounds, config, models, pipeline, runs, workers
-from ..claims import SCHOLTEN, Finding, Quantity, names, outcome_of
 from ..config import Params
 from ..data import behaviours as behaviour_data
+from ..former import SCHOLTEN, Finding, Quantity, names, outcome_of
 from ..metrics import safety
 from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, sampling_settings, split_sampler
 

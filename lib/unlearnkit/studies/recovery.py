@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from .. import attacks, config, models, pipeline, runs, stations, workers
-from ..claims import ATTACKS, NO_TEST, Finding, Quantity, outcome_of
 from ..config import Params
 from ..data.tofu import holdout_split_for
+from ..former import ATTACKS, NO_TEST, Finding, Quantity, outcome_of
 
 #: Bump when what :func:`attack_model` computes changes (its cache key).
 ROBUSTNESS_VERSION = "3"

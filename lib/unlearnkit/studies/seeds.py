@@ -6,7 +6,7 @@ metric, the methods ranked on each seed, Kendall's τ between every two seeds' r
 τ-b) and its mean, which counts as stable at :data:`TAU_STABLE` or more; the share of seeds on which each method takes
 each rank; and the registered method pairs (:data:`PAIRS`): on how many seeds the first beats the second on its
 metric, the two-sided exact sign test (``scipy.stats.binomtest``, ties left out) and the mean paired difference with a
-bootstrap interval over seeds (:func:`unlearnkit.claims.bootstrap_interval`).
+bootstrap interval over seeds (:func:`unlearnkit.former.bootstrap_interval`).
 
 These are the workbook's own questions, not a paper's: no paper reports a ranking over training seeds. Pure arithmetic
 on the run store's metrics.json files; no model is loaded. A setting against the seeds' spread (the training seed
@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from .. import results, runs
-from ..claims import bootstrap_interval
 from ..config import Params
+from ..former import bootstrap_interval
 from .seed_spread import (  # noqa: F401 (the names notebook 10, the README and benchmarks reach here)
     SPREAD_TOLERANCE,
     against_the_rest,
@@ -341,7 +341,7 @@ def margins(verdicts: Sequence[Any]) -> list[dict[str, Any]]:
     """Per tested finding with a judged quantity, the quantity that decides it (the one on the wrong side of its
     threshold on most seeds; then the one nearest its threshold, relative to it) and its margin on each seed (in
     decades for a p-value), each seed's outcome, and the mean margin with its bootstrap interval over seeds: what
-    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. ``verdicts`` are :class:`unlearnkit.claims.Verdict`s."""
+    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. ``verdicts`` are :class:`unlearnkit.former.Verdict`s."""
     out = []
     for v in verdicts:
         best = None
@@ -403,10 +403,10 @@ def pairs_table(result: Mapping[str, Any]) -> pd.DataFrame:
 
 def metric_trust(tables: Mapping[int, pd.DataFrame]) -> dict[str, Any]:
     """The meta-evaluation of metrics over seeds (notebook 09 on each seed, :func:`.trust.seed_tables`): per metric and quantity the mean with its 95 % t-interval over the seeds that
-    measured it (:func:`unlearnkit.judge.t_interval`, cut to the quantities' range [0, 1]); each seed's ranking of the metrics by :data:`RANKED_BY`
+    measured it (:func:`unlearnkit.claims.judge.t_interval`, cut to the quantities' range [0, 1]); each seed's ranking of the metrics by :data:`RANKED_BY`
     (1 best), each metric's mean, best and worst rank, and the rankings' agreement over seeds, Kendall's W with its
     Friedman p (the seed study's tool), over the metrics ranked on every seed."""
-    from ..judge import t_interval
+    from ..claims.judge import t_interval
     from .trust import OVER_SEEDS, POOL_METRICS, RANKED_BY
 
     if not tables:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...claims import Finding
+from ...former import Finding
 from ...metrics.ps import (
     FORGET,
     HELDOUT,

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from ... import models, pipeline, runs
-from ...claims import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
 from ...config import Params
+from ...former import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
 from ...metrics.ps import (
     FORGET,
     PSEvaluator,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ... import bounds, runs
-from ...claims import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
+from ...former import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
 from ...metrics import scored as sampled_scores
 from ...metrics.sampling import SampledScores
 from .plan import UTILITY_KEPT, RegimePoint, SweepPoint

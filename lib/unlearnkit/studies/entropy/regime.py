@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ... import pipeline, workers
-from ...claims import Quantity
 from ...config import Params
+from ...former import Quantity
 from ...metrics.sampling import SampledScores
 from .measures import _utility_of_folder, model_row
 from .plan import ROUGE_SLACK, SD_CUT, SD_NEAR_ZERO, UTILITY_KEPT, RegimePoint

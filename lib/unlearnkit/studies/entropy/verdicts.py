@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ... import pipeline, runs
-from ...claims import Quantity
 from ...config import Params
+from ...former import Quantity
 from ...metrics.sampling import SampledScores
 from .measures import model_row
 from .plan import PAPER_TABLE1, ROUGE_SLACK, SD_CUT, SD_NEAR_ZERO, UTILITY_KEPT, RegimePoint, kept_step

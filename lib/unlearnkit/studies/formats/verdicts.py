@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ... import runs
-from ...claims import JOSHI, NO_TEST, Finding, Quantity, names, outcome_of
+from ...former import JOSHI, NO_TEST, Finding, Quantity, names, outcome_of
 from .finding import forgetting_findings, informative_formats, too_few_items
 from .readouts import _COMPREHENSION, _SEPARATION, PAPER_SCORERS, _of_scorers
 from .tables import format_order

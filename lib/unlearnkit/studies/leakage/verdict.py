@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ... import bounds, runs
-from ...claims import NO_TEST, SCHOLTEN, Finding, Quantity, names, outcome_from_label
+from ...former import NO_TEST, SCHOLTEN, Finding, Quantity, names, outcome_from_label
 from ...metrics.sampling import SampledScores
 from .regime import RegimeModel
 

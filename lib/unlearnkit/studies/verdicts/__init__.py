@@ -6,12 +6,12 @@ judge their own findings when they run (``calibration.findings``, ``formats.find
 ``entropy.findings``, ``alignment.findings``) and store them as data in their ``metrics.json``; notebooks 00-02
 are judged here against TOFU's and open-unlearning's expectations, from their stored results. Notebook 10 puts the
 findings of every seed present together and judges each by the one rule across seeds
-(:func:`unlearnkit.claims.judge_over_seeds`): nothing is parsed back from prose, nothing is typed.
+(:func:`unlearnkit.former.judge_over_seeds`): nothing is parsed back from prose, nothing is typed.
 """
 
 from __future__ import annotations
 
-from ...claims import (  # noqa: F401 (the names of __all__, and notebook 10's verdicts.counts)
+from ...former import (  # noqa: F401 (the names of __all__, and notebook 10's verdicts.counts)
     FACT,
     FAILS,
     HOLDS,

@@ -10,7 +10,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ... import results, runs
-from ...claims import (
+from ...claims.extractors import base as effect_base
+from ...claims.extractors.base import mia_gaps
+from ...config import Params
+from ...former import (
     FACT,
     NO_TEST,
     OPEN_UNLEARNING,
@@ -20,9 +23,6 @@ from ...claims import (
     names,
     outcome_of,
 )
-from ...config import Params
-from ..effects import base as effect_base
-from ..effects.base import mia_gaps
 
 #: TOFU's expectation of an unlearning run (notebook 02), against the target and the retain model of notebook 01:
 #: forget quality rises by at least this factor over the target's,

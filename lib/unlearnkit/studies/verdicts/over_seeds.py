@@ -1,5 +1,5 @@
 """Judging over training seeds (notebook 10): the seeds with results, every finding of each judged by the one rule
-(:func:`unlearnkit.claims.judge_all`), and the summary notebook 10 stores (runs/<profile>/findings.json, and
+(:func:`unlearnkit.former.judge_all`), and the summary notebook 10 stores (runs/<profile>/findings.json, and
 docs/findings.json on the default profile)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import config, results, runs
-from ...claims import Finding, Verdict, counts, judge_all
 from ...config import Params
+from ...former import Finding, Verdict, counts, judge_all
 from .notebook_findings import of_seed
 
 # --------------------------------------------------------------------------- over training seeds (notebook 10)
@@ -56,12 +56,12 @@ def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, 
             claims: Sequence[Any] | None = None) -> dict[str, Any]:
     """What notebook 10 stores (runs/<profile>/findings.json, and docs/findings.json on the default profile): the
     schema version, the seeds, the registered claims judged over them (``claims``: their ClaimVerdicts, read with the
-    registry by :mod:`unlearnkit.report.claims`), the claims not testable here, and the former findings with the
+    registry by :mod:`unlearnkit.claims.render`), the claims not testable here, and the former findings with the
     former rule, counts, per-seed outcomes and values, k, n and intervals, so that each verdict can be recomputed
     from the file alone; with ``seed_study`` (:func:`unlearnkit.studies.seeds.study`), how the methods rank across
     the seeds."""
-    from ... import registry
-    from ..effects import records as claim_records
+    from ...claims import registry
+    from ...claims import summary as claim_records
 
     seeds = sorted({s for v in verdicts for s in v.seeds} | {r.seed for c in claims or () for r in c.per_seed})
     reg = registry.load()
@@ -74,7 +74,7 @@ def summary(profile: str, verdicts: Sequence[Verdict], seed_study: Mapping[str, 
     if seed_study is not None:
         out["seed_study"] = dict(seed_study)
     if claims is not None and profile == "default":  # the registry is frozen on the default profile's seeds only
-        from ..effects import freeze
+        from ...claims import freeze
 
         out["freeze"] = freeze.status(claims)
     return out

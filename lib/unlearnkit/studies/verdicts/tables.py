@@ -7,7 +7,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-from ...claims import (
+from ...config import Params
+from ...former import (
     ATTACKS,
     FACT,
     FAILS,
@@ -27,7 +28,6 @@ from ...claims import (
     Verdict,
     names,
 )
-from ...config import Params
 from .notebook_findings import of_notebook
 
 PAPERS = (TOFU, WANG, JOSHI, SCHOLTEN, OPEN_UNLEARNING, ATTACKS)

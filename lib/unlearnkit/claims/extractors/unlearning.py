@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import runs
-from ...judge import CONSISTENT, INCONSISTENT, Unit
 from ...metrics.tofu import ks_statistic
 from ...pipeline.evaluate import matched_level
-from ...registry import Claim
 from ...results import MissingResult, SeedResults
+from ..judge import CONSISTENT, INCONSISTENT, Unit
+from ..registry import Claim
 from .base import (
     FORGET_QUALITY_LEVEL,
     MIA_MARGIN,

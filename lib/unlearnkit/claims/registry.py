@@ -5,7 +5,7 @@ workbook's reading of it, the **effect quantity** on the paper's own scale with 
 paper puts it, the **minimal effect** that counts (with its reason), the unit, the **preconditions** under which it is
 testable, and what the former seed 0 showed (the registry was written knowing it). A claim whose ``status`` says why
 it cannot be tested here (and what testing it would cost) is listed, never judged; a number without a claim is a
-measurement, shown in its notebook and never counted. :mod:`unlearnkit.judge` reads a claim's effect with this
+measurement, shown in its notebook and never counted. :mod:`unlearnkit.claims.judge` reads a claim's effect with this
 record; docs/metrics.md §8.3 states the rule.
 
 Every claim can fail: each states the range its effect can take (``effect.range: [lo, hi]``, null for an unbounded
@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from . import paths
+from .. import paths
 from .judge import SIDES
 
 #: What a claim record may be (absent: a finding).
@@ -142,7 +142,7 @@ BOUNDED_WORDS = ("0 to 1", "-1 to 1", "to 100", "auc", "correlation", "pearson",
 def reachable(low: float | None, high: float | None, side: str, null: float, minimal: float) -> list[str]:
     """The outcomes a claim's effect cannot reach within its range [low, high] (None: unbounded): consistent needs
     at least ``minimal`` from ``null`` on the paper's side (beyond it where ``minimal`` is 0), inconsistent as much on
-    the other side (:func:`unlearnkit.judge.outcome_of`)."""
+    the other side (:func:`unlearnkit.claims.judge.outcome_of`)."""
     def beyond(bound: float | None, edge: float, up: bool) -> bool:
         if bound is None:
             return True

@@ -1,5 +1,5 @@
 """The registered claims judged over seeds as text: the README's table, notebook 10's table and the old -> new verdict
-table under docs/, each read back from the summary's records (:mod:`unlearnkit.studies.effects.records`), so the
+table under docs/, each read back from the summary's records (:mod:`unlearnkit.claims.summary`), so the
 README cannot say more than the summary holds."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import runs
-from ..judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
-from ..studies.effects.records import RULE, SCHEMA_VERSION, counts, records, untested_records  # noqa: F401
+from .judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
+from .summary import RULE, SCHEMA_VERSION, counts, records, untested_records  # noqa: F401
 
 #: The registered claims at a glance, above their table (``make readme`` draws it from the summary).
 CLAIMS_OVERVIEW = f"{runs.FINDINGS}_claims"
@@ -116,7 +116,7 @@ def old_to_new(former: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     replaces it, with the claim's verdict, effect and quote."""
     rows = {r["id"]: r for r in summary.get("claims") or []}
     untested = {r["id"]: r for r in summary.get("untested") or []}
-    from ..registry import load
+    from .registry import load
 
     reg = load()
     seeds_old = ", ".join(map(str, former.get("seeds", [])))
@@ -243,7 +243,7 @@ CLAIMS_OVERVIEW_TITLE = ("The papers' quoted claims, by their verdict over the s
 def tile(row: Mapping[str, Any]) -> str:
     """A claim's tile in the overview: its verdict where five testable seeds or more could decide it, else what its
     testable seeds agree on."""
-    from ..judge import SEEDS_FOR_A_VERDICT
+    from .judge import SEEDS_FOR_A_VERDICT
 
     counted = [r["outcome"] for r in row["per_seed"] if r["outcome"] != NOT_TESTABLE]
     if not counted:

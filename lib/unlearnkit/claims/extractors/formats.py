@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from ... import runs
-from ...judge import Unit
-from ...registry import Claim
 from ...results import SeedResults
+from ..judge import Unit
+from ..registry import Claim
 from .base import NotTestable, before, extractor, finite, pooled, unit
 
 #: The formats of the paper (MCQA, cloze, analogy, odd-one-out, comprehension in its two forms), by their scores.

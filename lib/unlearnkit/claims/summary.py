@@ -1,15 +1,15 @@
 """The registered claims judged over seeds, as the summary stores them (its ``claims``): each claim of the quote
-registry joined with its :class:`~unlearnkit.judge.ClaimVerdict` and, as a robustness line, with the former finding it
-replaces judged over the same seeds at the former bar. :mod:`unlearnkit.report.claims` renders them."""
+registry joined with its :class:`~unlearnkit.claims.judge.ClaimVerdict` and, as a robustness line, with the former finding it
+replaces judged over the same seeds at the former bar. :mod:`unlearnkit.claims.render` renders them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...claims import Verdict
-from ...judge import ClaimVerdict
-from ...registry import Registry
+from ..former import Verdict
+from .judge import ClaimVerdict
+from .registry import Registry
 
 #: The summary's schema: 0, the former findings alone; 1, the registered claims beside them.
 SCHEMA_VERSION = 1

@@ -1,4 +1,7 @@
-"""Claims tested on a run, as data: the one type from a study to the report (Finding), and the one rule that judges a
+"""The former findings, retired by the one judging system (:mod:`unlearnkit.claims`: registry, extractors, judge,
+summary, render) and kept only while the studies of notebooks 03-08 still store them: issue #56 item 7 removes them.
+
+Claims tested on a run, as data: the one type from a study to the report (Finding), and the one rule that judges a
 finding over training seeds (Verdict).
 
 A study tests a paper's claim on one trained run (one training seed) and returns :class:`Finding`s: the claim, the
@@ -25,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .claims.judge import RULE_ALPHA, RULE_SHARE, SEEDS_FOR_A_VERDICT, clopper_pearson_lower
 
 # --------------------------------------------------------------------------- the papers
 
@@ -194,23 +199,8 @@ def names(items: Iterable[str]) -> str:
 
 REPRODUCED, PARTLY, NOT = "reproduced", "partly", "not reproduced"
 VERDICTS = (REPRODUCED, PARTLY, NOT, FACT, NO_TEST)
-#: The one-sided level of the rule's Clopper-Pearson bound (a 95 % lower bound), and the share it must exceed.
-RULE_ALPHA, RULE_SHARE = 0.05, 0.5
-#: The smallest number of seeds at which "holds on every seed" clears the rule: 0.05 ** (1 / 4) = 0.47 < 1/2 <
-#: 0.05 ** (1 / 5) = 0.55. (A paired sign test needs 6 for a two-sided p below 0.05: 2 / 2 ** 6 = 0.031.)
-SEEDS_FOR_A_VERDICT = 5
 #: The percentile bootstrap over seeds: resamples, confidence, and the seed of its numpy Generator.
 BOOTSTRAP_RESAMPLES, BOOTSTRAP_CONFIDENCE, BOOTSTRAP_SEED = 2000, 0.95, 0
-
-
-def clopper_pearson_lower(k: int, n: int, alpha: float) -> float:
-    """The one-sided (1 - alpha) Clopper-Pearson lower bound of a binomial proportion k / n: 0 for k = 0, else the
-    alpha quantile of Beta(k, n - k + 1)."""
-    from scipy.stats import beta
-
-    if not 0 <= k <= n or n <= 0:
-        raise ValueError(f"k = {k} successes of n = {n} trials")
-    return 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
 
 
 def bootstrap_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from ... import runs
-from ...judge import Unit
-from ...registry import Claim
 from ...results import SeedResults
+from ..judge import Unit
+from ..registry import Claim
 from .base import NotTestable, before, extractor, finite, pooled, result, unit
 
 #: A run "unlearned" when its forget ROUGE-L lies at most halfway from the target's to the retain model's.

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from ... import runs
-from ...judge import Unit
-from ...registry import Claim
 from ...results import SeedResults
+from ..judge import Unit
+from ..registry import Claim
 from .base import NotTestable, extractor, finite, method_of, parameters, pooled, result, unit
 
 #: The paper's Fig. 3a level: the share of questions whose bound on the leak probability exceeds 10 %.

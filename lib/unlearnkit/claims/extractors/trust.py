@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from ... import runs
-from ...judge import Unit
 from ...metrics import meta_eval
-from ...registry import Claim
 from ...results import SeedResults
+from ..judge import Unit
+from ..registry import Claim
 from .base import NotTestable, before, extractor, pooled, unit
 
 #: Fewest greedy-safe questions a model needs for its leak@k to mean something (as the sampled-leak claims of 05).

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from ... import runs
-from ...judge import CONSISTENT, INCONSISTENT, Unit
-from ...registry import Claim
 from ...results import SeedResults
+from ..judge import CONSISTENT, INCONSISTENT, Unit
+from ..registry import Claim
 from .base import NotTestable, extractor, finite, pooled, result, unit
 
 #: Wang's GA-based methods (the paper's Table 2 and 3).

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ... import judge, pipeline, registry, results, runs
-from ...judge import CONSISTENT, COUNTED, SeedResult, Unit
-from ...registry import Claim
+from ... import pipeline, results, runs
 from ...results import SeedResults
+from .. import judge, registry
+from ..judge import CONSISTENT, COUNTED, SeedResult, Unit
+from ..registry import Claim
 
 Extractor = Callable[[Claim, SeedResults], SeedResult]
 EXTRACTORS: dict[str, Extractor] = {}

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ... import paths
+from .. import paths
 
 #: Where the frozen registry lives (committed, an input no code rewrites).
 FROZEN = paths.ROOT / "docs" / "claims.frozen.json"

@@ -3,7 +3,7 @@
 The one judge of the findings (docs/metrics.md §8.3). Each claim of the quote registry (``docs/claims.yaml``) has an
 **extractor** here, named by the claim's id, that reads one seed's stored results (:class:`unlearnkit.results.
 SeedResults`: the run store, else the committed mirror) and returns the claim's effect on the paper's scale, its units
-and the reasons a precondition is unmet (:class:`unlearnkit.judge.SeedResult`). Nothing is trained or sampled here,
+and the reasons a precondition is unmet (:class:`unlearnkit.claims.judge.SeedResult`). Nothing is trained or sampled here,
 and no notebook judges: a change to a claim's reading needs no rerun, only ``runner aggregate``.
 
 One module per notebook the claims read: :mod:`.unlearning` (01, 02), :mod:`.calibration` (03), :mod:`.formats`
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ... import judge, registry, results
-from ...judge import NOT_TESTABLE, ClaimVerdict
-from ...registry import Claim, Registry
+from ... import results
 from ...results import SeedResults
+from .. import judge, registry
+from ..judge import NOT_TESTABLE, ClaimVerdict
+from ..registry import Claim, Registry
 from . import calibration, formats, recovery, sampling, trust, unlearning  # noqa: F401  (each registers its claims)
 from .base import EXTRACTORS, NotTestable, effect_on_seed
 

@@ -1,6 +1,6 @@
 """A registered claim judged from its effect quantity: one seed's outcome among four, and the rule over seeds.
 
-A claim of the quote registry (:mod:`unlearnkit.registry`, ``docs/claims.yaml``) names one **effect quantity** on
+A claim of the quote registry (:mod:`unlearnkit.claims.registry`, ``docs/claims.yaml``) names one **effect quantity** on
 the paper's own scale, the **side** on which the paper puts it (``above`` or ``below`` its **null**, the value of no
 effect) and a **minimal effect**: the smallest distance from the null that counts, with its reason. On one seed
 (docs/metrics.md §8.3):
@@ -37,7 +37,25 @@ from typing import Any
 
 import numpy as np
 
-from .claims import RULE_ALPHA, RULE_SHARE, SEEDS_FOR_A_VERDICT, clopper_pearson_lower
+# --------------------------------------------------------------------------- the rule's bound
+
+#: The one-sided level of the rule's Clopper-Pearson bound (a 95 % lower bound), and the share it must exceed.
+RULE_ALPHA, RULE_SHARE = 0.05, 0.5
+#: The smallest number of seeds at which "holds on every seed" clears the rule: 0.05 ** (1 / 4) = 0.47 < 1/2 <
+#: 0.05 ** (1 / 5) = 0.55. (A paired sign test needs 6 for a two-sided p below 0.05: 2 / 2 ** 6 = 0.031.)
+SEEDS_FOR_A_VERDICT = 5
+
+
+def clopper_pearson_lower(k: int, n: int, alpha: float) -> float:
+    """The one-sided (1 - alpha) Clopper-Pearson lower bound of a binomial proportion k / n: 0 for k = 0, else the
+    alpha quantile of Beta(k, n - k + 1)."""
+    from scipy.stats import beta
+
+    if not 0 <= k <= n or n <= 0:
+        raise ValueError(f"k = {k} successes of n = {n} trials")
+    return 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
+
+
 
 # --------------------------------------------------------------------------- one seed
 
