@@ -274,3 +274,29 @@ def test_a_claims_tile_is_its_verdict_from_five_testable_seeds_and_below_that_wh
     assert claim_text.tile({"verdict": "reproduced", "per_seed": seeds(*[CONSISTENT] * 5)}) == "reproduced"
     assert [claim_text.short_name(i) for i in ("undial.claim", "scholten.greedy_understates")] == \
         ["undial", "greedy understates"]
+
+
+def test_a_notebooks_last_cell_shows_its_claims_on_its_seed_as_the_summary_judged_them():
+    """claims.render.seed_frame, each numbered notebook's last cell: the claims whose notebook it is, this seed's
+    outcome and effect as docs/findings.json holds them for that seed, the reason where a seed is not testable."""
+    import json
+
+    from unlearnkit import paths
+    from unlearnkit.claims import render as claim_text
+
+    skip_unless(not any(p.parent.name != runs.FINDINGS for p in runs.profile_dir("default").glob("seed-*/0*/metrics.json")),
+                "runs/default/ holds seeds of its own, which the judge reads before the committed results",
+                "CI, whose clean clone has no runs/")
+    summary = json.loads(paths.SUMMARY.read_text())
+    seed = summary["seeds"][0]
+    for notebook in (runs.CONTROLS, runs.unlearning_notebook("npo")):
+        base = runs.UNLEARNING if notebook.startswith(runs.UNLEARNING) else notebook
+        rows = {r["id"]: r for r in summary["claims"] if r["notebook"] == base}
+        shown = claim_text.seed_frame("default", seed, notebook)
+        assert set(shown["id"]) == set(rows) and rows, notebook
+        for _, row in shown.iterrows():
+            [stored] = [s for s in rows[row["id"]]["per_seed"] if s["seed"] == seed]
+            assert row["outcome"] == stored["outcome"], row["id"]
+            assert (row["why"] == f"not testable: {stored['reason']}") == (stored["outcome"] == NOT_TESTABLE)
+            assert row["effect"].startswith("n/a" if stored["effect"] is None else f"{stored['effect']:+.3g}")
+    assert claim_text.seed_frame("default", seed, runs.DATA_TOUR).empty

@@ -273,3 +273,35 @@ def overview_table(summary: Mapping[str, Any]):
     return pd.DataFrame([{"paper": r["paper"], "short": short_name(r["id"]),
                           "notebook": r["notebook"], "verdict": r["verdict"], "tile": tile(r)}
                          for r in summary.get("claims") or []])
+
+
+# --------------------------------------------------------------------------- one seed, one notebook
+
+
+def seed_frame(profile: str, seed: int, notebook: str):
+    """The registered claims a notebook tests, on one seed, in the README's words: the claim, this seed's outcome,
+    its effect, what the claim needs (side, no effect, minimal effect) and why a seed is not testable. Each
+    notebook's last cell shows it; notebook 10 judges the same claims over every seed. ``notebook`` is the
+    notebook's name (``02_unlearning`` for each of its runs)."""
+    import pandas as pd
+
+    from ..results import SeedResults
+    from . import extractors
+
+    base = runs.UNLEARNING if notebook.startswith(runs.UNLEARNING) else notebook
+    stored = SeedResults(profile, seed)
+    rows = []
+    for claim in extractors.judged_claims():
+        if claim.notebook != base:
+            continue
+        result = extractors.effect_on_seed(claim, stored)
+        row = {"claim": claim.claim + ("" if claim.kind == "finding" else f" ({claim.kind})"), "id": claim.id,
+               "outcome": result.outcome, "effect": _num(result.effect),
+               "needs": needs_text({"effect": {"side": claim.side, "no_effect": claim.null},
+                                    "minimal_effect": {"value": claim.minimal_effect}}),
+               "why": f"not testable: {result.reason}" if result.outcome == NOT_TESTABLE else ""}
+        won, tested = result.support
+        if tested:
+            row["effect"] += f" ({won} of {tested} units on the paper's side)"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["claim", "id", "outcome", "effect", "needs", "why"])
