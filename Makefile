@@ -38,17 +38,28 @@ help: ## list the targets
 
 setup: $(STAMP) ## build the environment (conda/mamba from environment.yml if present, else .venv + pip)
 
+# What setup installs, said before the long quiet step: the pins of requirements.txt (counted from the file, so the
+# line stays true) and how long a fresh environment took on a 2-core machine (docs/speed.md: 3.6 min, 213 s).
+SETUP_PINS = $(shell grep -cE '^[A-Za-z]' requirements.txt)
+SETUP_SAYS = a fresh $(VENV) takes about 3-4 minutes on 2 cores (pip prints nothing meanwhile); an existing one, only what changed
+# When setup began: make expands a recipe's lines together, before it runs the first, so the last line's $(SETUP_T0)
+# is the time before the first line ran.
+SETUP_T0 = $(shell date +%s)
+
 $(STAMP): requirements.txt environment.yml pyproject.toml
 ifneq ($(CONDA),)
+	@echo "setup: $(notdir $(CONDA)) builds $(VENV) from environment.yml: python 3.11 from conda-forge, then with pip the $(SETUP_PINS) pinned packages of requirements.txt (torch CPU wheel, transformers, datasets, jupyterlab, papermill, ...) and the workbook in editable mode; $(SETUP_SAYS)"
 	@if [ -x $(PY) ]; then $(CONDA) env update -p $(VENV) -f environment.yml; \
 	 else $(CONDA) env create -p $(VENV) -f environment.yml; fi
 else
+	@echo "setup: installing the $(SETUP_PINS) pinned packages of requirements.txt into $(VENV) (torch CPU wheel, transformers, datasets, peft, scikit-learn, pandas, matplotlib, jupyterlab, papermill, pytest, ruff, ...), then the workbook in editable mode; $(SETUP_SAYS)"
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements.txt 2> >(grep -v "is ignored: it is neither" >&2)
 	$(PY) -m pip install -q --no-deps -e . 2> >(grep -v "is ignored: it is neither" >&2)
 endif
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (unlearnkit)" > /dev/null
 	@touch $@
+	@echo "setup: done in $$(( $$(date +%s) - $(SETUP_T0) )) s; the kernel \"Python 3 (unlearnkit)\" is installed in $(VENV)"
 
 # Not part of setup: vllm brings its own CUDA torch (several GB) and needs Linux with a GPU.
 setup-vllm: ## a separate .venv-vllm for sampler: vllm, on a CUDA machine (GBs); runs notebooks as .venv-vllm/bin/python -m unlearnkit.runner 05 --profile P

@@ -320,3 +320,44 @@ def test_the_kernels_note_of_its_destroyed_control_task_is_dropped_and_nothing_e
         assert drop.filter(record("Exception in callback"))
     finally:
         logger.removeFilter(drop)
+
+
+#: What a clean run printed when papermill was called directly (docs/running.md) and not through the runner (#62).
+KERNEL_EXIT_NOISE = ("Traceback", "KeyboardInterrupt", "Logging error", "Task was destroyed")
+
+
+@pytest.mark.slow
+def test_papermill_called_directly_ends_a_clean_run_quietly(tmp_path):
+    """papermill as docs/running.md shows it (the merged profile written to a file, then ``papermill --cwd notebooks
+    -k python3 -f``), on a notebook that does what the workbook's do: imports the library and runs work in its worker
+    processes. jupyter_client sends the kernel's process group a SIGINT before it shuts the kernel down; each idle
+    worker died of it with a "Traceback ... KeyboardInterrupt" in the caller's terminal, and asyncio's note of the
+    control task ipykernel leaves pending could print a "Logging error". The runner's own kernels were quiet already."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                 "language": "python"}})
+    notebook.cells = [nbformat.v4.new_code_cell("profile = 'default'", metadata={"tags": ["parameters"]}),
+                      nbformat.v4.new_code_cell("import os\nfrom unlearnkit import workers"),
+                      nbformat.v4.new_code_cell("pids = workers.side_by_side(os.getpid, [(), ()], jobs=2)\n"
+                                                "assert len(set(pids)) == 2 and os.getpid() not in pids, pids")]
+    source, executed, profile = tmp_path / "workers.ipynb", tmp_path / "out.ipynb", tmp_path / "smoke.yaml"
+    nbformat.write(notebook, source)
+    library = str(paths.ROOT / "lib")  # the kernel imports this checkout's library, whatever the venv has installed
+    env = {**os.environ, "UNLEARNKIT_RUNS": str(tmp_path / "runs"),
+           "PYTHONPATH": os.pathsep.join(p for p in (library, os.environ.get("PYTHONPATH")) if p)}
+    merged = subprocess.run([sys.executable, "-m", "unlearnkit.runner", "params", "--profile", "smoke"], env=env,
+                            capture_output=True, text=True, timeout=300, cwd=paths.ROOT)
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    profile.write_text(merged.stdout)
+    papermill = Path(sys.executable).with_name("papermill")
+    done = subprocess.run([str(papermill), "--cwd", "notebooks", "-k", "python3", "-f", str(profile), str(source),
+                           str(executed)], env=env, capture_output=True, text=True, timeout=900, cwd=paths.ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for noise in KERNEL_EXIT_NOISE:
+        assert noise not in done.stderr, f"{noise!r} in papermill's stderr:\n{done.stderr[-3000:]}"

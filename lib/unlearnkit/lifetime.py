@@ -5,10 +5,14 @@ variable set (the notebook kernels papermill starts, the loky workers a kernel s
 are re-parented to PID 1 when it dies) watches that process from a daemon thread and ends itself within about a
 second of its going. No signal handler sees SIGKILL, and ``PR_SET_PDEATHSIG`` follows the parent thread, not the
 runner; a watcher of the runner's id covers both. It imports nothing of the library.
+
+A notebook's kernel also ends quietly, whoever started it (the runner, or papermill called directly as
+docs/running.md shows): :func:`quiet_kernel_exit`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -53,3 +57,22 @@ def die_with_runner(interval: float = INTERVAL_S) -> bool:
 def mark_runner() -> None:
     """Make this process the runner the processes it starts watch."""
     os.environ[RUNNER_PID_VARIABLE] = str(os.getpid())
+
+
+class DropShutdownTask(logging.Filter):
+    """Drops asyncio's one record of ipykernel's control task destroyed at the kernel's exit, and nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not (text.startswith("Task was destroyed but it is pending") and "Kernel.dispatch_" in text)
+
+
+def quiet_kernel_exit() -> None:
+    """At a kernel's exit asyncio destroys ipykernel's still-pending control task (``Kernel.dispatch_control``) and
+    logs "Task was destroyed but it is pending!" into a stderr ipykernel has already closed: "--- Logging error ---"
+    and a traceback in the terminal after a clean run. Importing the library drops that one record (once per
+    process; every other record of asyncio, and every warning, still shows), so a kernel that papermill started
+    without the runner's extension (runner/kernel.py) ends as quietly as the runner's."""
+    logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, DropShutdownTask) for f in logger.filters):
+        logger.addFilter(DropShutdownTask())

@@ -6,6 +6,7 @@ it (pipeline, studies, runner); the per-model thread count of tiny models is :fu
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import warnings
@@ -60,9 +61,27 @@ def _apply_core_share() -> None:
 _apply_core_share()
 
 
+def _idle_ignores_interrupt() -> None:
+    """A worker's initializer: between tasks it ignores SIGINT, as ipykernel does when it is idle. The workers of a
+    notebook's kernel are in the kernel's process group, and jupyter_client sends that group a SIGINT just before it
+    asks the kernel to shut down, at the end of every clean run: each idle worker died of it with a "Traceback ...
+    KeyboardInterrupt" from loky's idle loop in the terminal of whoever called papermill. A task still runs with
+    Python's own handler (:func:`_in_worker`), so Ctrl-C or a cell's timeout interrupts it as before."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _in_worker(function, args: tuple, threads: int, environment: dict[str, str], run_store: dict[str, str]):
     """One task in a worker process: its share of the cores, the parent's run store, its station seconds, and what
-    it printed (handed back, so that it shows where the parent prints: in a notebook, under the cell)."""
+    it printed (handed back, so that it shows where the parent prints: in a notebook, under the cell). The task
+    runs with SIGINT raising KeyboardInterrupt; the idle worker ignores it again after (:func:`_idle_ignores_interrupt`)."""
+    idle = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return _task(function, args, threads, environment, run_store)
+    finally:
+        signal.signal(signal.SIGINT, idle)
+
+
+def _task(function, args: tuple, threads: int, environment: dict[str, str], run_store: dict[str, str]):
     import contextlib
     import io
 
@@ -118,7 +137,8 @@ def side_by_side(function, tasks: Sequence[tuple], jobs: int | None, desc: str =
     split: dict[str, float] = {}
     results = []
     with stations.station(stations.WORKERS) as span, warnings.catch_warnings(), \
-            parallel_config(backend="loky", idle_worker_timeout=IDLE_WORKER_TIMEOUT_S):
+            parallel_config(backend="loky", idle_worker_timeout=IDLE_WORKER_TIMEOUT_S,
+                            initializer=_idle_ignores_interrupt):
         warnings.filterwarnings("ignore", message=WORKER_STOPPED, category=UserWarning)
         bar = tqdm(total=len(tasks), desc=desc, disable=not stations.show_progress())
         parallel = Parallel(n_jobs=workers, return_as="generator")
