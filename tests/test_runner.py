@@ -361,3 +361,32 @@ def test_papermill_called_directly_ends_a_clean_run_quietly(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     for noise in KERNEL_EXIT_NOISE:
         assert noise not in done.stderr, f"{noise!r} in papermill's stderr:\n{done.stderr[-3000:]}"
+
+
+def _interrupted_while_idle(queue) -> None:
+    import os
+    import signal
+    import time
+
+    from unlearnkit import workers
+
+    workers._idle_ignores_interrupt()  # the initializer side_by_side hands loky
+    os.kill(os.getpid(), signal.SIGINT)  # jupyter_client's SIGINT to the kernel's process group, to an idle worker
+    time.sleep(0.2)
+    during = workers._in_worker(signal.getsignal, (signal.SIGINT,), 1, {}, {})
+    queue.put((during[0] if isinstance(during, tuple) else during) is signal.default_int_handler)
+
+
+def test_an_idle_worker_survives_the_shutdown_interrupt_and_a_task_still_can_be_interrupted():
+    """The deterministic half of the test above (whose noise is a race): a worker whose initializer ran ignores the
+    SIGINT jupyter_client sends the kernel's process group, and a task it runs has Python's own handler back, so
+    Ctrl-C or a cell's timeout still interrupts work. Without the initializer the process dies of the signal."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    worker = ctx.Process(target=_interrupted_while_idle, args=(queue,))
+    worker.start()
+    worker.join(120)
+    assert worker.exitcode == 0, f"the idle worker died of SIGINT (exit code {worker.exitcode})"
+    assert queue.get(timeout=5) is True, "a task ran without Python's SIGINT handler"
