@@ -14,8 +14,9 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[01][0-9]_*.ipynb"))
 TAG = "by-hand"
 #: The modules a by-hand cell may import (and their submodules: scipy.stats, torch.nn.functional).
-#: safetensors only reads a stored model's weights, the run's own data (notebook 08 reads one weight with it).
-ALLOWED = {"numpy", "scipy", "torch", "math", "pandas", "safetensors"}
+#: safetensors and pathlib only find and read a stored model's weights, the run's own data (notebook 08 reads one
+#: weight with them, from a single file or a large model's shards).
+ALLOWED = {"numpy", "scipy", "torch", "math", "pandas", "safetensors", "pathlib"}
 
 
 def _source(cell) -> str:
