@@ -345,7 +345,7 @@ def test_papermill_called_directly_ends_a_clean_run_quietly(tmp_path):
     notebook.cells = [nbformat.v4.new_code_cell("profile = 'default'", metadata={"tags": ["parameters"]}),
                       nbformat.v4.new_code_cell("import os\nfrom unlearnkit import workers"),
                       nbformat.v4.new_code_cell("pids = workers.side_by_side(os.getpid, [(), ()], jobs=2)\n"
-                                                "assert len(set(pids)) == 2 and os.getpid() not in pids, pids")]
+                                                "assert os.getpid() not in pids, pids  # ran in the workers")]
     source, executed, profile = tmp_path / "workers.ipynb", tmp_path / "out.ipynb", tmp_path / "smoke.yaml"
     nbformat.write(notebook, source)
     library = str(paths.ROOT / "lib")  # the kernel imports this checkout's library, whatever the venv has installed
