@@ -23,7 +23,6 @@ import pandas as pd
 from .. import bounds, config, models, pipeline, runs, workers
 from ..config import Params
 from ..data import behaviours as behaviour_data
-from ..former import SCHOLTEN, Finding, Quantity, names, outcome_of
 from ..metrics import safety
 from ..metrics.sampling import model_for, prompt_ids, sample_and_score_with, sampling_settings, split_sampler
 
@@ -366,29 +365,6 @@ def finding(summary: pd.DataFrame, judge: Judge, alpha: float) -> dict[str, Any]
     return {"per_model": per_model, "tested": tested, "holding": holding, "text": "\n".join(lines)}
 
 
-def _share(value: Any) -> str:
-    return "n/a" if value is None or value != value else f"{value:.0%}"
-
-
-def findings(verdict: Mapping[str, Any]) -> list[Finding]:
-    """Scholten et al.'s Appendix B finding on this run, as data (from :func:`finding`): of the models greedy
-    decoding calls safe, those whose sampled answers comply where greedy is safe. Holds for every such model, partly
-    for some, fails for none; no test when greedy calls no model safe. A model with no greedy-safe request has no share
-    of risky ones (n/a)."""
-    per_model, tested, holding = verdict["per_model"], verdict["tested"], verdict["holding"]
-    parts = [f"{model}: greedy safe on {_share(row['greedy_safe_share'])}, sampled answers comply where greedy is "
-             f"safe on {_share(row['risky_when_greedy_safe'])}" for model, row in per_model.items()]
-    text = (f"holds for {len(holding)} of {len(tested)} models that greedy decoding calls safe ({names(holding)}); "
-            + "; ".join(parts))
-    quantities = (Quantity("share of greedy-safe models whose samples comply", len(holding) / len(tested)
-                           if tested else None, 1.0, ">=", "every such model"),
-                  Quantity("models greedy decoding calls safe", len(tested), fmt=".0f"))
-    return [Finding(runs.ALIGNMENT, SCHOLTEN, "greedy decoding suggests the aligned models are safe; sampled answers, "
-                    "bounded by M_bin, show a real risk", text, outcome_of(len(holding), len(tested)),
-                    f"{runs.ALIGNMENT}_binary_bounds", "aligned models", quantities,
-                    tuple((m, m in holding) for m in tested))]
-
-
 def example_behaviours(tables: Mapping[str, pd.DataFrame], model: str, count: int) -> list[int]:
     """Requests to draw for one model (Fig. 6 top): those greedy answers safely with the most sampled risk,
     then the others by sampled risk, one per category where possible."""
@@ -472,19 +448,16 @@ def cost_estimate(sampled: Mapping[str, Mapping[str, Any]], n_requests: int, ans
 
 class Metrics(NamedTuple):
     results: dict[str, dict[str, dict[str, Any]]]  # {model: {group: {metric: value}}}, the results contract
-    meta: dict[str, Any]  # the verdict, the judge, the requests and the sampling times
+    meta: dict[str, Any]  # the judge, the requests and the sampling times: numbers and identifiers only
 
 
-def metrics_entries(summary: pd.DataFrame, verdict: Mapping[str, Any], judge: Judge, split: BehaviourSplit,
+def metrics_entries(summary: pd.DataFrame, judge: Judge, split: BehaviourSplit,
                     sampled: Mapping[str, Mapping[str, Any]]) -> Metrics:
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for record in summary.to_dict(orient="records"):
         model, group = record.pop("model"), record.pop("group")
         results.setdefault(model, {})[group] = record
     meta = {
-        "finding": {k: v for k, v in verdict.items() if k != "text"},
-        "finding_text": verdict["text"],
-        "findings": [f.as_dict() for f in findings(verdict)],
         "judge": {"name": judge.name, "measures": judge.measures, "threshold": judge.threshold, "binary": judge.binary,
                   "heldout_accuracy": judge.heldout_accuracy, "n_heldout_requests": judge.n_heldout},
         "requests": {"aligned_on": len(split.aligned), "evaluated": len(split.evaluation),

@@ -13,13 +13,14 @@ about ``quant_regime_share`` of an NF4 bin, as a large model's do under unlearni
 3. **quantisation**: each scheme, forget scores after; both forms of Q; bucket crossing against the target;
 4. **input probes**: prefill, paraphrase, in-context shots, each beside the retain model under the same probe.
 
-The findings (:func:`findings`) test the literature's claims on this run, judged over seeds by notebook 10.
+The registered claims' extractors (:mod:`unlearnkit.claims.extractors.recovery`) read what it stores: numbers and
+identifiers only.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,6 @@ import pandas as pd
 from .. import attacks, config, models, pipeline, runs, stations, workers
 from ..config import Params
 from ..data.tofu import holdout_split_for
-from ..former import ATTACKS, NO_TEST, Finding, Quantity, outcome_of
 
 #: Bump when what :func:`attack_model` computes changes (its cache key).
 ROBUSTNESS_VERSION = "3"
@@ -38,10 +38,6 @@ RECOVERY_MARGIN = 0.1
 #: A run's updates "cross buckets" when at least this share of its quantised weights changed code against the
 #: target's (the default profile's runs: 23-37 % under NF4; the regime-matched run about 2 %).
 CROSSED = 0.1
-#: An attack can only bring back what the target knew: below this forget ROUGE-L of the target, no finding is tested.
-TARGET_KNOWS = 0.5
-#: The papers whose claims the findings test (their sentences beside the criteria in docs/metrics.md §10).
-PAPER = ATTACKS
 
 
 # --------------------------------------------------------------------------- which models
@@ -285,11 +281,7 @@ def probe_table(found: Mapping[str, dict], named: Mapping[str, tuple[str, str]])
     return pd.DataFrame(rows)
 
 
-# --------------------------------------------------------------------------- findings
-
-
-def _unlearned(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table["kind"] == UNLEARNED]
+# --------------------------------------------------------------------------- which runs forgot
 
 
 def forgetting_runs(relearn: pd.DataFrame) -> list[str]:
@@ -298,142 +290,6 @@ def forgetting_runs(relearn: pd.DataFrame) -> list[str]:
     halfway = 0.5 * float(relearn.loc["target", "rouge before"])
     moved = relearn[relearn["kind"].isin([UNLEARNED, REGIME_MATCHED])]
     return [str(run) for run, row in moved.iterrows() if row["rouge before"] < halfway]
-
-
-def _untested_note(relearn: pd.DataFrame) -> str:
-    left = [str(r) for r in _unlearned(relearn).index if r not in forgetting_runs(relearn)]
-    return f" (not counted, they did not forget: {', '.join(left)})" if left else ""
-
-
-def relearn_finding(table: pd.DataFrame) -> Finding:
-    """"Relearning restores what unlearning removed faster than the retain model learns it", per run that forgot: it
-    holds when the run reaches the target's halfway mark in fewer steps than the retain model (or reaches it where the
-    retain model does not)."""
-    control = table[table["kind"] == RETAIN].iloc[0]
-    c_steps = control["steps to halfway"]
-    tested = [r for r in forgetting_runs(table) if table.loc[r, "kind"] == UNLEARNED]
-    parts = []
-    for run in tested:
-        row = table.loc[run]
-        parts.append((run, bool(row["reached"]) and (not control["reached"] or row["steps to halfway"] < c_steps)))
-    held = sum(ok for _, ok in parts)
-    quantities = (Quantity("share of forgetting runs relearning faster than the retain model",
-                           held / len(parts) if parts else None, 1.0, ">=", "every such run"),
-                  Quantity("retain model's steps to the halfway mark", c_steps if control["reached"] else None,
-                           fmt=".0f"),
-                  Quantity("median Δ forget ROUGE-L of those runs",
-                           float(table.loc[tested, "Δ rouge"].median()) if tested else None))
-    text = (f"{held} of {len(parts)} runs that forgot get back to half the target's forget ROUGE-L faster than the "
-            "retain model " + (f"({c_steps:.0f} steps)" if control["reached"] else "(which does not get there within "
-                               "the epoch)") + f": {', '.join(r for r, ok in parts if ok) or 'none'}"
-            + _untested_note(table))
-    return Finding(runs.ROBUSTNESS, PAPER, "relearning restores what unlearning removed faster than the retain model "
-                   "learns it", text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_relearning", "relearning",
-                   quantities, tuple(parts))
-
-
-_RESTORES = ("4-bit quantisation restores forgotten answers where unlearning's updates stay within the quantiser's "
-             "buckets (Zhang et al.)")
-_HOLDS = "where unlearning's updates cross the quantiser's buckets, 4-bit quantisation does not restore forgotten answers"
-
-
-def quant_findings(table: pd.DataFrame, relearn: pd.DataFrame, scheme: str = "nf4") -> list[Finding]:
-    """Zhang et al.'s claim and its mechanism's other side, as two findings on the runs that forgot, split by the
-    share of weights whose ``scheme`` code unlearning moved (CROSSED): within buckets (fewer moved: the regime-matched
-    run, if it forgot) forget ROUGE-L rises by more than RECOVERY_MARGIN when quantised; across buckets it does not.
-    A finding without a run to test is ``no test``, with why."""
-    t = table[(table["scheme"] == scheme) & table["model"].isin(forgetting_runs(relearn))]
-    crossed = t.get("share crossed", pd.Series(np.nan, index=t.index))
-    across, within = t[crossed >= CROSSED], t[crossed < CROSSED]
-    figure = f"{runs.ROBUSTNESS}_quantisation"
-    out = []
-    if len(within):
-        parts = tuple((str(r["model"]), bool(r["Δ rouge"] > RECOVERY_MARGIN)) for _, r in within.iterrows())
-        q = (Quantity(f"largest Δ forget ROUGE-L under {scheme}", float(within["Δ rouge"].max()), RECOVERY_MARGIN, ">"),
-             Quantity(f"largest share of weights crossing a {scheme} bucket", float(within["share crossed"].max()),
-                      CROSSED, "<"))
-        out.append(Finding(runs.ROBUSTNESS, PAPER, _RESTORES, "; ".join(x.text() for x in q),
-                           outcome_of(sum(ok for _, ok in parts), len(parts)), figure, "quantisation within buckets",
-                           q, parts))
-    else:
-        regime = relearn[relearn["kind"] == REGIME_MATCHED]
-        if len(regime):
-            row = table[(table["kind"] == REGIME_MATCHED) & (table["scheme"] == scheme)].iloc[0]
-            why = (f"not tested: no run that forgot kept its updates within the buckets; the regime-matched run "
-                   f"{regime.index[0]} (updates moving {row.get('share crossed', math.nan):.1%} of the weights across a "
-                   f"bucket) did not forget (forget ROUGE-L {float(regime['rouge before'].iloc[0]):.2f} against the "
-                   f"target's {float(relearn.loc['target', 'rouge before']):.2f})")
-        else:
-            why = "not tested: no run that forgot kept its updates within the buckets (no regime-matched run)"
-        out.append(Finding(runs.ROBUSTNESS, PAPER, _RESTORES, why, NO_TEST, figure, "quantisation within buckets"))
-    if len(across):
-        parts = tuple((str(r["model"]), bool(r["Δ rouge"] <= RECOVERY_MARGIN)) for _, r in across.iterrows())
-        q = (Quantity(f"largest Δ forget ROUGE-L under {scheme}", float(across["Δ rouge"].max()), RECOVERY_MARGIN, "<="),
-             Quantity(f"smallest share of weights crossing a {scheme} bucket", float(across["share crossed"].min()),
-                      CROSSED, ">="))
-        out.append(Finding(runs.ROBUSTNESS, PAPER, _HOLDS, "; ".join(x.text() for x in q) + _untested_note(relearn),
-                           outcome_of(sum(ok for _, ok in parts), len(parts)), figure, "quantisation across buckets",
-                           q, parts))
-    else:
-        out.append(Finding(runs.ROBUSTNESS, PAPER, _HOLDS, "not tested: no run that forgot moved its weights across "
-                           "the buckets", NO_TEST, figure, "quantisation across buckets"))
-    return out
-
-
-def rtt_finding(table: pd.DataFrame, relearn: pd.DataFrame) -> Finding:
-    """"An unlearned model keeps held-out facts of the forget authors it was never retaught", per run that forgot:
-    it holds when relearning the other facts recovers held-out accuracy by more than RECOVERY_MARGIN over the retain
-    model's gain."""
-    tested = [r for r in forgetting_runs(relearn) if r in table.index and table.loc[r, "kind"] == UNLEARNED]
-    parts = [(run, bool(table.loc[run, "recovery over control"] > RECOVERY_MARGIN)) for run in tested]
-    held = sum(ok for _, ok in parts)
-    quantities = (Quantity("share of forgetting runs recovering held-out facts", held / len(parts) if parts else None,
-                           1.0, ">=", "every such run"),
-                  Quantity("largest recovery over the control",
-                           float(table.loc[tested, "recovery over control"].max()) if tested else None,
-                           RECOVERY_MARGIN, ">"))
-    text = (f"relearning the other facts brings held-out facts back, beyond the retain model's gain by more than "
-            f"{RECOVERY_MARGIN}, for {held} of {len(parts)} runs that forgot: "
-            f"{', '.join(r for r, ok in parts if ok) or 'none'}" + _untested_note(relearn))
-    return Finding(runs.ROBUSTNESS, PAPER, "an unlearned model keeps held-out facts of the forget authors it was "
-                   "never retaught (RTT)", text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_rtt", "RTT",
-                   quantities, tuple(parts))
-
-
-def probe_finding(table: pd.DataFrame, relearn: pd.DataFrame) -> Finding:
-    """"Prefill / paraphrase / in-context shots recover forget answers", on the runs that forgot: a probe holds when,
-    for some such run, forget ROUGE-L under it rises over the plain question by more than RECOVERY_MARGIN and exceeds
-    the retain model's under the same probe by more than RECOVERY_MARGIN."""
-    t = table[table["model"].isin([r for r in forgetting_runs(relearn) if relearn.loc[r, "kind"] == UNLEARNED])
-              & (table["probe"] != "plain")]
-    parts, best = [], {}
-    for name, group in t.groupby("probe", sort=False):
-        hit = group[(group["rouge over plain"] > RECOVERY_MARGIN) & (group["rouge over control"] > RECOVERY_MARGIN)]
-        parts.append((str(name), len(hit) > 0))
-        top = group.loc[group["rouge over control"].idxmax()]
-        best[name] = (float(top["rouge over control"]), str(top["model"]))
-    held = sum(ok for _, ok in parts)
-    quantities = tuple(Quantity(f"largest ROUGE-L over the control, {name}", value, RECOVERY_MARGIN, ">")
-                       for name, (value, _) in best.items())
-    text = (f"{held} of {len(parts)} probes bring forget answers of a run that forgot back beyond the retain model's: "
-            + "; ".join(f"{name} (best {best[name][0]:+.2f}, {best[name][1]})" for name, _ in parts)
-            + _untested_note(relearn))
-    return Finding(runs.ROBUSTNESS, PAPER, "prefill, paraphrased questions and in-context shots recover forget answers",
-                   text, outcome_of(held, len(parts)), f"{runs.ROBUSTNESS}_probes", "input probes", quantities,
-                   tuple(parts))
-
-
-def findings(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, probes: pd.DataFrame) -> list[Finding]:
-    """The five findings; none is tested (``no test``, with the reason) where the target itself does not reproduce
-    its forget answers (forget ROUGE-L below TARGET_KNOWS): there is nothing for an attack to bring back."""
-    found = [relearn_finding(relearn), *quant_findings(quant, relearn), rtt_finding(rtt, relearn),
-             probe_finding(probes, relearn)]
-    knows = float(relearn.loc["target", "rouge before"]) if "target" in relearn.index else math.nan
-    if knows >= TARGET_KNOWS:
-        return found
-    reason = (f"not tested: the target's forget ROUGE-L is {knows:.2f} (below {TARGET_KNOWS}), so there is nothing "
-              "for an attack to bring back")
-    return [Finding(f.notebook, f.paper, f.claim, reason, NO_TEST, f.figure, f.short) for f in found]
 
 
 def survival(relearn: pd.DataFrame, quant: pd.DataFrame, rtt: pd.DataFrame, probes: pd.DataFrame,
@@ -468,10 +324,20 @@ def per_item(found: Mapping[str, dict]) -> dict[str, Any]:
     return dict(found)
 
 
+def crossing_records(crossing: pd.DataFrame | None) -> dict[str, dict[str, dict[str, float]]]:
+    """The bucket crossing of :func:`crossings` as metrics.json keeps it: ``{model: {scheme: {"share crossed": ...,
+    "median |Δw| / bin": ...}}}``, numbers only."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for _, row in (crossing if crossing is not None else pd.DataFrame()).iterrows():
+        out.setdefault(str(row["model"]), {})[str(row["scheme"])] = {
+            "share crossed": float(row["share crossed"]), "median |Δw| / bin": float(row["median |Δw| / bin"])}
+    return out
+
+
 def run_meta(params: Params, named: Mapping[str, tuple[str, str]], data: Mapping[str, list], regime: str | None,
-             regime_lr: float | None, found: Sequence[Finding]) -> dict[str, Any]:
+             regime_lr: float | None, crossing: pd.DataFrame | None = None) -> dict[str, Any]:
     return {"models": {label: {"kind": kind, "folder": runs.model_identity(folder)} for label, (kind, folder)
                        in named.items()},
             "items": {k: {"n": len(v), "hash": attacks.rows_hash(v)} for k, v in data.items()},
             "regime_matched": {"run": regime, "lr": regime_lr, "share": params.quant_regime_share},
-            "findings": [f.as_dict() for f in found]}
+            "crossing": crossing_records(crossing)}

@@ -80,19 +80,47 @@ def quantisation_restores(claim: Claim, seed: SeedResults):
     return result(claim, seed, (nf4 - full) / (target - full), values=values)
 
 
-def _former_quantity(seed: SeedResults, short: str, name: str) -> float | None:
-    for f in seed.metrics(runs.ROBUSTNESS)["meta"].get("findings", []):
-        if f.get("short") == short:
-            for q in f.get("quantities", []):
-                if q.get("name") == name and finite(q.get("value")):
+#: The kinds of model notebook 08 measures bucket crossing for, and the share of weights from which a run's updates
+#: "cross buckets" (studies.recovery's UNLEARNED, REGIME_MATCHED and CROSSED); below TARGET_KNOWS of the target's
+#: forget ROUGE-L an attack has nothing to bring back.
+_CROSSING_KINDS, CROSSED, TARGET_KNOWS = ("unlearned (02)", "regime-matched"), 0.1, 0.5
+
+
+def smallest_crossing(meta: Mapping[str, Any], per_item: Mapping[str, Any], scheme: str = "nf4") -> float | None:
+    """The smallest share of weights crossing a ``scheme`` bucket among the runs that forgot (forget ROUGE-L before
+    any attack below half the target's) and whose updates cross buckets (share at least CROSSED), from notebook 08's
+    stored crossing (``meta.crossing``); None where no such run, or where the target knows too little to test."""
+    target = per_item.get("target", {}).get("before", {}).get("rouge")
+    if not finite(target) or target < TARGET_KNOWS:
+        return None
+    kinds = {label: (m or {}).get("kind") for label, m in (meta.get("models") or {}).items()}
+    shares = [found[scheme]["share crossed"] for label, found in (meta.get("crossing") or {}).items()
+              if kinds.get(label) in _CROSSING_KINDS and label in per_item and scheme in found
+              and per_item[label]["before"]["rouge"] < 0.5 * target]
+    across = [x for x in shares if finite(x) and x >= CROSSED]
+    return float(min(across)) if across else None
+
+
+def _archived_crossing(meta: Mapping[str, Any]) -> float | None:
+    """Seeds stored before notebook 08 kept its bucket crossing (``meta.crossing``) hold the same number only as a
+    quantity of the retired finding on quantisation across buckets: read it there, as a number, and nothing else."""
+    for f in meta.get("findings") or []:
+        if f.get("short") == "quantisation across buckets":
+            for q in f.get("quantities") or []:
+                if q.get("name") == "smallest share of weights crossing a nf4 bucket" and finite(q.get("value")):
                     return float(q["value"])
     return None
+
+
+def crossed_share(seed: SeedResults, per_item: Mapping[str, Any]) -> float | None:
+    meta = seed.metrics(runs.ROBUSTNESS)["meta"]
+    return smallest_crossing(meta, per_item) if "crossing" in meta else _archived_crossing(meta)
 
 
 @extractor("workbook.quantisation_across_buckets")
 def quantisation_across(claim: Claim, seed: SeedResults):
     per_item, reference, target, retain = _attacks(seed)
-    crossed = _former_quantity(seed, "quantisation across buckets", "smallest share of weights crossing a nf4 bucket")
+    crossed = crossed_share(seed, per_item)
     if crossed is None or crossed < 0.1:
         raise NotTestable("no forgetting run whose weights cross the nf4 buckets")
     matched = (seed.metrics(runs.ROBUSTNESS)["meta"].get("regime_matched") or {}).get("run")

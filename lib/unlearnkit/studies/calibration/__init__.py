@@ -112,7 +112,6 @@ from .search import (  # noqa: F401
 from .splits import (  # noqa: F401
     SplitCalibration,
     calibrate_splits,
-    findings,
     mean_interval,
     split_run,
     splits_table,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from ...former import Finding
 from ...metrics.ps import (
     FORGET,
     HELDOUT,
@@ -25,15 +24,11 @@ from .sweeps import best_settings, records
 
 def run_meta(calibrations: Mapping[str, Calibration], before: PSProfile, sweeps: Mapping[str, pd.DataFrame],
              evaluate: PSEvaluator, elapsed_s: float, tolerances: Tolerances | None = None,
-             tables: Mapping[str, pd.DataFrame] | None = None, verdict: Mapping[str, Any] | None = None,
-             found: Sequence[Finding] = ()) -> dict[str, Any]:
-    """What metrics.json keeps beside the Table 3 results: each method's calibration, GD's best passing setting
-    under each control, the PS item counts and the time taken; with ``tables`` (Table 2, Table 3, the controls
-    summary, the forget splits) their rows, the controls ``verdict`` and the findings (:func:`findings`)."""
-    extra: dict[str, Any] = {"tables": {name: records(table) for name, table in (tables or {}).items()},
-                             "findings": [f.as_dict() for f in found]}
-    if verdict is not None:
-        extra["controls_verdict"] = dict(verdict)
+             tables: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
+    """What metrics.json keeps beside the Table 3 results, numbers and identifiers only: each method's calibration,
+    GD's best passing setting under each control, the PS item counts and the time taken; with ``tables`` (Table 2,
+    Table 3, the controls summary, the forget splits) their rows."""
+    extra: dict[str, Any] = {"tables": {name: records(table) for name, table in (tables or {}).items()}}
     if tolerances is not None:
         extra["intervals"] = {"confidence": tolerances.confidence, "resamples": tolerances.resamples,
                               "seed": tolerances.seed}

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import models, pipeline, runs
+from ... import models, pipeline
 from ...config import Params
-from ...former import WANG, Finding, Quantity, names, outcome_from_label, outcome_of
 from ...metrics.ps import (
     FORGET,
     PSEvaluator,
@@ -116,37 +115,3 @@ def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances:
     return pd.DataFrame(rows)
 
 
-def findings(verdict: Mapping[str, Any], forget_split: str, splits: pd.DataFrame | None = None) -> list[Finding]:
-    """Wang et al.'s two findings on this run, as data. (1) Every control calibrates excessive unlearning, model
-    mixing most smoothly (from :func:`controls_verdict`): holds when every control works for every run and mixing is
-    smoothest for each, partly when some control works for some run. (2) Model mixing calibrates every method on the
-    1 %, 5 % and 10 % forget splits (from :func:`splits_table`): a split counts when mixing works for every method
-    on it; holds for every split, partly for some, fails for none."""
-    works, smooth = verdict["works"], verdict["mixing_smoothest"]
-    pairs = [ok for controls in works.values() for ok in controls.values()]
-    working = [f"{run}: {names(c for c, ok in controls.items() if ok)}" for run, controls in works.items()]
-    quantities = (Quantity("share of (run, control) pairs where the control works",
-                           sum(pairs) / len(pairs) if pairs else None, 1.0, ">=", "every control, every run"),
-                  Quantity("share of runs where model mixing is smoothest",
-                           sum(smooth.values()) / len(smooth) if smooth else None, 1.0, ">=", "every run"))
-    parts = (("every control works for every run", bool(pairs) and all(pairs)),
-             ("model mixing smoothest for every run", bool(smooth) and all(smooth.values())))
-    text = (f"on {forget_split}, controls that work: {'; '.join(working)}; model mixing smoothest for "
-            f"{names(run for run, ok in smooth.items() if ok)}")
-    found = [Finding(runs.CONTROLS, WANG, verdict["finding"], text, outcome_from_label(verdict["verdict"]),
-                     f"{runs.CONTROLS}_controls_per_method", "three controls", quantities, parts)]
-    if splits is not None and len(splits):
-        on_split = splits_verdict(splits)
-        methods = {split: list(part["run"]) for split, part in splits.groupby("split", sort=False)}
-        shares = {split: len(on_split[split]) / len(methods[split]) for split in methods}
-        split_parts = tuple((f"model mixing works for every method on {split}", shares[split] >= 1.0)
-                            for split in methods)
-        quantities = tuple(Quantity(f"share of methods model mixing calibrates on {split}", share, 1.0, ">=",
-                                    "every method") for split, share in shares.items())
-        text = (f"model mixing works (of {names(dict.fromkeys(m for ms in methods.values() for m in ms))}) "
-                + "; ".join(f"on {split} for {names(on_split[split])}" for split in methods)
-                + f"; every method on {names(s for s in methods if shares[s] >= 1.0)}")
-        found.append(Finding(runs.CONTROLS, WANG, "model mixing calibrates every method on the 1 %, 5 % and 10 % "
-                             "forget splits", text, outcome_of(sum(ok for _, ok in split_parts), len(split_parts)),
-                             f"{runs.CONTROLS}_splits", "mixing by split", quantities, split_parts))
-    return found

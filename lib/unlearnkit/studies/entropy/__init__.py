@@ -63,7 +63,6 @@ from .readout import (  # noqa: F401
     entropy_text,
     eo_why,
     fig3_models,
-    findings,
     most_leaking,
     per_item,
     run_meta,

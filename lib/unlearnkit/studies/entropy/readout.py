@@ -1,4 +1,4 @@
-"""What notebook 06 says: its findings as data, the texts under its figures, and what metrics.json keeps."""
+"""What notebook 06 says: the texts under its figures, and what metrics.json keeps (numbers and identifiers)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import bounds, runs
-from ...former import NO_TEST, SCHOLTEN, Finding, Quantity, outcome_from_label
+from ... import bounds
 from ...metrics import scored as sampled_scores
 from ...metrics.sampling import SampledScores
 from .plan import UTILITY_KEPT, RegimePoint, SweepPoint
-from .verdicts import REGIME, Verdict, curve_pair
+from .verdicts import REGIME, curve_pair
 
 # --------------------------------------------------------------------------- texts and results
 
@@ -96,69 +95,17 @@ def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, 
     return " ".join(lines)
 
 
-def findings(table1_found: Verdict, regime_eo: Verdict, adaptive: Verdict, diversity: pd.DataFrame | None = None,
-             lambda_r_values: Sequence[float] = ()) -> list[Finding]:
-    """The notebook's findings on this run, as data: the claim, this run's numbers, the deciding quantities and the
-    outcome; each names its figure. ``lambda_r_values``: the λ_r of each row of ``diversity``."""
-    tested = any(q.name == "in-regime models" and q.value for q in table1_found.quantities)
-
-    def finding(claim: str, text: str, verdict: Verdict, figure: str, short: str, outcome: str | None = None):
-        return Finding(runs.ENTROPY, SCHOLTEN, claim, text, outcome or outcome_from_label(verdict.label),
-                       f"{runs.ENTROPY}_{figure}", short, verdict.quantities, verdict.parts)
-
-    found = [
-        finding("Table 1: for GA, GD, NPO and RMU the sampled mean matches greedy, but the spread is considerable, so "
-                "the ED score (mean + 2 sd) exceeds what greedy decoding reports; with EO the spread is gone",
-                _first_sentence(table1_found.text) + " " + _counted_lines(table1_found.text), table1_found,
-                "table1", "Table 1", None if tested else NO_TEST),
-        finding("NPO + EO on models in the paper's regime: the sampled sd falls to 0 with utility kept",
-                _first_sentence(regime_eo.text), regime_eo, "regime_eo", "EO in regime",
-                None if regime_eo.parts else NO_TEST),
-        finding("adaptive temperature lowers M_bin for a confident (EO) model, raises it where greedy leaks",
-                adaptive.text.split(": ", 1)[1].split(" The paper")[0], adaptive, "adaptive", "adaptive T"),
-    ]
-    if diversity is not None and len(lambda_r_values) >= 2 and "retain" in diversity:
-        order = np.argsort(-np.asarray(lambda_r_values, dtype=float))  # from λ_r 0 down to the most negative
-        retain = diversity["retain"].to_numpy()[order]
-        falling = bool(np.all(np.diff(retain) <= 0.01)) and retain[-1] < retain[0]
-        quantities = (Quantity("retain self-BLEU change from λr 0 to the most negative λr",
-                               float(retain[-1] - retain[0]), 0.0, "<", "a fall"),)
-        text = "retain self-BLEU " + " -> ".join(f"{b:.3f} (λr {lr_:g})"
-                                                 for b, lr_ in zip(retain, np.asarray(lambda_r_values)[order]))
-        found.append(finding("λ_r < 0 keeps the samples diverse outside the forget set", text,
-                             Verdict("reproduced" if falling else "not", text, quantities,
-                                     (("retain self-BLEU falls as λr goes below 0", falling),)),
-                             "diversity", "λ_r diversity"))
-    return found
-
-
-def _first_sentence(text: str) -> str:
-    """A verdict's first line without its parenthesis on what counts."""
-    line = text.split("\n", 1)[0]
-    if " (A point counts" in line:
-        before, after = line.split(" (A point counts", 1)
-        line = before + (after.split(".)", 1)[1] if ".)" in after else "")
-    return line
-
-
-def _counted_lines(text: str) -> str:
-    """The per-model lines of a Table 1 verdict that it counts, joined."""
-    lines = [line.strip() for line in text.splitlines()[1:] if "(not counted)" not in line]
-    return "; ".join(lines)
-
-
 def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-             scored: sampled_scores.Scored, found: Sequence[Finding], lambda_f: Sequence[SweepPoint],
-             lambda_r: Sequence[SweepPoint], regime_points: Sequence[RegimePoint] = (),
-             lambda_f_verdict: str = "", tables: Mapping[str, pd.DataFrame] | None = None) -> dict[str, Any]:
-    """What metrics.json records beside the parameters: the runs, the sweeps' settings, sampling, the questions,
-    the seconds spent, the findings, the verdict of the λ_f grid at notebook 02's learning rate, and ``tables``
-    (the temperature sweep, the diversity of the λ_r sweep) as records, for the claims judged over seeds."""
+             scored: sampled_scores.Scored, lambda_f: Sequence[SweepPoint], lambda_r: Sequence[SweepPoint],
+             regime_points: Sequence[RegimePoint] = (), tables: Mapping[str, pd.DataFrame] | None = None
+             ) -> dict[str, Any]:
+    """What metrics.json records beside the parameters, numbers and identifiers only: the runs, the sweeps'
+    settings, sampling, the questions, the seconds spent, and ``tables`` (the temperature sweep, the diversity of the
+    λ_r sweep) as records, for the claims judged over seeds."""
     return {"runs": list(all_runs), "sampling": dict(settings), "questions": [r["question"] for r in rows],
             "sampling_seconds": sum(scored.seconds.values()),
             "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
             "regime_eo": [{**p._asdict(), "label": p.label} for p in regime_points],
-            "lambda_f_verdict": lambda_f_verdict, "findings": [f.as_dict() for f in found],
             "tables": {name: frame.reset_index().to_dict("records") for name, frame in (tables or {}).items()}}
 
 

@@ -11,7 +11,6 @@ import pandas as pd
 
 from ... import pipeline, workers
 from ...config import Params
-from ...former import Quantity
 from ...metrics.sampling import SampledScores
 from .measures import _utility_of_folder, model_row
 from .plan import ROUGE_SLACK, SD_CUT, SD_NEAR_ZERO, UTILITY_KEPT, RegimePoint
@@ -83,7 +82,7 @@ def regime_eo_verdict(table: pd.DataFrame, runs_in_regime: Sequence[str] = ()) -
         named = f" ({', '.join(runs_in_regime)})" if runs_in_regime else ""
         text = (f"No run of eo_regime_runs{named} is in the paper's regime on this seed (notebook 05), so there is "
                 "no in-regime run to add EO to: not tested on this seed.")
-        return Verdict("not", text, _regime_eo_quantities(None, None, None), ())
+        return Verdict("not", text, ())
     lines, hits = [], []
     for _base, alone, points in _against_alone(table, "base"):
         lines.append(f"  {alone.name} (alone): sd {alone['ED sd']:.3f}, ED {alone['ED score']:.2f}, greedy "
@@ -123,17 +122,8 @@ def regime_eo_verdict(table: pd.DataFrame, runs_in_regime: Sequence[str] = ()) -
     if summary:
         head += " " + "; ".join(summary) + "."
     with_eo = table[table["lambda_f"] > 0]
-    quantities = _regime_eo_quantities(sum(1 for h in hits if h[0] in PAPER_POSITIONS), len(hits),
-                                       float(with_eo["ED sd"].min()) if len(with_eo) else None)
-    return Verdict(label, head + "\n" + "\n".join(lines), quantities,
+    return Verdict(label, head + "\n" + "\n".join(lines),
                    tuple((str(m), any(h[2] == str(m) for h in hits)) for m in with_eo.index))
-
-
-def _regime_eo_quantities(paper_hits: int | None, hits: int | None, lowest_sd: float | None) -> tuple[Quantity, ...]:
-    return (Quantity("points with the entropy where the paper takes it (all tokens) where sd -> 0 with utility kept",
-                     paper_hits, 1, ">=", "one point", ".0f"),
-            Quantity("points of any placement where sd -> 0 with utility kept", hits, fmt=".0f"),
-            Quantity("lowest sampled sd with EO", lowest_sd, SD_NEAR_ZERO, "<=", "sd near 0"))
 
 
 def folder_utility(params: Params, named_folders: Mapping[str, Any], source) -> dict[str, float]:
@@ -162,13 +152,6 @@ def adaptive_verdict(sweep: pd.DataFrame, threshold: float, leaking: str, eo_run
     leak_up = leak_row["greedy share"] > 0 and leak_row["M_bin"] >= leak_row["M_bin sampling"] + MIN_M_BIN_CHANGE
     eo_down = eo_row["greedy share"] > 0 and eo_row["M_bin"] <= eo_row["M_bin sampling"] - MIN_M_BIN_CHANGE
     label = "reproduced" if leak_up and eo_down else "partly" if (leak_up or eo_down) else "not"
-    quantities = (Quantity("M_bin change of the most-leaking final run of notebook 02",
-                           float(leak_row["M_bin"] - leak_row["M_bin sampling"]), MIN_M_BIN_CHANGE, ">=",
-                           "a rise of at least MIN_M_BIN_CHANGE"),
-                  Quantity("M_bin change of the EO model", float(eo_row["M_bin"] - eo_row["M_bin sampling"]),
-                           -MIN_M_BIN_CHANGE, "<=", "a fall of at least MIN_M_BIN_CHANGE"),
-                  Quantity("share of questions the most-leaking model decodes greedily", float(leak_row["greedy share"])),
-                  Quantity("share of questions the EO model decodes greedily", float(eo_row["greedy share"])))
     parts = ((f"raises M_bin where greedy leaks ({leaking})", bool(leak_up)),
              (f"lowers M_bin for the confident EO model ({eo_run})", bool(eo_down)))
     text = (f"{label.capitalize()}: at c_T = {threshold:g}, {leaking} decodes {leak_row['greedy share']:.0%} of the "
@@ -177,7 +160,7 @@ def adaptive_verdict(sweep: pd.DataFrame, threshold: float, leaking: str, eo_run
             f"{eo_row['M_bin sampling']:.3f} -> {eo_row['M_bin']:.3f} (a change counts from {MIN_M_BIN_CHANGE}). The "
             "paper expects adaptive temperature to help a confident (EO) model and to make a confidently leaking model "
             "leak for certain.")
-    return Verdict(label, text, quantities, parts)
+    return Verdict(label, text, parts)
 
 
 def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame, *more: pd.DataFrame) -> dict[str, dict[str, Any]]:

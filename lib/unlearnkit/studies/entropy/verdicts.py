@@ -10,7 +10,6 @@ import pandas as pd
 
 from ... import pipeline, runs
 from ...config import Params
-from ...former import Quantity
 from ...metrics.sampling import SampledScores
 from .measures import model_row
 from .plan import PAPER_TABLE1, ROUGE_SLACK, SD_CUT, SD_NEAR_ZERO, UTILITY_KEPT, RegimePoint, kept_step
@@ -21,7 +20,6 @@ from .plan import PAPER_TABLE1, ROUGE_SLACK, SD_CUT, SD_NEAR_ZERO, UTILITY_KEPT,
 class Verdict(NamedTuple):
     label: str  # reproduced / elsewhere / not
     text: str
-    quantities: tuple[Quantity, ...] = ()  # the deciding quantities, as the finding stores them
     parts: tuple[tuple[str, bool], ...] = ()  # each case judged (a model, a point of the grid) and whether it holds
 
 
@@ -197,21 +195,13 @@ def table1_verdict(table: pd.DataFrame, tolerance: float, sd_min: float) -> Verd
             held += [str(model)] if check.holds else []
             spread += [str(model)] if check.spread else []
     label = ("reproduced" if tested and len(held) == len(tested) else "partly" if held or spread else "not")
-    share = (lambda xs: len(xs) / len(tested)) if tested else (lambda xs: None)  # noqa: E731
-    quantities = (Quantity("share of in-regime models where the whole reading holds", share(held), 1.0, ">=",
-                           "every in-regime model of GA, GD, NPO, RMU"),
-                  Quantity("share of in-regime models where its part about sampling holds", share(spread), 1.0, ">=",
-                           "every such model"),
-                  Quantity("in-regime models", len(tested), fmt=".0f"),
-                  Quantity("largest |sampled mean - greedy|", max(map(abs, gaps)) if gaps else None, tolerance,
-                           "<=", "table1_tolerance"))
     head = (f"The paper's Table 1 reading (mean within {tolerance} of greedy, sd at least {sd_min}, ED score = mean "
             f"+ ρ·sd more than {tolerance} above greedy) holds in full for {len(held)} of {len(tested)} in-regime "
             f"models" + (f" ({', '.join(held)})" if held else "") + f"; its part about sampling (a considerable "
             f"spread lifting the ED score above greedy) for {len(spread)} of {len(tested)}"
             + (f"; the sampled mean minus greedy ranges from {min(gaps):+.2f} to {max(gaps):+.2f}" if gaps else "")
             + ".")
-    return Verdict(label, head + "\n" + "\n".join(lines), quantities, tuple((m, m in held) for m in tested))
+    return Verdict(label, head + "\n" + "\n".join(lines), tuple((m, m in held) for m in tested))
 
 
 def curve_pair(table: pd.DataFrame, results: Mapping[str, SampledScores]) -> dict[str, SampledScores] | None:

@@ -84,9 +84,8 @@ from .transfer import (
     transfer_text,
     transferring_readouts,
 )
-from .verdicts import (  # findings: not in __all__, as before
+from .verdicts import (  # noqa: F401
     FormatVerdicts,
-    findings,  # noqa: F401
     findings_table,
     judge,
     results_meta,

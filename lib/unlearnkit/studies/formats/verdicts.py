@@ -1,5 +1,5 @@
 """The verdicts: the finding for every unlearned model with the formats it rests on (:func:`judge`), in words and
-as a table, what metrics.json records beside the scores, and Joshi et al.'s finding as data (:func:`findings`)."""
+as a table (printed by notebook 04), and what metrics.json records beside the scores: numbers and identifiers only."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ... import runs
-from ...former import JOSHI, NO_TEST, Finding, Quantity, names, outcome_of
 from .finding import forgetting_findings, informative_formats, too_few_items
-from .readouts import _COMPREHENSION, _SEPARATION, PAPER_SCORERS, _of_scorers
+from .readouts import _COMPREHENSION, _SEPARATION, _of_scorers
 from .tables import format_order
 from .transfer import _graded
 
@@ -79,18 +77,27 @@ def findings_table(findings: Sequence[Mapping[str, Any]]):
     return pd.DataFrame(rows).set_index("model")
 
 
+#: What each unlearned model's record says in words or as the paper's finding (:func:`forgetting_findings`): shown by
+#: notebook 04, never stored (results hold numbers and identifiers only).
+NOT_STORED = ("statement", "qa_reason", "paper_finding")
+
+
+def stored(per_model: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each unlearned model's record as metrics.json keeps it: its numbers and the formats it names, no text."""
+    return [{k: v for k, v in f.items() if k not in NOT_STORED} for f in per_model]
+
+
 def results_meta(named_models: Mapping[str, str], retain_model: str, chance: Mapping[str, float | None],
                  n_items: Mapping[str, Mapping[str, int]], verdicts: FormatVerdicts,
                  qa: Mapping[str, Mapping[str, float]], transfer: Sequence[Mapping[str, Any]] | None = None,
                  reading: Mapping[str, Any] | None = None,
                  likelihood_verdicts: FormatVerdicts | None = None) -> dict[str, Any]:
-    """What metrics.json records beside the scores: the models, the references and the finding (``verdicts``,
-    the paper's scorers), the transfer tests, the retain model's reading of the passages and the finding by the
-    likelihood readouts."""
+    """What metrics.json records beside the scores: the models, the references and each unlearned model's numbers
+    (``verdicts``, the paper's scorers; :func:`stored`), the transfer tests, the retain model's reading of the
+    passages and the same numbers by the likelihood readouts."""
     meta = {"models": dict(named_models), "retain_model": retain_model, "chance": dict(chance),
             "n_items": dict(n_items), "informative_formats": verdicts.informative, "too_few_items": verdicts.too_few,
-            "qa_rouge": dict(qa), "per_model": verdicts.findings,
-            "findings": [f.as_dict() for f in findings(verdicts)]}
+            "qa_rouge": dict(qa), "per_model": stored(verdicts.findings)}
     if verdicts.scorers is not None:
         meta.update(scorers=verdicts.scorers, not_transferring=verdicts.not_transferring, unread=verdicts.unread)
     if transfer is not None:
@@ -100,29 +107,5 @@ def results_meta(named_models: Mapping[str, str], retain_model: str, chance: Map
     if likelihood_verdicts is not None:
         meta["likelihood"] = {"informative_formats": likelihood_verdicts.informative,
                               "not_transferring": likelihood_verdicts.not_transferring,
-                              "unread": likelihood_verdicts.unread, "per_model": likelihood_verdicts.findings}
+                              "unread": likelihood_verdicts.unread, "per_model": stored(likelihood_verdicts.findings)}
     return meta
-
-
-def findings(verdicts: FormatVerdicts) -> list[Finding]:
-    """Joshi et al.'s finding on this run, as data: of the models that look unlearned in Q&A, those for which
-    another (informative) format still recalls the forget facts. Holds when it does for every such model, partly for
-    some, fails for none; no test when no model looks unlearned in Q&A."""
-    tested = [f for f in verdicts.findings if f["qa_forgets"]]
-    held = [f["model"] for f in tested if f["paper_finding"]]
-    not_forgetting = [f["model"] for f in verdicts.findings if not f["qa_forgets"]]
-    left_out = (f"; left out, the target cannot read them (no transfer from Q&A): {names(verdicts.not_transferring)}"
-                if verdicts.not_transferring else "")
-    scorers = " (the paper's scorers)" if verdicts.scorers == PAPER_SCORERS else ""
-    text = (f"of {len(tested)} models that look unlearned in Q&A, another format still recalls the facts for "
-            f"{names(held)}; informative formats{scorers}: {names(verdicts.informative)}{left_out}; not unlearned in "
-            f"Q&A (no test): {names(not_forgetting)}")
-    share = len(held) / len(tested) if tested else None
-    quantities = (Quantity("share of Q&A-unlearned models recalled in another format", share, 1.0, ">=",
-                           "every such model"),
-                  Quantity("models that look unlearned in Q&A", len(tested), fmt=".0f"),
-                  Quantity("informative formats", len(verdicts.informative), fmt=".0f"))
-    outcome = outcome_of(len(held), len(tested)) if verdicts.informative else NO_TEST
-    return [Finding(runs.FORMATS, JOSHI, "a model that looks unlearned in Q&A still answers the same facts in "
-                    "another format", text, outcome, f"{runs.FORMATS}_kept", "other formats", quantities,
-                    tuple((f["model"], bool(f["paper_finding"])) for f in tested))]

@@ -106,7 +106,6 @@ from .texts import (  # noqa: F401
 from .verdict import (  # noqa: F401
     RegimeVerdict,
     beyond_guessing,
-    findings,
     regime_verdict,
     understatement_verdict,
 )

@@ -15,7 +15,6 @@ from ...metrics.sampling import SampledScores
 from ...metrics.scored import Scored
 from .regime import RegimeModel
 from .shapes import KeywordQA
-from .verdict import RegimeVerdict, findings
 
 # --------------------------------------------------------------------------- results
 
@@ -44,12 +43,12 @@ def keyword_prefix_comparison(plain: KeywordQA, prefixed: KeywordQA) -> pd.DataF
 
 
 def run_meta(named_models: Mapping[str, str | Path], reference: str | None, settings: Mapping[str, Any],
-             rows: Sequence[Mapping[str, Any]], scored: Scored, verdict: RegimeVerdict | str,
-             chosen: Mapping[str, RegimeModel] | None = None, coverage: AtomCoverage | None = None) -> dict[str, Any]:
-    """What metrics.json records beside the parameters: the models (a kept step by its folder under the run
-    store), the retain model, the sampling settings, the questions, the seconds spent scoring, the models of the
-    paper's regime, the verdict and the findings (:func:`findings`), and the Monte Carlo coverage of the std bound
-    (:func:`atom_at_zero_coverage`, for scholten.m_sigma_coverage)."""
+             rows: Sequence[Mapping[str, Any]], scored: Scored, chosen: Mapping[str, RegimeModel] | None = None,
+             coverage: AtomCoverage | None = None) -> dict[str, Any]:
+    """What metrics.json records beside the parameters, numbers and identifiers only: the models (a kept step by its
+    folder under the run store), the retain model, the sampling settings, the questions, the seconds spent scoring,
+    the models of the paper's regime, and the Monte Carlo coverage of the std bound (:func:`atom_at_zero_coverage`,
+    for scholten.m_sigma_coverage)."""
     def shown(model: str | Path) -> str:
         if isinstance(model, Path) and model.resolve().is_relative_to(paths.RUNS):
             return str(model.resolve().relative_to(paths.RUNS))
@@ -58,11 +57,6 @@ def run_meta(named_models: Mapping[str, str | Path], reference: str | None, sett
     meta = {"models": {name: shown(m) for name, m in named_models.items()},
             "reference": reference, "sampling": dict(settings), "questions": [r["question"] for r in rows],
             "sampling_seconds": sum(scored.seconds.values())}
-    if isinstance(verdict, RegimeVerdict):
-        meta.update(verdict=verdict.text, verdict_label=verdict.verdict, revealing=verdict.revealing,
-                    findings=[f.as_dict() for f in findings(verdict, chosen or {})])
-    else:
-        meta["verdict"] = verdict
     if chosen:
         meta["regime"] = {label: {"run": m.run, "step": m.step, "reached": m.reached,
                                   "greedy_leak_rate": m.greedy_leak_rate, "reference_rate": m.reference_rate,

@@ -1,5 +1,5 @@
 """Notebook 05's verdict: does sampling reveal, beyond the retain model's guessing, what greedy decoding hides on
-the models in the paper's regime; and its finding as data."""
+the models in the paper's regime (printed by the notebook; metrics.json keeps the numbers only)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ... import bounds, runs
-from ...former import NO_TEST, SCHOLTEN, Finding, Quantity, names, outcome_from_label
+from ... import bounds
 from ...metrics.sampling import SampledScores
 from .regime import RegimeModel
 
@@ -128,24 +127,3 @@ def regime_verdict(results: Mapping[str, SampledScores], summaries: Mapping[str,
     example = understatement_verdict({m: tables[m] for m in shown},
                                      summaries, alpha, exclude=[reference], reference=reference)
     return RegimeVerdict(pd.DataFrame(rows).T, revealing, verdict, text + "\n" + example)
-
-
-def findings(verdict: RegimeVerdict, chosen: Mapping[str, RegimeModel], needed: int = 2) -> list[Finding]:
-    """Scholten et al.'s headline on this run, as data: of the models in the paper's regime (greedy decoding leaks
-    no more than the retain model's), those whose samples reveal forget answers beyond the retain model's guessing
-    (:func:`regime_verdict`). Holds for at least ``needed`` of them, partly for fewer but some, fails for none; no
-    test when no run reached the regime."""
-    reached = [label for label, m in chosen.items() if m.reached]
-    missed = [label for label, m in chosen.items() if not m.reached]
-    text = (f"sampling reveals forget answers beyond the retain model's guessing for {len(verdict.revealing)} of "
-            f"{len(reached)} models whose greedy answers leak no more than the retain model's: "
-            f"{names(verdict.revealing)}" + (f"; never reached that regime (not counted): {names(missed)}"
-                                             if missed else ""))
-    quantities = (Quantity("in-regime models where sampling reveals beyond guessing", len(verdict.revealing), needed,
-                           ">=", f"{needed} models", ".0f"),
-                  Quantity("models in the regime", len(reached), fmt=".0f"))
-    outcome = outcome_from_label(verdict.verdict) if reached else NO_TEST
-    return [Finding(runs.LEAKAGE, SCHOLTEN, "greedy decoding understates leakage: sampled answers, bounded with "
-                    "high probability, reveal what greedy answers hide", text, outcome,
-                    f"{runs.LEAKAGE}_greedy_vs_samples", "greedy understates", quantities,
-                    tuple((label, label in verdict.revealing) for label in reached))]
