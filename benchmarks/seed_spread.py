@@ -1,6 +1,6 @@
-"""Does a setting move the findings beyond what a reseed or another machine moves them? (issue #39)
+"""Does a setting move the registered claims' effects beyond what a reseed or another machine moves them? (issue #39)
 
-Reads the findings of the default profile's seeds from run stores (each a ``runs/`` folder, as `make seeds` leaves
+Reads each registered claim's effect on the default profile's seeds from run stores (each a ``runs/`` folder, as `make seeds` leaves
 it). Two questions:
 
 ``decide``: per deciding quantity, the range over the reference seeds widened by the cross-machine spread, the
@@ -26,26 +26,33 @@ from pathlib import Path
 
 import pandas as pd
 from unlearnkit import config, paths
+from unlearnkit.claims import extractors
+from unlearnkit.results import SeedResults
 from unlearnkit.studies import seeds as seed_study
-from unlearnkit.studies import verdicts
+
+
+def effects_of(runs_dir: Path, seeds: list[int], profile: str, **overrides) -> dict[int, list[dict]]:
+    """Each judged claim's effect on ``seeds`` of ``profile`` in the run store ``runs_dir``: ``{seed: [{"id",
+    "quantity", "outcome", "effect"}, ...]}``."""
+    saved, paths.RUNS = paths.RUNS, runs_dir.resolve()
+    try:
+        out = {}
+        for seed in seeds:
+            stored = SeedResults(profile, seed, config.Params.load(profile, seed=seed, **overrides))
+            out[seed] = [{"id": c.id, "quantity": c.quantity, **_outcome(extractors.effect_on_seed(c, stored))}
+                         for c in extractors.judged_claims()]
+        return out
+    finally:
+        paths.RUNS = saved
+
+
+def _outcome(result) -> dict:
+    return {"outcome": result.outcome, "effect": result.effect}
 
 
 def values_of(runs_dir: Path, seeds: list[int], profile: str, **overrides) -> pd.DataFrame:
-    """The deciding quantities of ``seeds`` of ``profile`` in the run store ``runs_dir``."""
-    saved, paths.RUNS = paths.RUNS, runs_dir.resolve()
-    try:
-        params = config.Params.load(profile, **overrides)
-        return seed_study.quantity_values(verdicts.of_seeds(params, seeds))
-    finally:
-        paths.RUNS = saved
-
-
-def findings_of(runs_dir: Path, seeds: list[int], profile: str, **overrides) -> dict:
-    saved, paths.RUNS = paths.RUNS, runs_dir.resolve()
-    try:
-        return verdicts.of_seeds(config.Params.load(profile, **overrides), seeds)
-    finally:
-        paths.RUNS = saved
+    """The claims' effects (their deciding quantities) of ``seeds`` of ``profile`` in the run store ``runs_dir``."""
+    return seed_study.quantity_values(effects_of(runs_dir, seeds, profile, **overrides))
 
 
 def decide(args: argparse.Namespace) -> int:
@@ -65,14 +72,14 @@ def decide(args: argparse.Namespace) -> int:
 def rest(args: argparse.Namespace) -> int:
     import json
 
-    training_found = findings_of(args.training, args.seeds, args.profile)
+    training_found = effects_of(args.training, args.seeds, args.profile)
     training = seed_study.quantity_values(training_found)
     variants, changes = {}, {}
     for spec in args.variant:
         label, _, where = spec.partition("=")
         folder, _, data_seed = where.partition(":")
         extra = {"data_seed": int(data_seed)} if data_seed else {}
-        found = findings_of(Path(folder), [0], args.profile, **extra)
+        found = effects_of(Path(folder), [0], args.profile, **extra)
         variants[label] = seed_study.quantity_values(found)
         changes[label] = seed_study.outcome_changes(training_found[0], found[0])
     table = seed_study.against_the_rest(training, variants, base_seed=0)  # the variants are of seed 0

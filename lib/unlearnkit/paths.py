@@ -30,7 +30,8 @@ RESULTS_PAGE = ROOT / "docs" / "results.md"
 SEED_SPREAD = ROOT / "docs" / "seed_spread.json"
 #: Every term the default profile's report prints, which the glossary must define (make report writes it).
 PRINTED_TERMS = ROOT / "docs" / "printed-terms.json"
-#: The former findings (schema 0: judged over six seeds of one corpus draw) and the table of what replaced them.
+#: The former findings (schema 0: judged over six seeds of one corpus draw) and the table of what replaced them:
+#: archives, never rewritten and never read (the former findings are retired, #56 item 7).
 FORMER_SUMMARY = ROOT / "docs" / "findings-former.json"
 OLD_TO_NEW = ROOT / "docs" / "verdicts-old-to-new.md"
 #: The registered claims' summary as it stood before issue #56 (an archive, copied once, never rewritten) and the
@@ -47,8 +48,7 @@ CLAIMS = ROOT / "docs" / "claims.yaml"
 #: (UNLEARNKIT_PAPERS names another folder); only the registry's quote check reads them.
 PAPERS = Path(os.environ.get("UNLEARNKIT_PAPERS", ROOT.parent / "shared" / "papers")).resolve()
 #: Every file and folder the workbook writes into the checkout: a change there is a result, not a change to the code.
-WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS_PAGE, RESULTS, OLD_TO_NEW,
-                           V1_TO_V2)
+WRITTEN_BY_THE_WORKBOOK = (FIGURES, SUMMARY, SEED_SPREAD, README, RESULTS_PAGE, RESULTS, V1_TO_V2)
 RUNS = Path(os.environ.get("UNLEARNKIT_RUNS", ROOT / "runs")).resolve()
 
 

@@ -1,6 +1,6 @@
-"""The registered claims judged over seeds as text: the README's table, notebook 10's table and the old -> new verdict
-table under docs/, each read back from the summary's records (:mod:`unlearnkit.claims.summary`), so the
-README cannot say more than the summary holds."""
+"""The registered claims judged over seeds as text and tables: the README's table, notebook 10's tables, tiles,
+margins and key figures, and the v1 -> v2 verdict table under docs/, each read back from the one summary object
+(:func:`unlearnkit.claims.summary.build`), so that no page can say more than the summary holds."""
 
 from __future__ import annotations
 
@@ -95,61 +95,20 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
              f"where the row says so, the {ANALOGUE} of it) in the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
              "~ inconclusive, - not testable.", "",
              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
-             "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean "
-             "| at the former bar |", "|---|---|---|---|---|---|---|---|"]
+             "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean |",
+             "|---|---|---|---|---|---|---|"]
     for row in rows:
         kind = ("" if row["kind"] == "finding" else f" ({row['kind']})") + analogue_text(row)
         quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
         lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | "
                      f"{_cell(row['claim'] + kind + quote + amended_text(row))} | "
                      f"{_cell(effect_text(row))} | {_cell(needs_text(row))} | {_cell(seeds_text(row))} | "
-                     f"**{row['verdict']}** | {_cell(lean_text(row))} | {_cell(row.get('former_bar') or '')} |")
+                     f"**{row['verdict']}** | {_cell(lean_text(row))} |")
     untested = summary.get("untested") or []
     if untested:
         lines += ["", "Registered, not tested here:", ""]
         lines += [f"- {r['paper']}: {r['claim']} ({r['status']})" for r in untested]
     return lines
-
-
-def old_to_new(former: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
-    """docs/verdicts-old-to-new.md: each former finding's verdict (its own study) beside the registered claim that
-    replaces it, with the claim's verdict, effect and quote."""
-    rows = {r["id"]: r for r in summary.get("claims") or []}
-    untested = {r["id"]: r for r in summary.get("untested") or []}
-    from .registry import load
-
-    reg = load()
-    seeds_old = ", ".join(map(str, former.get("seeds", [])))
-    seeds_new = ", ".join(map(str, summary.get("seeds", [])))
-    lines = ["# Former findings -> registered claims", "",
-             "Written by `make readme` from docs/findings-former.json (the former findings, schema 0, judged over "
-             f"training seeds {seeds_old} on one corpus draw) and docs/findings.json (the registered claims of "
-             f"docs/claims.yaml, judged over training seeds {seeds_new}, each drawing its own corpus). "
-             "docs/metrics.md §8.3 says why the findings were rewritten.", "",
-             "| former finding | former verdict | registered claim | its verdict | effect over the seeds |",
-             "|---|---|---|---|---|"]
-    for old in former.get("findings", []):
-        claim = reg.replacing(old["key"])
-        if claim is None:
-            lines.append(f"| {_cell(old['key'])} | {old['verdict']} | (a fact, not a claim) | | |")
-            continue
-        row = rows.get(claim.id)
-        if row is not None:
-            new, effect = f"**{row['verdict']}**", effect_text(row)
-        elif claim.id in untested:
-            new, effect = "not tested", untested[claim.id]["status"]
-        else:
-            new, effect = "not judged", ""
-        lines.append(f"| {_cell(old['key'])} | {old['verdict']} | {claim.id}: {_cell(claim.claim)} | {new} | "
-                     f"{_cell(effect)} |")
-    added = [c for c in reg.claims if not c.replaces]
-    if added:
-        lines += ["", "Claims added (central claims the former findings never tested):", ""]
-        for c in added:
-            row = rows.get(c.id)
-            verdict = row["verdict"] if row else ("not tested: " + (c.status or "")) if c.id in untested else "not judged"
-            lines.append(f"- {c.id} ({c.paper.cite}): {c.claim} — {verdict}")
-    return "\n".join(lines) + "\n"
 
 
 def _changes(then: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
@@ -204,8 +163,7 @@ def frame(rows: Sequence[Mapping[str, Any]]):
                           + amended_text(r),
                           "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
                           "effect over the seeds": effect_text(r), "needs": needs_text(r),
-                          "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r),
-                          "at the former bar": r.get("former_bar") or ""} for r in rows])
+                          "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r)} for r in rows])
 
 
 def styled(table):
@@ -273,6 +231,76 @@ def overview_table(summary: Mapping[str, Any]):
     return pd.DataFrame([{"paper": r["paper"], "short": short_name(r["id"]),
                           "notebook": r["notebook"], "verdict": r["verdict"], "tile": tile(r)}
                          for r in summary.get("claims") or []])
+
+
+#: The figure that shows each registered claim, as its notebook draws it (the README's figure column, notebook 10's
+#: key figures); a claim not named here has none of its own.
+FIGURES = {
+    "setup.target_in_regime": "01_tofu_finetune_metrics",
+    "tofu.baselines_fail": "02_unlearning_ga_trajectory",
+    "npo.better_tradeoff_than_ga": "02_unlearning_npo_trajectory",
+    "simnpo.beats_npo": "02_unlearning_simnpo_trajectory",
+    "rmu.keeps_utility": "02_unlearning_rmu_trajectory",
+    "undial.claim": "02_unlearning_undial_trajectory",
+    "altpo.claim": "02_unlearning_altpo_trajectory",
+    "ceu.claim": "02_unlearning_ceu_trajectory",
+    "dpo.idk_tofu": "02_unlearning_dpo_trajectory",
+    "npo_eo.keeps_utility": "02_unlearning_npo_eo_trajectory",
+    "ou.mia_beyond_rouge": "02_unlearning_ou_summary",
+    "ou.privleak_retain_near_zero": "02_unlearning_ou_summary",
+    "wang.controls_regulate": "03_controls_calibration_controls_per_method",
+    "wang.ga_short_at_large_splits": "03_controls_calibration_splits",
+    "joshi.other_formats": "04_format_eval_kept",
+    "scholten.greedy_understates": "05_probabilistic_bounds_greedy_vs_samples",
+    "scholten.table1_spread": "06_entropy_optimisation_table1",
+    "scholten.eo_removes_spread": "06_entropy_optimisation_regime_eo",
+    "scholten.adaptive_temperature": "06_entropy_optimisation_adaptive",
+    "scholten.lambda_r_diversity": "06_entropy_optimisation_diversity",
+    "scholten.sampling_toxicity_exceeds_greedy": "07_alignment_toxicity_binary_bounds",
+    "hu.relearning_jogs_memory": "08_robustness_relearning",
+    "zhang.quantisation_restores": "08_robustness_quantisation",
+    "workbook.quantisation_across_buckets": "08_robustness_quantisation",
+    "deeb.rtt_recovers": "08_robustness_rtt",
+    "doshi.shots_and_rephrasing": "08_robustness_probes",
+}
+
+
+def figure(row: Mapping[str, Any]) -> str | None:
+    """The figure that shows a claim (:data:`FIGURES`), or None."""
+    return FIGURES.get(row["id"])
+
+
+def key_figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Each figure that shows a judged claim, in the claims' order, with the claims it shows."""
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        if figure(row):
+            out.setdefault(figure(row), []).append(row["id"])
+    return out
+
+
+def _shift(x: Any, sign: float, null: float) -> float | None:
+    return None if x is None else sign * (x - null)
+
+
+def margins(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each finding's effect on each testable seed as its margin from no effect, signed so that the paper's side
+    is up (``effect - no effect`` for a claim that needs above, its negative for below), each seed's outcome, and
+    the mean margin with its 95 % t-interval over the seeds (the summary's, shifted the same way): what
+    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. Findings with fewer than two testable seeds are left out."""
+    out = []
+    for r in rows:
+        tested = [s for s in r["per_seed"] if s["outcome"] != NOT_TESTABLE and s.get("effect") is not None]
+        if r["kind"] != "finding" or len(tested) < 2:
+            continue
+        sign, null = (1.0 if r["effect"]["side"] == "above" else -1.0), r["effect"]["no_effect"]
+        low, high = _shift(r.get("low"), sign, null), _shift(r.get("high"), sign, null)
+        out.append({"key": r["id"], "notebook": r["notebook"], "short": short_name(r["id"]), "verdict": r["verdict"],
+                    "quantity": r["effect"]["quantity"], "unit": "effect beyond no effect",
+                    "seeds": [s["seed"] for s in tested], "margins": [_shift(s["effect"], sign, null) for s in tested],
+                    "outcomes": [s["outcome"] for s in tested], "mean": _shift(r.get("mean"), sign, null),
+                    "low": None if low is None else min(low, high), "high": None if high is None else max(low, high)})
+    return out
 
 
 # --------------------------------------------------------------------------- one seed, one notebook

@@ -14,14 +14,14 @@ import numpy as np
 __all__ = ["margins_per_seed", "rank_shares"]
 
 #: One seed's outcome, as the dots of :func:`margins_per_seed` show it.
-OUTCOME_COLORS = {"holds": "#1a9850", "partly": "#f0a202", "fails": "#d73027"}
+OUTCOME_COLORS = {"consistent": "#1a9850", "inconclusive": "#f0a202", "inconsistent": "#d73027"}
 
 
 def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
-    """One panel per finding (``rows`` from :func:`unlearnkit.studies.seeds.margins`): its deciding quantity's margin
-    on each seed (how far on the claim's side of its threshold; below the line: the other side), a dot per seed
-    coloured by that seed's outcome, and the mean with its bootstrap interval over seeds. A finding whose dots
-    straddle the line sits on it: a reseed can flip it."""
+    """One panel per registered finding (``rows`` from :func:`unlearnkit.claims.render.margins`): its effect's margin
+    from no effect on each testable seed (above the line: the paper's side; below: the other side), a dot per seed
+    coloured by that seed's outcome, and the mean with its 95 % t-interval over seeds. A finding whose dots straddle
+    the line sits on it: a reseed can flip it."""
     n = max(1, len(rows))
     ncols = max(1, min(ncols, n))
     nrows = math.ceil(n / ncols)
@@ -48,7 +48,7 @@ def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
         ax.grid(axis="x", visible=False)
     handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=f"seed: {o}") for o, c in OUTCOME_COLORS.items()]
     fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=10, bbox_to_anchor=(0.5, 0))
-    fig.suptitle("Each finding's deciding margin per training seed (above the line: on the claim's side)", fontsize=12,
+    fig.suptitle("Each registered finding's effect per training seed (above the line: on the paper's side)", fontsize=12,
                  fontweight="bold")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig

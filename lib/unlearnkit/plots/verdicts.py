@@ -1,5 +1,5 @@
-"""The findings at a glance: one tile per finding, coloured by its verdict over the training seeds (notebook 10 and
-the README)."""
+"""The registered claims at a glance: one tile per claim, coloured by its verdict over the training seeds (notebook 10
+and the README)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,21 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
-from ..studies.verdicts import EVERY_SEED_FAILS, EVERY_SEED_HOLDS, SEEDS_DIFFER
-
-#: Verdict colours of the findings figure (notebook 10): green, amber, red, greys.
-VERDICT_COLORS = {"reproduced": "#1a9850", "partly": "#f0a202", "not reproduced": "#d73027", "no test": "#bdbdbd",
-                  "fact": "#8c8c8c",
-                  # fewer seeds than a verdict needs: what the seeds agree on (studies.verdicts.tile), lighter
-                  EVERY_SEED_HOLDS: "#a6dba0", SEEDS_DIFFER: "#fde0a0", EVERY_SEED_FAILS: "#f4a6a0",
-                  # the registered claims (unlearnkit.claims.judge's verdicts, and below five testable seeds what they agree on)
-                  "contradicted": "#d73027", "inconclusive": "#f0a202", "not testable here": "#bdbdbd",
+#: Verdict colours of the claims figure (notebook 10): unlearnkit.claims.judge's verdicts (green, red, amber, grey)
+#: and, below five testable seeds, what the seeds agree on (unlearnkit.claims.render.tile), lighter.
+VERDICT_COLORS = {"reproduced": "#1a9850", "contradicted": "#d73027", "inconclusive": "#f0a202",
+                  "not testable here": "#bdbdbd",
                   "consistent on every testable seed": "#a6dba0", "inconsistent on every testable seed": "#f4a6a0",
                   "inconclusive or mixed": "#fde0a0"}
 
 
-def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6, title: str | None = None):
-    """Notebook 10 and the README: one tile per finding, grouped by paper (at most ``ncols`` tiles a line, a paper
-    with more takes several lines), coloured by its verdict over the training seeds (``seeds``, named in the title)
-    and labelled with the notebook it comes from; a reader sees at a glance which findings came back at this
-    profile's scale."""
+def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6,
+                      title: str = "The papers' quoted claims, by their verdict{over}"):
+    """Notebook 10 and the README: one tile per registered claim (``table`` from
+    :func:`unlearnkit.claims.render.overview_table`), grouped by paper (at most ``ncols`` tiles a line, a paper with
+    more takes several lines), coloured by its tile (its verdict over the training seeds, or what they agree on;
+    ``seeds``, named in the title where ``title`` has ``{over}``) and labelled with the notebook it comes from; a
+    reader sees at a glance which claims came back at this profile's scale."""
     import math
     import textwrap
 
@@ -40,13 +37,13 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6,
     for paper, part, count in zip(papers, parts, lines):
         for k, (_, row) in enumerate(part.iterrows()):
             x, y = k % ncols, top + k // ncols
-            shown = row.get("tile") or row["verdict"]  # a table without tiles (an older summary): the verdict
+            shown = row.get("tile") or row["verdict"]
             color = VERDICT_COLORS.get(shown, "#ffffff")
             ax.add_patch(plt.Rectangle((x + 0.04, y + 0.06), 0.92, 0.88, color=color))
             short = textwrap.wrap(str(row.get("short") or ""), 13)
             name = "\n".join(short[:2] + [f"nb {row['notebook'][:2]}"])
             ax.text(x + 0.5, y + 0.5, name, ha="center", va="center", fontsize=10, linespacing=1.15,
-                    color="white" if shown in ("reproduced", "not reproduced") else "black")
+                    color="white" if shown == "reproduced" else "black")
         name, cited, citation = str(paper).partition(" (")  # the citation on lines of its own
         ticks.append((top + count / 2, "\n".join(textwrap.wrap(name, 24) + textwrap.wrap("(" + citation, 24)
                                                  if cited else textwrap.wrap(name, 24))))
@@ -65,13 +62,6 @@ def findings_overview(table, seeds: Sequence[int] | None = None, ncols: int = 6,
     ax.legend(handles, used, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=min(len(used), 4), frameon=False,
               fontsize=11)
     over = f" over training seed{'s' if len(seeds or []) != 1 else ''} {', '.join(map(str, seeds))}" if seeds else ""
-    what = ("by its verdict" if not {EVERY_SEED_HOLDS, SEEDS_DIFFER, EVERY_SEED_FAILS} & set(tiles)
-            else "by what its seeds show (fewer than five seeds: no verdict yet)")
-    if title is None:
-        title = (f"The former findings (each notebook's own reading, at its former bar), {what}{over} (tile: the "
-                 "finding, the notebook it comes from); the papers' quoted claims are judged in the claims table")
-    else:
-        title = title.format(over=over)
-    ax.set_title(textwrap.fill(title, 80), fontsize=12)
+    ax.set_title(textwrap.fill(title.format(over=over), 80), fontsize=12)
     fig.tight_layout()
     return fig

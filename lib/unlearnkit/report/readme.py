@@ -1,5 +1,6 @@
-"""The README's results section: ``readme_section`` writes it from the committed summary ``docs/findings.json``
-(which notebook 10 writes on the default profile, from a set of seeds that includes the committed file's), so that
+"""The README's results section: ``readme_section`` writes it from the committed summary ``docs/findings.json`` (the
+one summary object notebook 10 builds, :func:`unlearnkit.claims.summary.build`, and writes on the default profile from
+a set of seeds that includes the committed file's), so that
 README and results cannot drift; ``python -m unlearnkit.report readme --check`` fails when they have."""
 
 from __future__ import annotations
@@ -11,16 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths, runs
-from ..former import Verdict
 
 README, SUMMARY, SEED_SPREAD, RESULTS_PAGE = paths.README, paths.SUMMARY, paths.SEED_SPREAD, paths.RESULTS_PAGE
-FORMER_SUMMARY, OLD_TO_NEW = paths.FORMER_SUMMARY, paths.OLD_TO_NEW
 START, END = "<!-- results:start (make readme writes this section from docs/findings.json) -->", "<!-- results:end -->"
-#: Notebook 10's figure of every verdict, above the table; the figures the README shows under it, when the summary
-#: names them.
-OVERVIEW = f"{runs.FINDINGS}_overview"
-#: Notebook 10's figures over seeds, drawn from the summary too: each finding's margin per seed (two seeds or more),
-#: and how the methods rank on each seed (the seed study).
+#: Notebook 10's figures over seeds, drawn from the summary too: each registered finding's effect per seed (two
+#: seeds or more), and how the methods rank on each seed (the seed study).
 MARGINS, RANKS = f"{runs.FINDINGS}_margins", f"{runs.FINDINGS}_rank_stability"
 #: The meta-evaluation of metrics over seeds beside the published one (#57), and one seed's leak@k curves (notebook 09).
 TRUST, LEAK_AT_K = f"{runs.FINDINGS}_metric_trust", f"{runs.METRIC_TRUST}_leak_at_k"
@@ -33,64 +29,23 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _spread_text(spread: Mapping[str, Any]) -> str:
-    """A deciding quantity over the seeds, for the table: mean [interval] and what it needs."""
-    def f(x: Any) -> str:
-        return "n/a" if x is None else f"{x:.3g}"
-
-    text = f"{spread['name']} {f(spread['mean'])}"
-    if spread.get("seeds", 0) > 1:
-        text += f" [{f(spread['low'])}, {f(spread['high'])}]"
-    if spread.get("threshold_mean") is not None:
-        text += f" (needs {spread['direction']} {f(spread['threshold_mean'])})"
-    return text
-
-
-def seeds_cell(row: Mapping[str, Any]) -> str:
-    """What the seeds of one finding show, in the README's words: the outcome of each seed, the deciding quantities
-    over them (mean, with a 95 % bootstrap interval over seeds when there are several) and, for one seed, its numbers."""
-    per_seed = row.get("per_seed", [])
-    outcomes = "; ".join(f"seed {r['seed']}: {r['outcome']}" for r in per_seed)
-    judged = [s for s in row.get("spreads", []) if s.get("threshold_mean") is not None]
-    parts = [row.get("text") or "", outcomes]
-    if judged:
-        parts.append("; ".join(_spread_text(s) for s in judged))
-    if len(per_seed) == 1:
-        parts.append(per_seed[0].get("text", ""))
-    return ". ".join(p for p in parts if p)
-
-
 def results_body(summary: Mapping[str, Any], root: str = "") -> list[str]:
-    """Every table of a findings summary (notebook 10's ``docs/findings.json``): the registered claims with their
-    quoted sentences and per-seed outcomes, the former findings at their former bars, each finding's margin per seed,
-    the seed study and its figures. ``root``: the way from the page to the repository ("../" from docs/)."""
-    rows = summary["findings"]
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["counts"].items())
+    """Every table of a claims summary (notebook 10's ``docs/findings.json``): the registered claims with their
+    quoted sentences and per-seed outcomes, each finding's effect per seed, the seed study and its figures.
+    ``root``: the way from the page to the repository ("../" from docs/)."""
+    from ..claims.render import figure, readme_lines
+
     seeds = summary.get("seeds", [])
     lines = [f"Computed by the notebooks, judged over training seeds by notebook 10 (`docs/findings.json`), written "
              f"here by `make readme`; a test fails if this page and the summary differ. The verdicts judge the "
              f"papers' claims at this profile's scale: a tiny model trained from scratch on a synthetic corpus, on "
-             f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}"
-             f"{', each drawing its own corpus' if summary.get('claims') else ''}.", ""]
-    if summary.get("claims"):
-        from ..claims.render import readme_lines
-
-        lines += [*readme_lines(summary), "", "### The former findings, at their former bars", "",
-                  "The findings these claims replace (docs/verdicts-old-to-new.md), judged over the same seeds "
-                  f"by the former rule: {summary.get('rule', '')} In all: {counts}.", ""]
-    else:
-        lines += [f"{summary.get('rule', '')} In all: {counts}.", ""]
-    lines += [f"![{OVERVIEW}](figures/{OVERVIEW}.png)", "",
-              "| paper | finding | over the seeds | verdict | figure |", "|---|---|---|---|---|"]
-    for row in rows:
-        figure = f"[{row['figure']}](figures/{row['figure']}.png)" if row.get("figure") else ""
-        lines.append(f"| {_cell(row['paper'])} | {_cell(row['claim'])} | {_cell(seeds_cell(row))} | "
-                     f"**{row['verdict']}** | {figure} |")
-    named = {row.get("figure") for row in rows}
+             f"2 CPU cores, over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))}, each "
+             f"drawing its own corpus.", "", *readme_lines(summary)]
+    named = {figure(row) for row in summary.get("claims") or []}
     shown = [name for name in README_FIGURES if name in named]
     if len(seeds) > 1:
-        lines += ["", "Each finding's deciding quantity on each seed, as its margin from the threshold the claim sets "
-                  "(above the line: on the claim's side); a finding whose dots straddle the line sits on it.", "",
+        lines += ["", "Each registered finding's effect on each testable seed, as its margin from no effect (above the "
+                  "line: on the paper's side); a finding whose dots straddle the line sits on it.", "",
                   f"![{MARGINS}](figures/{MARGINS}.png)"]
     lines += seed_study_section(summary.get("seed_study"))
     lines += trust_section((summary.get("seed_study") or {}).get("metric_trust"))
@@ -104,13 +59,7 @@ def results_page(summary: Mapping[str, Any]) -> str:
     """docs/results.md: the full results of the summary, one page a reader can finish (:func:`results_body`)."""
     return "\n".join([f"# Results on the `{summary['profile']}` profile, in full", "",
                       "The README shows each finding's effect and verdict; this page adds the quoted sentences, every "
-                      "seed's outcome, the former findings and the seed study.", "", *results_body(summary, "../")]) + "\n"
-
-
-def claim_figure(row: Mapping[str, Any], figures: Mapping[str, str | None]) -> str | None:
-    """The figure that shows a registered claim: that of the first former finding it replaces that names one
-    (``figures``: each former finding's figure by its key)."""
-    return next((figures[k] for k in row.get("replaces") or () if figures.get(k)), None)
+                      "seed's outcome and the seed study.", "", *results_body(summary, "../")]) + "\n"
 
 
 def effect_cell(row: Mapping[str, Any]) -> str:
@@ -146,26 +95,22 @@ def story(summary: Mapping[str, Any]) -> list[str]:
 def readme_section(summary: Mapping[str, Any]) -> str:
     """The README's results section, from a findings summary (notebook 10's ``docs/findings.json``): what the findings
     say and one line per registered claim (paper, finding, effect and interval, verdict, figure); the rest is in
-    docs/results.md (:func:`results_page`). A summary without registered claims shows its findings' table."""
+    docs/results.md (:func:`results_page`)."""
+    from ..claims.render import CLAIMS_OVERVIEW, analogue_text, figure, lean_text, needs_text
+
     lines = [START, "", "## What the findings say", ""]
-    if not summary.get("claims"):
-        lines += results_body(summary)
-        return "\n".join(lines + ["", END])
-    from ..claims.render import CLAIMS_OVERVIEW, analogue_text, lean_text, needs_text
 
     lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
               f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
               "| paper | finding | effect [95 % interval] | needs | verdict | lean | figure |",
               "|---|---|---|---|---|---|---|"]
-    figures = {f.get("key"): f.get("figure") for f in summary.get("findings", [])}
-    for row in summary["claims"]:
+    for row in summary.get("claims") or []:
         kind = ("" if row["kind"] == "finding" else f" ({row['kind']})") + analogue_text(row)
-        figure = claim_figure(row, figures)
-        shown = f"[{figure}](figures/{figure}.png)" if figure else ""
+        shown = f"[{figure(row)}](figures/{figure(row)}.png)" if figure(row) else ""
         lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
                      f"{_cell(effect_cell(row))} | {_cell(needs_text(row))} | **{row['verdict']}** | "
                      f"{_cell(lean_text(row))} | {shown} |")
-    lines += ["", "Each claim's quoted sentence, every seed's outcome, the former findings and the seed study: "
+    lines += ["", "Each claim's quoted sentence, every seed's outcome and the seed study: "
               "[docs/results.md](docs/results.md)."]
     lines += freeze_lines(summary.get("freeze"))
     if ((summary.get("seed_study") or {}).get("metric_trust") or {}).get("seeds"):
@@ -294,16 +239,6 @@ def _split(readme: str) -> tuple[str, str, str]:
     return head, START + body + END, tail
 
 
-def overview_table(summary: Mapping[str, Any]):
-    """The findings of a summary as the overview figure reads them (paper, short name, notebook, verdict)."""
-    import pandas as pd
-
-    from ..studies.verdicts import tile
-
-    return pd.DataFrame([{**{k: row.get(k, "") for k in ("paper", "short", "notebook", "verdict")},
-                          "tile": tile(Verdict.from_dict(row))} for row in summary["findings"]])
-
-
 def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: bool = False,
                  figures: Path | None = None) -> bool:
     """Rewrite README's results section and docs/results.md (beside another ``readme``: its results.md) from the
@@ -318,10 +253,6 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
         return current == wanted and page.exists() and page.read_text() == full
     readme.write_text(head + wanted + tail)
     runs.atomic_write_text(page, full)
-    if summary.get("claims") and FORMER_SUMMARY.exists() and summary_path == SUMMARY:
-        from ..claims.render import old_to_new
-
-        runs.atomic_write_text(OLD_TO_NEW, old_to_new(json.loads(FORMER_SUMMARY.read_text()), summary))
     if summary.get("claims") and paths.REGISTERED_V1.exists() and summary_path == SUMMARY:
         from ..claims.render import v1_to_v2
 
@@ -330,31 +261,25 @@ def write_readme(summary_path: Path = SUMMARY, readme: Path = README, check: boo
 
     folder = paths.FIGURES if figures is None else figures
     folder.mkdir(parents=True, exist_ok=True)
-    plots.render_to(folder / f"{OVERVIEW}.png", plots.findings_overview, overview_table(summary),
-                    seeds=summary.get("seeds"))
-    if summary.get("claims"):
-        from ..claims.render import CLAIMS_OVERVIEW, CLAIMS_OVERVIEW_TITLE
-        from ..claims.render import overview_table as claims_table
+    from ..claims.render import CLAIMS_OVERVIEW, CLAIMS_OVERVIEW_TITLE, overview_table
 
-        plots.render_to(folder / f"{CLAIMS_OVERVIEW}.png", plots.findings_overview,
-                        claims_table(summary), seeds=summary.get("seeds"),
-                        title=CLAIMS_OVERVIEW_TITLE)
+    plots.render_to(folder / f"{CLAIMS_OVERVIEW}.png", plots.findings_overview, overview_table(summary),
+                    seeds=summary.get("seeds"), title=CLAIMS_OVERVIEW_TITLE)
     for name, plot, args in seed_figures(summary):
         plots.render_to(folder / f"{name}.png", plot, *args)
     return True
 
 
 def seed_figures(summary: Mapping[str, Any]) -> list[tuple[str, Any, tuple]]:
-    """The figures over seeds a summary draws (name, plotting function, arguments): each finding's margin per seed
-    when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 10 and ``make readme``
-    draw them from the same data."""
+    """The figures over seeds a summary draws (name, plotting function, arguments): each registered finding's effect
+    per seed when it holds two seeds or more, the rank shares when it holds a seed study. Notebook 10 and
+    ``make readme`` draw them from the same data."""
+    from ..claims.render import margins
     from ..plots import seeds as seed_plots
-    from ..studies import seeds as seed_study
 
     out = []
     if len(summary.get("seeds", [])) > 1:
-        judged = [Verdict.from_dict(row) for row in summary["findings"]]
-        out.append((MARGINS, seed_plots.margins_per_seed, (seed_study.margins(judged),)))
+        out.append((MARGINS, seed_plots.margins_per_seed, (margins(summary.get("claims") or []),)))
     study = summary.get("seed_study") or {}
     if "shares" in study:
         taus = {r["metric"]: r["mean tau"] for r in study["kendall"]}

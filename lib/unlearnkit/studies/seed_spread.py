@@ -1,4 +1,4 @@
-"""A setting against the training seeds' spread: each deciding quantity's value per seed, whether a candidate
+"""A setting against the training seeds' spread: each registered claim's effect per seed (its deciding quantity), whether a candidate
 setting stays inside the range the training seeds (widened by another machine's spread) span, and how far each
 variant of the training seed (another corpus draw, another instruction set) moves it against that range
 (benchmarks/seed_spread.py writes docs/seed_spread.json from these; notebook 10 and the README show it).
@@ -16,18 +16,16 @@ import pandas as pd
 # --------------------------------------------------------------------------- a setting against the seeds' spread
 
 
-def quantity_values(per_seed: Mapping[int, Sequence[Any]]) -> pd.DataFrame:
-    """One row per (finding key, judged quantity, seed): the value and whether it is read in log10 (a p-value),
-    from ``{seed: that seed's Findings}`` (:func:`unlearnkit.studies.verdicts.of_seeds`)."""
-    rows = []
-    for seed, found in per_seed.items():
-        for f in found:
-            if not f.tested:
-                continue
-            for q in f.quantities:
-                if q.judged:
-                    rows.append({"key": f.key, "quantity": q.name, "seed": int(seed), "value": float(q.value),
-                                 "log": q.fmt.endswith("e")})
+def _tested(effect: Mapping[str, Any]) -> bool:
+    return effect["outcome"] != "not testable" and effect.get("effect") is not None
+
+
+def quantity_values(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
+    """One row per (claim id, its quantity, seed): the effect on the claim's scale (read as it is, never in log10),
+    from ``{seed: that seed's effects}``, each ``{"id", "quantity", "outcome", "effect"}`` (benchmarks/seed_spread.py
+    reads them with :func:`unlearnkit.claims.extractors.effect_on_seed`); not testable seeds are left out."""
+    rows = [{"key": e["id"], "quantity": e["quantity"], "seed": int(seed), "value": float(e["effect"]), "log": False}
+            for seed, found in per_seed.items() for e in found if _tested(e)]
     return pd.DataFrame(rows, columns=["key", "quantity", "seed", "value", "log"])
 
 
@@ -93,11 +91,11 @@ def against_the_rest(training: pd.DataFrame, variants: Mapping[str, pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def outcome_changes(base: Sequence[Any], variant: Sequence[Any]) -> list[str]:
-    """The tested findings whose outcome on a variant differs from the base run's (same seed), as "key: a -> b"."""
-    theirs = {f.key: f.outcome for f in variant if f.tested}
-    return [f"{f.key}: {f.outcome} -> {theirs[f.key]}" for f in base if f.tested and f.key in theirs
-            and theirs[f.key] != f.outcome]
+def outcome_changes(base: Sequence[Mapping[str, Any]], variant: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The testable claims whose outcome on a variant differs from the base run's (same seed), as "id: a -> b"."""
+    theirs = {e["id"]: e["outcome"] for e in variant if _tested(e)}
+    return [f"{e['id']}: {e['outcome']} -> {theirs[e['id']]}" for e in base if _tested(e) and e["id"] in theirs
+            and theirs[e["id"]] != e["outcome"]]
 
 
 def variant_spreads(table: pd.DataFrame, changes: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:

@@ -6,7 +6,7 @@ metric, the methods ranked on each seed, Kendall's τ between every two seeds' r
 τ-b) and its mean, which counts as stable at :data:`TAU_STABLE` or more; the share of seeds on which each method takes
 each rank; and the registered method pairs (:data:`PAIRS`): on how many seeds the first beats the second on its
 metric, the two-sided exact sign test (``scipy.stats.binomtest``, ties left out) and the mean paired difference with a
-bootstrap interval over seeds (:func:`unlearnkit.former.bootstrap_interval`).
+bootstrap interval over seeds (:func:`bootstrap_interval`).
 
 These are the workbook's own questions, not a paper's: no paper reports a ranking over training seeds. Pure arithmetic
 on the run store's metrics.json files; no model is loaded. A setting against the seeds' spread (the training seed
@@ -26,7 +26,6 @@ import pandas as pd
 
 from .. import results, runs
 from ..config import Params
-from ..former import bootstrap_interval
 from .seed_spread import (  # noqa: F401 (the names notebook 10, the README and benchmarks reach here)
     SPREAD_TOLERANCE,
     against_the_rest,
@@ -37,6 +36,35 @@ from .seed_spread import (  # noqa: F401 (the names notebook 10, the README and 
     variant_spreads,
     within_spread,
 )
+
+#: The percentile bootstrap over seeds: resamples, confidence, and the seed of its numpy Generator.
+BOOTSTRAP_RESAMPLES, BOOTSTRAP_CONFIDENCE, BOOTSTRAP_SEED = 2000, 0.95, 0
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def bootstrap_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
+                       confidence: float = BOOTSTRAP_CONFIDENCE,
+                       bootstrap_seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of ``values`` (one per seed): ``resamples`` resamples of the
+    seeds with replacement drawn by ``np.random.default_rng(bootstrap_seed)`` (the draws scipy.stats.bootstrap makes
+    with the same Generator), the (1 - confidence) / 2 and (1 + confidence) / 2 percentiles of their means. One
+    value, or all equal: their mean twice. The interval always holds the mean of ``values`` as np.mean computes it:
+    equal values' mean can round 1e-16 off the value itself, and an error bar drawn from mean to bound must not point
+    backwards. ``bootstrap_seed`` is the rule's own (:data:`BOOTSTRAP_SEED`), not a training seed."""
+    x = np.asarray([v for v in values if _finite(v)], dtype=float)
+    if len(x) == 0:
+        return (math.nan, math.nan)
+    mean = float(x.mean())
+    if len(x) == 1 or np.all(x == x[0]):
+        return (mean, mean)
+    rng = np.random.default_rng(bootstrap_seed)
+    means = x[rng.integers(0, len(x), (resamples, len(x)))].mean(axis=1)
+    low, high = np.percentile(means, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
+    return (min(float(low), mean), max(float(high), mean))
+
 
 #: The registered threshold: a metric's ranking of the methods is *stable* when the mean Kendall τ over every two
 #: seeds is at least this.
@@ -318,62 +346,6 @@ def sentences(result: Mapping[str, Any]) -> list[str]:
                      f"{r['p (two-sided sign test)']:.3f}; mean {r['difference']} {r['mean difference']:+.3g} "
                      f"[{r['low']:+.3g}, {r['high']:+.3g}]: {r['outcome']}")
     return lines
-
-
-# --------------------------------------------------------------------------- each finding per seed
-
-
-def _margin(value: Any, threshold: Any, direction: str, log: bool) -> float:
-    """How far ``value`` lies on the claim's side of ``threshold`` (in decades for a log-scale quantity)."""
-    try:
-        v, t = float(value), float(threshold)
-    except (TypeError, ValueError):
-        return math.nan
-    if log:
-        if v <= 0 or t <= 0:
-            return math.nan
-        v, t = math.log10(v), math.log10(t)
-    gap = v - t
-    return gap if direction in (">=", ">") else -gap
-
-
-def margins(verdicts: Sequence[Any]) -> list[dict[str, Any]]:
-    """Per tested finding with a judged quantity, the quantity that decides it (the one on the wrong side of its
-    threshold on most seeds; then the one nearest its threshold, relative to it) and its margin on each seed (in
-    decades for a p-value), each seed's outcome, and the mean margin with its bootstrap interval over seeds: what
-    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. ``verdicts`` are :class:`unlearnkit.former.Verdict`s."""
-    out = []
-    for v in verdicts:
-        best = None
-        for spread in v.spreads:
-            if spread.threshold_mean is None:
-                continue
-            seeds, values, outcomes = [], [], []
-            for record in v.per_seed:
-                if record.get("outcome") not in ("holds", "partly", "fails"):
-                    continue
-                m = _margin(record.get("values", {}).get(spread.name), record.get("thresholds", {}).get(spread.name),
-                            spread.direction, spread.log_scale)
-                if math.isfinite(m):
-                    seeds.append(int(record["seed"]))
-                    values.append(m)
-                    outcomes.append(record["outcome"])
-            if not values:
-                continue
-            wrong = sum(m < 0 for m in values)
-            scale = 1.0 if spread.log_scale else max(abs(spread.threshold_mean), 1e-9)
-            rank = (-wrong, abs(float(np.mean(values))) / scale)
-            if best is None or rank < best[0]:
-                mean = float(np.mean(values))
-                low, high = bootstrap_interval(values)
-                best = (rank, {"key": v.key, "notebook": v.notebook, "short": v.short, "verdict": v.verdict,
-                               "quantity": spread.name,
-                               "unit": "margin in decades" if spread.log_scale else "margin",
-                               "seeds": seeds, "margins": values, "outcomes": outcomes,
-                               "mean": mean, "low": low, "high": high})
-        if best is not None:
-            out.append(best[1])
-    return out
 
 
 def shares_by_metric(values: pd.DataFrame) -> dict[str, dict[str, Any]]:
