@@ -1,13 +1,14 @@
-"""Structure checks of the smoke runs of notebooks 03-05, called by tests/test_notebooks.py with the folder of its
-module-scoped smoke runs (not tests themselves: a check module imported by one test module only)."""
+"""Structure checks of the smoke runs of notebooks 03-07, called by tests/test_notebooks.py with the folder of its
+module-scoped smoke runs (not tests themselves: a check module imported by one test module only). Each file holds
+numbers and names only (tests/numbers_only.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numbers_only
 import pytest
-from unlearnkit import former as claims
 from unlearnkit.data import formats as fmts
 from unlearnkit.metrics.formats import LIKELIHOOD_SUFFIX
 from unlearnkit.metrics.ps import PS_METRICS
@@ -36,18 +37,17 @@ def check_03(smoke_runs_dir: Path) -> None:
                 assert 0.0 <= metrics[row][split][metric] <= 1.0, (row, split, metric)
             assert "items" not in metrics[row][split]  # per-item values stay out of metrics.json
         assert calibration.passes(metrics["before"], metrics[row], tolerances), row
-    # Tables 2 and 3, every control of every method, the other forget splits, and the verdict
+    # Tables 2 and 3, every control of every method, the other forget splits; no reading of them in words
     tables = meta["tables"]
     assert set(tables) == {"table2_uncontrolled", "table3_calibrated", "controls", "splits", "stopping_by_run"}
     assert [row["run"] for row in tables["stopping_by_run"]] == parameters["interference_runs"]
-    assert set(meta["controls_verdict"]["stopping_works_for"]) <= set(parameters["interference_runs"])
+    assert list(numbers_only.texts(metrics)) == []
     assert [row["run"] for row in tables["table2_uncontrolled"]] == ["before", *methods]
     for method in methods:
         controls = [row["control"] for row in tables["controls"] if row["run"] == method]
         capped = method in ("ga", "gd", "kl")
         assert controls == (["objective capping"] if capped else []) + ["early stopping", "model mixing"], method
     assert all(0 <= row["pass"] + row["uncertain"] + row["fail"] == row["settings"] for row in tables["controls"])
-    assert meta["controls_verdict"]["verdict"] in ("reproduced", "partly", "not")
     splits = [parameters["forget_split"], *parameters["calibration_splits"]]
     assert sorted((row["split"], row["run"]) for row in tables["splits"]) == sorted(
         (s, m) for s in dict.fromkeys(splits) for m in methods)
@@ -141,13 +141,12 @@ def check_04(smoke_runs_dir: Path) -> None:
 
     findings = {f["model"]: f for f in meta["per_model"]}
     assert set(findings) == set(unlearning_runs)
-    for run, finding in findings.items():
-        assert finding["statement"].startswith(f"{run}: ")
+    for finding in findings.values():
         assert finding["qa_forgets"] in (True, False, None)
-        assert finding["paper_finding"] == (bool(finding["qa_forgets"]) and bool(finding["kept"]))
         assert {k["format"] for k in finding["kept"]} <= set(meta["informative_formats"])
         assert all(isinstance(s["separates"], bool) for s in finding["separation"])
     assert set(meta["qa_rouge"]) == set(meta["models"])  # notebooks 01 and 02 scored every model's Q&A
+    assert list(numbers_only.texts(metrics)) == []  # each model's statement stays in the notebook
 
     per_item = json.loads((runs / "04_format_eval" / "per_item.json").read_text())
     assert set(per_item) == set(meta["models"])
@@ -190,7 +189,7 @@ def check_05(smoke_runs_dir) -> None:
         assert label == f"{m['run']}@{m['step']}" and label in evaluated and 0 <= m["greedy_leak_rate"] <= 1
         if m["reached"]:
             assert m["greedy_leak_rate"] <= m["reference_rate"] + params["regime_tolerance"] + 1e-9, label
-    assert meta["verdict_label"] in ("reproduced", "partly", "not") and set(meta["revealing"]) <= set(regime)
+    assert list(numbers_only.texts(metrics)) == []  # the regime's reading stays in the notebook
     figures = ["greedy_vs_samples", "binary_leak", "regime", "vs_n", "bound_modes"]
     # one cache entry per scored model (no stale key left beside it), one per searched run, and the keyword
     # Q&A's apart from them; a saved model is cached by its name, a kept step by its label
@@ -224,7 +223,7 @@ def check_05(smoke_runs_dir) -> None:
 
 def check_06(smoke_runs_dir) -> None:
     """runs/smoke/06_entropy_optimisation/metrics.json after a smoke run of notebook 06: every run of Table 1 and of
-    both sweeps has its numbers in range, the sweeps name runs that were scored, the findings carry verdicts."""
+    both sweeps has its numbers in range, the sweeps name runs that were scored, and it holds numbers and names only."""
     runs = Path(smoke_runs_dir)
     metrics = json.loads((runs / "06_entropy_optimisation" / "metrics.json").read_text())
     meta = metrics.pop("meta")
@@ -249,12 +248,7 @@ def check_06(smoke_runs_dir) -> None:
     assert len(sweep) == len(params["eo_lambda_f_grid"]) * len(params["eo_lr_grid"])
     assert {p["run"] for p in sweep + meta["lambda_r_sweep"]} <= set(metrics)
     assert {p["lambda_f"] for p in sweep} == set(params["eo_lambda_f_grid"])
-    found = [claims.Finding.from_dict(f) for f in meta["findings"]]
-    assert [f.claim.split(":")[0] for f in found[:2]] == ["Table 1", "NPO + EO on models in the paper's regime"]
-    # each finding names its own figure (never paired by row order) and carries its deciding quantities
-    assert [f.figure for f in found] == [f"06_entropy_optimisation_{n}" for n in ("table1", "regime_eo", "adaptive",
-                                                                                 "diversity")][:len(found)]
-    assert all(f.quantities for f in found if f.outcome != "no test")
+    assert list(numbers_only.texts({**metrics, "meta": meta})) == []  # the readings stay in the notebook
     for figure in ("table1", "regime_eo", "general_leak", "lambda_f", "temperature", "diversity", "entropy_along",
                    "ed_vs_utility", "adaptive"):
         assert (runs / "figures" / f"06_entropy_optimisation_{figure}.png").stat().st_size > 1000, figure
@@ -262,7 +256,7 @@ def check_06(smoke_runs_dir) -> None:
 
 def check_07(smoke_runs_dir) -> None:
     """runs/smoke/07_alignment_toxicity/metrics.json after a smoke run of notebook 07: every model and group is
-    summarised with shares in [0, 1], the verdict names only models it tested, the figures exist."""
+    summarised with shares in [0, 1], numbers and names only, the figures exist."""
     runs = Path(smoke_runs_dir)
     metrics = json.loads((runs / "07_alignment_toxicity" / "metrics.json").read_text())
     meta = metrics["meta"]
@@ -275,8 +269,7 @@ def check_07(smoke_runs_dir) -> None:
         for group, row in metrics[name].items():
             for key in ("greedy_safe_share", "sampled_share"):
                 assert 0.0 <= row[key] <= 1.0, (name, group, key, row[key])
-    finding = meta["finding"]
-    assert set(finding["holding"]) <= set(finding["tested"]) <= models
+    assert list(numbers_only.texts(metrics)) == []  # the finding's reading stays in the notebook
     assert meta["requests"]["evaluated"] == sum(meta["requests"]["by_group"].values())
     assert meta["judge"]["name"] == "classifier" and 0.0 <= meta["judge"]["heldout_accuracy"] <= 1.0
     for figure in ("sampled_scores", "binary_bounds", "along_alignment", "by_category"):

@@ -5,6 +5,7 @@ calibrations."""
 
 from __future__ import annotations
 
+import numbers_only
 import numpy as np
 import pandas as pd
 import pytest
@@ -302,6 +303,7 @@ def test_verdicts_summary_table3_and_meta_follow_the_numbers():
     assert meta["uncontrolled_heldout_ps_exact_loss"]["gd"] == pytest.approx(0.05)
     assert meta["gd_best_passing"] == {"delta": 2.0, "t": 0.0, "a": None}
     assert meta["ps_items"] == {"heldout_retain": 6, "forget": 5} and meta["elapsed_s"] == 12.3
+    assert list(numbers_only.texts({"meta": meta})) == []  # numbers and names only
     tables = calibration.per_item_tables(sweeps, calibrations)
     assert set(tables) == {"gd_early_stopping", "gd_capping", "gd_mixing", "calibration"}
     assert tables["gd_capping"] == [{"delta": 2.0, "heldout_retain_ps_exact": 0.8, "forget_ps_exact": 0.5,

@@ -142,9 +142,10 @@ def test_ou_summary_is_legible_and_marks_a_missing_value():
 def test_findings_overview_is_legible():
     papers = ["TOFU (Maini et al., 2024)"] * 16 + ["Unlearning with control (Wang et al., 2024)"] * 2 + [
         "A probabilistic perspective (Scholten et al., 2025)"] * 6
-    verdicts = ["reproduced", "partly", "not reproduced", "no test", "fact", "partly"] * 4
-    table = pd.DataFrame({"paper": papers, "short": [f"finding number {i}" for i in range(len(papers))],
-                          "notebook": ["02_unlearning"] * len(papers), "verdict": verdicts})
+    tiles = ["reproduced", "inconclusive", "contradicted", "not testable here", "consistent on every testable seed",
+             "inconclusive or mixed"] * 4
+    table = pd.DataFrame({"paper": papers, "short": [f"claim number {i}" for i in range(len(papers))],
+                          "notebook": ["02_unlearning"] * len(papers), "verdict": tiles, "tile": tiles})
     fig = plots.findings_overview(table, [0, 1, 2])
     _assert_legible(fig)
 

@@ -272,7 +272,7 @@ def test_saved_models_are_scored_once_and_cached(tiny_model, tiny_tokenizer, tem
     assert list(scored.results) == ["the target"] and np.array_equal(scored.results["the target"].rouge, first.rouge)
     overview = leakage.scoring_overview(scored)
     assert overview.loc["the target", "sampled leak rate"] == first.leak.mean()
-    assert leakage.run_meta({"the target": "target"}, None, settings, rows, scored, "No.")["sampling_seconds"] >= 0
+    assert leakage.run_meta({"the target": "target"}, None, settings, rows, scored)["sampling_seconds"] >= 0
 
     # other settings or another model sample anew, and the new entry replaces the old one
     calls = []

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numbers_only
 import numpy as np
 import pytest
 from conftest import skip_unless
@@ -156,6 +157,7 @@ def test_07_alignment_toxicity(smoke_runs):
 
 def test_08_robustness_attacks_every_model_with_its_control_and_relearns_on_the_forget_split(smoke_runs):
     from unlearnkit import attacks, pipeline
+    from unlearnkit.studies import recovery
 
     params = config.Params.load("smoke")
     metrics = json.loads((smoke_runs / "08_robustness" / "metrics.json").read_text())
@@ -172,8 +174,11 @@ def test_08_robustness_attacks_every_model_with_its_control_and_relearns_on_the_
         assert recipe["rows_hash"] != attacks.rows_hash(retain)
         assert set(result["quant"]) == set(params.quant_schemes) and "prefill" in result["probes"], label
         assert result["rtt"] and all(set(f["attributes"]).isdisjoint({"name"}) for f in result["rtt"]), label
-    assert {f["short"] for f in metrics["meta"]["findings"]} == {"relearning", "quantisation within buckets",
-                                                              "quantisation across buckets", "RTT", "input probes"}
+    # the bucket crossing of every unlearned (and regime-matched) run, as numbers, for the claims' extractors
+    crossed = {label for label, m in metrics["meta"]["models"].items() if m["kind"] in (recovery.UNLEARNED,
+                                                                                      recovery.REGIME_MATCHED)}
+    assert set(metrics["meta"]["crossing"]) == crossed
+    assert all(set(schemes) == set(params.quant_schemes) for schemes in metrics["meta"]["crossing"].values())
     for figure in ("relearning", "rtt", "quantisation", "probes", "survival"):
         assert (smoke_runs / "figures" / f"08_robustness_{figure}.png").exists(), figure
 
@@ -230,18 +235,26 @@ def test_every_notebook_ran(smoke_runs):
         assert any(name.startswith(source.stem) for name in executed), source.name
 
 
-def test_10_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs):
+def test_10_findings_judges_every_registered_claim_over_the_seeds(smoke_runs):
+    from unlearnkit.claims import extractors
+    from unlearnkit.claims import summary as claim_summary
+    from unlearnkit.claims.judge import VERDICTS
+
     metrics = json.loads((smoke_runs / "10_findings" / "metrics.json").read_text())
-    rows = metrics["findings"]
-    # every notebook that wrote metrics, and notebook 02 as a whole: open-unlearning's finding across its runs
-    assert {r["notebook"] for r in rows} == {p.parent.name for p in smoke_runs.glob("0[0-8]*/metrics.json")} | {
-        "02_unlearning"}
-    assert all(r["verdict"] in ("reproduced", "partly", "not reproduced", "fact", "no test") for r in rows)
-    assert sum(metrics["counts"].values()) == len(rows) and metrics["seeds"] == [0]
-    # one seed: no verdict is confident, and every tested finding says so
-    assert all(r["text"].startswith("one seed: ") for r in rows if r["n"]), [r["text"] for r in rows]
-    # the profile's findings over its seeds sit beside the seeds' stores
-    assert json.loads((smoke_runs.parent / "findings.json").read_text())["findings"] == rows
+    rows = metrics["claims"]
+    # one summary, the registered claims alone: every judged claim, by the rule, over the one seed
+    assert metrics["schema_version"] == claim_summary.SCHEMA_VERSION and metrics["seeds"] == [0]
+    assert not {"findings", "rule", "counts"} & set(metrics) and all("former_bar" not in r for r in rows)
+    assert [r["id"] for r in rows] == [c.id for c in extractors.judged_claims()]
+    assert all(r["verdict"] in VERDICTS for r in rows)
+    assert sum(metrics["claims_counts"].values()) == sum(r["kind"] == "finding" for r in rows)
+    # one seed: no verdict can be confident below five testable seeds
+    assert all(r["verdict"] != "reproduced" for r in rows)
+    # the profile's summary over its seeds sits beside the seeds' stores
+    assert json.loads((smoke_runs.parent / "findings.json").read_text())["claims"] == rows
+    # every study's results hold numbers and names only (tests/numbers_only.py)
+    for path in smoke_runs.glob("0[0-8]*/metrics.json"):
+        assert list(numbers_only.texts(json.loads(path.read_text()))) == [], path.parent.name
     # every notebook's last cell shows its registered claims on this seed, the outcomes notebook 10 judged (notebook
     # 02 once, after its last run: its claims compare the runs; no claim reads notebook 00 alone)
     from bs4 import BeautifulSoup
@@ -264,7 +277,8 @@ def test_10_findings_collects_every_notebooks_findings_over_the_seeds(smoke_runs
                       for tr in BeautifulSoup(html, "html.parser").select("tbody tr")}
         assert mine and rows_shown == {r["id"]: r["per_seed"][0]["outcome"] for r in mine}, executed.name
     assert shown_02 == 1, "notebook 02 shows its claims once, after its last run"
-    assert (smoke_runs / "figures" / "10_findings_overview.png").exists()
+    assert (smoke_runs / "figures" / "10_findings_claims.png").exists()
+    assert not (smoke_runs / "figures" / "10_findings_overview.png").exists()  # the former findings' tiles, retired
 
 
 def test_make_figures_redraws_every_figure_byte_for_byte(smoke_runs):

@@ -137,9 +137,9 @@ def test_a_spoiled_file_costs_its_own_seeds_claims_on_it_and_the_other_seeds_are
     """Before, seed 1's text stopped the judge with "TypeError: string indices must be integers" and the NaN and 1e308
     were judged as numbers; now each file is checked against docs/metrics.schema.json at read."""
     from unlearnkit.claims import extractors as effects
+    from unlearnkit.claims import summary as claim_summary
     from unlearnkit.claims.judge import NOT_TESTABLE, OUTCOMES
     from unlearnkit.studies import seeds as seed_study
-    from unlearnkit.studies import verdicts
 
     judged = effects.judge_claims("default", [0, 1, 2, 3])
     clean = {v.claim: v.per_seed[0] for v in effects.judge_claims("default", [0])}
@@ -155,13 +155,12 @@ def test_a_spoiled_file_costs_its_own_seeds_claims_on_it_and_the_other_seeds_are
     assert reasons == {seed: {words} for seed, words in UNREADABLE.items()}
     seed_1 = [next(r for r in v.per_seed if r.seed == 1) for v in judged]
     assert any(r.outcome != NOT_TESTABLE for r in seed_1), "a claim that reads no notebook 01 is judged on seed 1"
-    # the former findings and the seed study of notebook 10 read the same files
+    # the seed study of notebook 10 reads the same files, and the one summary holds both
     params = config.Params.load("default")
-    former = verdicts.across_seeds(params, [0, 1, 2, 3])
-    assert former and {s for v in former for s in v.seeds} == {0, 1, 2, 3}
     study = seed_study.study(params, [0, 1, 2, 3])
     assert study["seeds"] == [0, 1, 2, 3] and "ga" not in study["methods"] and "npo" not in study["methods"]
-    assert verdicts.summary("default", former, study, judged)["claims"]
+    summary = claim_summary.build("default", judged, study)
+    assert summary["claims"] and summary["seeds"] == [0, 1, 2, 3] and summary["seed_study"] == study
 
 
 @pytest.mark.parametrize("text, words", [

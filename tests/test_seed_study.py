@@ -134,8 +134,8 @@ def test_the_seed_figures_are_legible(six_seeds):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from unlearnkit import former as claims
     from unlearnkit import plots
+    from unlearnkit.claims import render as claim_render
     from unlearnkit.plots import seeds as seed_plots
 
     values = seed_study.method_values(SMOKE, range(6))
@@ -146,35 +146,30 @@ def test_the_seed_figures_are_legible(six_seeds):
         plots.set_style()
         fig = seed_plots.rank_shares(seed_study.shares_by_metric(values), taus, seed_study.TAU_STABLE, 6)
         assert plots.legible(fig), plots.smallest_text_px(fig, with_text=True)
-        found = {s: [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", o, "f", f"finding {k}",
-                                    (claims.Quantity("forget quality", 10.0 ** -(k + s + 1), 1e-3, ">=", fmt=".1e"),
-                                     claims.Quantity("utility", 0.7 + 0.01 * s, 0.72, ">=")))
-                     for k in range(14)] for s, o in enumerate(["holds", "fails", "partly"] * 2)}
-        rows = seed_study.margins(claims.judge_all(found))
-        assert len(rows) == 14 and rows[0]["unit"] == "margin in decades"  # the quantity on the wrong side most
-        assert rows[0]["margins"][0] == pytest.approx(2.0)  # 0.1 against 1e-3: two decades on the claim's side
+        outcomes = ["consistent", "inconsistent", "inconclusive"] * 2
+        rows = claim_render.margins([_claim_row(f"x.claim_{k}", [0.1 * (k - s) for s in range(6)], outcomes,
+                                                side="below" if k % 2 else "above") for k in range(14)])
+        assert len(rows) == 14 and rows[0]["quantity"] == "effect - 0" and rows[1]["quantity"] == "0 - effect"
+        assert rows[0]["margins"][1] == pytest.approx(-0.1) and rows[1]["margins"][1] == pytest.approx(0.0)
         fig = seed_plots.margins_per_seed(rows)
         assert plots.legible(fig), plots.smallest_text_px(fig, with_text=True)
         plt.close("all")
 
 
 def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_the_machines():
-    from unlearnkit import former as claims
-
     def found(seed, utility, quality):
-        return [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", claims.HOLDS, "f", "x",
-                               (claims.Quantity("utility", utility, 0.5, ">="),
-                                claims.Quantity("forget quality", quality, 1e-9, ">=", fmt=".1e"),
-                                claims.Quantity("shown only", 3.0)))]
+        return [{"id": "x.utility", "quantity": "utility", "outcome": "consistent", "effect": utility},
+                {"id": "x.quality", "quantity": "forget quality", "outcome": "inconclusive", "effect": quality},
+                {"id": "x.untested", "quantity": "shown only", "outcome": "not testable", "effect": None}]
 
     reference = seed_study.quantity_values({0: found(0, 0.5, 1e-5), 1: found(1, 0.6, 1e-3)})
-    assert set(reference["quantity"]) == {"utility", "forget quality"}  # a quantity without threshold is not judged
+    assert set(reference["quantity"]) == {"utility", "forget quality"}  # a seed not testable has no value
     machine = seed_study.quantity_values({0: found(0, 0.52, 1e-5)})
     inside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.61, 1e-4)}), machine)
     table = inside.set_index("quantity")
     assert table.loc["utility", "low"] == pytest.approx(0.48) and table.loc["utility", "high"] == pytest.approx(0.62)
-    assert table.loc["forget quality", "low"] == pytest.approx(-5.0) and table["inside"].all()
-    outside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.63, 1e-6)}), machine)
+    assert table.loc["forget quality", "low"] == pytest.approx(1e-5) and table["inside"].all()
+    outside = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.63, 2e-3)}), machine)
     assert not outside.set_index("quantity")["inside"].any()
     rounding = seed_study.within_spread(reference, seed_study.quantity_values({0: found(0, 0.62 + 1e-9, 1e-5)}),
                                         machine)
@@ -182,11 +177,8 @@ def test_a_setting_is_within_the_spread_only_inside_the_seeds_range_widened_by_t
 
 
 def test_a_variant_of_seed_0_is_set_beside_the_training_seeds_range():
-    from unlearnkit import former as claims
-
-    def found(utility, outcome=claims.HOLDS):
-        return [claims.Finding("02_unlearning_x", claims.TOFU, "c", "t", outcome, "f", "x",
-                               (claims.Quantity("utility", utility, 0.5, ">="),))]
+    def found(utility, outcome="consistent"):
+        return [{"id": "x.utility", "quantity": "utility", "outcome": outcome, "effect": utility}]
 
     training = seed_study.quantity_values({0: found(0.6), 1: found(0.7), 2: found(0.5)})
     variants = {"data_seed 1": seed_study.quantity_values({0: found(0.65)}),
@@ -195,8 +187,8 @@ def test_a_variant_of_seed_0_is_set_beside_the_training_seeds_range():
     assert table["training range"] == pytest.approx(0.2) and table["data_seed 1: shift"] == pytest.approx(0.05)
     assert table["data_seed 1: shift / range"] == pytest.approx(0.25)
     assert table["native kernels: shift / range"] == pytest.approx(1.5)
-    changes = {"data_seed 1": seed_study.outcome_changes(found(0.6), found(0.4, claims.FAILS))}
-    assert changes["data_seed 1"] == ["02_unlearning_x/x: holds -> fails"]
+    changes = {"data_seed 1": seed_study.outcome_changes(found(0.6), found(0.4, "inconsistent"))}
+    assert changes["data_seed 1"] == ["x.utility: consistent -> inconsistent"]
     sentence = seed_study.rest_sentence(seed_study.against_the_rest(training, {"data_seed 1": variants["data_seed 1"]}, base_seed=0),
                                         changes, 3)
     assert "by 0.25 of the range the 3 training seeds span (0 of 1 quantities beyond" in sentence
@@ -214,23 +206,23 @@ def test_the_readme_shows_the_seed_study_and_the_spread_from_the_committed_files
     assert report.spread_section(None) == [] and report.seed_study_section({"note": "one seed"}) == []
 
 
-def test_a_finding_with_the_same_margin_on_every_seed_draws_its_interval_around_its_mean():
-    """Three equal margins (08's RTT share, 9 of 11 on every seed): the bootstrap gives the value as the interval and
-    np.mean rounds 1e-16 off it, which matplotlib refused as a negative error bar in notebook 10."""
+def test_a_finding_with_the_same_effect_on_every_seed_draws_its_interval_around_its_mean():
+    """Three equal effects (08's RTT share, 9 of 11 on every seed): the interval is the value itself, and an error bar
+    drawn from the mean to a bound must never point backwards (matplotlib refused one in notebook 10)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from unlearnkit import former as claims
+    from unlearnkit.claims import render as claim_render
     from unlearnkit.plots import seeds as seed_plots
 
     share = 2 / 11
-    found = {s: [claims.Finding("08_robustness", claims.TOFU, "c", "t", "fails", "f", "RTT",
-                                (claims.Quantity("share", share, 1.0, ">="),))] for s in range(3)}
-    [row] = seed_study.margins(claims.judge_all(found))
-    assert row["low"] <= row["mean"] <= row["high"]
-    assert row["mean"] == pytest.approx(share - 1.0)
-    seed_plots.margins_per_seed([row])  # draws
+    row = _claim_row("deeb.rtt_recovers", [share] * 3, ["inconclusive"] * 3, null=1.0)
+    row["low"] = row["high"] = share + 1e-16  # np.mean's rounding, off the value
+    [drawn] = claim_render.margins([row])
+    assert drawn["low"] <= drawn["mean"] <= drawn["high"]
+    assert drawn["mean"] == pytest.approx(share - 1.0)
+    seed_plots.margins_per_seed([drawn])  # draws
     plt.close("all")
 
 
@@ -271,3 +263,14 @@ def test_the_spreads_sentence_and_the_readmes_table_count_the_same_after_the_jso
                "table": json.loads(table.to_json(orient="records"))}
     assert payload["table"][1]["v: shift / range"] is None  # the lossy round trip the counts must not go through
     assert "| v | 1.25 | 2 of 3 | a/b: holds -> fails |" in report.spread_section(json.loads(json.dumps(payload)))
+
+
+def _claim_row(cid, effects, outcomes, side="above", null=0.0):
+    """A judged claim as the summary stores it (claims.summary.records), with only the fields the margins read."""
+    import numpy as np
+
+    mean = float(np.mean(effects))
+    return {"id": cid, "kind": "finding", "notebook": "02_unlearning", "verdict": "inconclusive",
+            "effect": {"quantity": "q", "side": side, "no_effect": null},
+            "per_seed": [{"seed": s, "effect": e, "outcome": o} for s, (e, o) in enumerate(zip(effects, outcomes))],
+            "mean": mean, "low": mean - 0.05, "high": mean + 0.05}

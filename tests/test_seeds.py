@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import skip_unless
 from unlearnkit import config, machine, paths, pipeline, runner, runs
-from unlearnkit.studies import verdicts
+from unlearnkit.claims import summary as claim_summary
 
 
 def test_each_seed_has_its_own_run_store_and_only_the_profiles_own_seed_draws_the_committed_figures(
@@ -119,11 +119,11 @@ def test_a_seed_a_runner_is_running_is_left_out_of_the_verdicts_until_it_finishe
     for seed in (0, 1):
         runs.write_metrics(config.Params.load("default", seed=seed), runs.DATA_TOUR, {"corpus": {}})
     running = config.Params.load("default", seed=1)
-    assert verdicts.seeds_with_results("default") == [0, 1] and verdicts.seeds_in_progress("default") == []
+    assert claim_summary.seeds_with_results("default") == [0, 1] and claim_summary.seeds_in_progress("default") == []
     with runs.seed_at_work(running), runs.seed_at_work(running):  # two runners of one seed may both hold it
-        assert verdicts.seeds_in_progress("default") == [1]
-        assert verdicts.seeds_with_results("default") == [0]
-    assert verdicts.seeds_with_results("default") == [0, 1]
+        assert claim_summary.seeds_in_progress("default") == [1]
+        assert claim_summary.seeds_with_results("default") == [0]
+    assert claim_summary.seeds_with_results("default") == [0, 1]
     # a runner in another process, killed mid-run: its mark dies with it
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from unlearnkit import config, runs; "
                                "cm = runs.seed_at_work(config.Params.load('default', seed=1)); cm.__enter__(); "
@@ -131,11 +131,11 @@ def test_a_seed_a_runner_is_running_is_left_out_of_the_verdicts_until_it_finishe
                               env={**os.environ, "UNLEARNKIT_RUNS": str(tmp_path)}, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert verdicts.seeds_in_progress("default") == [1]
+        assert claim_summary.seeds_in_progress("default") == [1]
     finally:
         holder.kill()
         holder.wait()
-    assert verdicts.seeds_in_progress("default") == [] and verdicts.seeds_with_results("default") == [0, 1]
+    assert claim_summary.seeds_in_progress("default") == [] and claim_summary.seeds_with_results("default") == [0, 1]
 
 
 def test_the_runner_marks_a_seed_while_its_notebooks_run_never_while_the_findings_notebook_judges(monkeypatch,

@@ -236,32 +236,32 @@ def overview_table(summary: Mapping[str, Any]):
 #: The figure that shows each registered claim, as its notebook draws it (the README's figure column, notebook 10's
 #: key figures); a claim not named here has none of its own.
 FIGURES = {
-    "setup.target_in_regime": "01_tofu_finetune_metrics",
-    "tofu.baselines_fail": "02_unlearning_ga_trajectory",
-    "npo.better_tradeoff_than_ga": "02_unlearning_npo_trajectory",
-    "simnpo.beats_npo": "02_unlearning_simnpo_trajectory",
-    "rmu.keeps_utility": "02_unlearning_rmu_trajectory",
-    "undial.claim": "02_unlearning_undial_trajectory",
-    "altpo.claim": "02_unlearning_altpo_trajectory",
-    "ceu.claim": "02_unlearning_ceu_trajectory",
-    "dpo.idk_tofu": "02_unlearning_dpo_trajectory",
-    "npo_eo.keeps_utility": "02_unlearning_npo_eo_trajectory",
-    "ou.mia_beyond_rouge": "02_unlearning_ou_summary",
-    "ou.privleak_retain_near_zero": "02_unlearning_ou_summary",
-    "wang.controls_regulate": "03_controls_calibration_controls_per_method",
-    "wang.ga_short_at_large_splits": "03_controls_calibration_splits",
-    "joshi.other_formats": "04_format_eval_kept",
-    "scholten.greedy_understates": "05_probabilistic_bounds_greedy_vs_samples",
-    "scholten.table1_spread": "06_entropy_optimisation_table1",
-    "scholten.eo_removes_spread": "06_entropy_optimisation_regime_eo",
-    "scholten.adaptive_temperature": "06_entropy_optimisation_adaptive",
-    "scholten.lambda_r_diversity": "06_entropy_optimisation_diversity",
-    "scholten.sampling_toxicity_exceeds_greedy": "07_alignment_toxicity_binary_bounds",
-    "hu.relearning_jogs_memory": "08_robustness_relearning",
-    "zhang.quantisation_restores": "08_robustness_quantisation",
-    "workbook.quantisation_across_buckets": "08_robustness_quantisation",
-    "deeb.rtt_recovers": "08_robustness_rtt",
-    "doshi.shots_and_rephrasing": "08_robustness_probes",
+    "setup.target_in_regime": f"{runs.FINETUNE}_metrics",
+    "tofu.baselines_fail": f"{runs.UNLEARNING}_ga_trajectory",
+    "npo.better_tradeoff_than_ga": f"{runs.UNLEARNING}_npo_trajectory",
+    "simnpo.beats_npo": f"{runs.UNLEARNING}_simnpo_trajectory",
+    "rmu.keeps_utility": f"{runs.UNLEARNING}_rmu_trajectory",
+    "undial.claim": f"{runs.UNLEARNING}_undial_trajectory",
+    "altpo.claim": f"{runs.UNLEARNING}_altpo_trajectory",
+    "ceu.claim": f"{runs.UNLEARNING}_ceu_trajectory",
+    "dpo.idk_tofu": f"{runs.UNLEARNING}_dpo_trajectory",
+    "npo_eo.keeps_utility": f"{runs.UNLEARNING}_npo_eo_trajectory",
+    "ou.mia_beyond_rouge": f"{runs.UNLEARNING}_ou_summary",
+    "ou.privleak_retain_near_zero": f"{runs.UNLEARNING}_ou_summary",
+    "wang.controls_regulate": f"{runs.CONTROLS}_controls_per_method",
+    "wang.ga_short_at_large_splits": f"{runs.CONTROLS}_splits",
+    "joshi.other_formats": f"{runs.FORMATS}_kept",
+    "scholten.greedy_understates": f"{runs.LEAKAGE}_greedy_vs_samples",
+    "scholten.table1_spread": f"{runs.ENTROPY}_table1",
+    "scholten.eo_removes_spread": f"{runs.ENTROPY}_regime_eo",
+    "scholten.adaptive_temperature": f"{runs.ENTROPY}_adaptive",
+    "scholten.lambda_r_diversity": f"{runs.ENTROPY}_diversity",
+    "scholten.sampling_toxicity_exceeds_greedy": f"{runs.ALIGNMENT}_binary_bounds",
+    "hu.relearning_jogs_memory": f"{runs.ROBUSTNESS}_relearning",
+    "zhang.quantisation_restores": f"{runs.ROBUSTNESS}_quantisation",
+    "workbook.quantisation_across_buckets": f"{runs.ROBUSTNESS}_quantisation",
+    "deeb.rtt_recovers": f"{runs.ROBUSTNESS}_rtt",
+    "doshi.shots_and_rephrasing": f"{runs.ROBUSTNESS}_probes",
 }
 
 
@@ -294,12 +294,13 @@ def margins(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if r["kind"] != "finding" or len(tested) < 2:
             continue
         sign, null = (1.0 if r["effect"]["side"] == "above" else -1.0), r["effect"]["no_effect"]
-        low, high = _shift(r.get("low"), sign, null), _shift(r.get("high"), sign, null)
+        mean, low, high = (_shift(r.get(k), sign, null) for k in ("mean", "low", "high"))
+        if mean is not None and low is not None and high is not None:  # the bar always holds its mean
+            low, high = min(low, high, mean), max(low, high, mean)
         out.append({"key": r["id"], "notebook": r["notebook"], "short": short_name(r["id"]), "verdict": r["verdict"],
-                    "quantity": r["effect"]["quantity"], "unit": "effect beyond no effect",
+                    "quantity": f"effect - {null:g}" if sign > 0 else f"{null:g} - effect", "unit": "paper's side up",
                     "seeds": [s["seed"] for s in tested], "margins": [_shift(s["effect"], sign, null) for s in tested],
-                    "outcomes": [s["outcome"] for s in tested], "mean": _shift(r.get("mean"), sign, null),
-                    "low": None if low is None else min(low, high), "high": None if high is None else max(low, high)})
+                    "outcomes": [s["outcome"] for s in tested], "mean": mean, "low": low, "high": high})
     return out
 
 

@@ -50,7 +50,7 @@ def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
     fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=10, bbox_to_anchor=(0.5, 0))
     fig.suptitle("Each registered finding's effect per training seed (above the line: on the paper's side)", fontsize=12,
                  fontweight="bold")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 1, 0.985))
     return fig
 
 

@@ -85,10 +85,12 @@ from .transfer import (
     transferring_readouts,
 )
 from .verdicts import (  # noqa: F401
+    NOT_STORED,
     FormatVerdicts,
     findings_table,
     judge,
     results_meta,
+    stored,
     unlearned_models,
     verdicts_text,
 )
