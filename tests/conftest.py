@@ -256,19 +256,19 @@ def _skip_text(report) -> str:
 
 
 def not_run_lines(skipped) -> list[str]:
-    """The terminal summary's account of the data-dependent tests that did not run (a skip through needs() or
+    """The terminal summary's account of the tests that did not run for want of data, a device or a package (a skip through needs() or
     skip_unless(): its reason says what is missing and what covers it), so that a skip never reads as a pass: one
     line per test, or none when every such test ran."""
     missing = sorted({(r.nodeid, _skip_text(r)) for r in skipped if COVERED_MEANWHILE in _skip_text(r)})
     if not missing:
         return []
-    return [f"{len(missing)} data-dependent tests NOT RUN here (skipped, not passed; what is missing, and what covers "
-            "each meanwhile):", *(f"  {nodeid}: {reason}" for nodeid, reason in missing)]
+    return [f"{len(missing)} tests NOT RUN here for want of data, a device or a package this machine lacks (skipped, "
+            "not passed; what is missing, and what covers each meanwhile):", *(f"  {nodeid}: {reason}" for nodeid, reason in missing)]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     lines = not_run_lines(terminalreporter.stats.get("skipped", []))
     if lines:
-        terminalreporter.section("data-dependent tests not run")
+        terminalreporter.section("tests not run here")
         for line in lines:
             terminalreporter.write_line(line)

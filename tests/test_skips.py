@@ -157,7 +157,7 @@ def test_a_data_dependent_skip_is_listed_as_not_run_and_other_skips_are_not():
         "tests/test_x.py", 3, "Skipped: " + skip_reason("../shared/data/tofu is missing", "CI")))
     other = SimpleNamespace(nodeid="tests/test_x.py::test_other", longrepr=("tests/test_x.py", 9, "Skipped: no GPU"))
     lines = not_run_lines([data, other, data])  # xdist may report a test twice: listed once
-    assert len(lines) == 2 and lines[0].startswith("1 data-dependent tests NOT RUN")
+    assert len(lines) == 2 and lines[0].startswith("1 tests NOT RUN here for want of data")
     assert lines[1] == "  tests/test_x.py::test_real: ../shared/data/tofu is missing; covered meanwhile by CI"
     assert not_run_lines([other]) == []
 
