@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from test_layers import import_target
 from unlearnkit import paths
 
 PACKAGE = paths.ROOT / "lib" / "unlearnkit"
@@ -49,12 +50,7 @@ def private_imports(source: str, module: str, is_package: bool, known: set[str])
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = import_target(node, package)
             if not (target == "unlearnkit" or target.startswith("unlearnkit.")):
                 continue
             for alias in node.names:
