@@ -210,8 +210,12 @@ def killed_run(small_corpus, tiny_tokenizer, tmp_path) -> KilledRun:
 # each test that can skip.
 
 
+#: What every data-dependent skip reason carries (skip_reason): the mark and the terminal summary find them by it.
+COVERED_MEANWHILE = "; covered meanwhile by "
+
+
 def skip_reason(what: str, cover: str) -> str:
-    return f"{what}; covered meanwhile by {cover}"
+    return f"{what}{COVERED_MEANWHILE}{cover}"
 
 
 def needs(available: bool, what: str, cover: str):
@@ -240,3 +244,31 @@ LONGEST_FIRST = ("test_notebooks.py", "test_distributed.py", "test_paper_dry.py"
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
+    for item in items:  # a test needs() guards is data-dependent: `-m "not needs_data"` leaves it out
+        if any(COVERED_MEANWHILE in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.needs_data)
+
+
+def _skip_text(report) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def not_run_lines(skipped) -> list[str]:
+    """The terminal summary's account of the tests that did not run for want of data, a device or a package (a skip through needs() or
+    skip_unless(): its reason says what is missing and what covers it), so that a skip never reads as a pass: one
+    line per test, or none when every such test ran."""
+    missing = sorted({(r.nodeid, _skip_text(r)) for r in skipped if COVERED_MEANWHILE in _skip_text(r)})
+    if not missing:
+        return []
+    return [f"{len(missing)} tests NOT RUN here for want of data, a device or a package this machine lacks (skipped, "
+            "not passed; what is missing, and what covers each meanwhile):", *(f"  {nodeid}: {reason}" for nodeid, reason in missing)]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    lines = not_run_lines(terminalreporter.stats.get("skipped", []))
+    if lines:
+        terminalreporter.section("tests not run here")
+        for line in lines:
+            terminalreporter.write_line(line)

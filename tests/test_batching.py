@@ -106,6 +106,6 @@ def test_packing_is_the_profiles_choice_and_part_of_a_models_recipe(tiny_model, 
     rows = [{"question": q, "answer": a} for q, a in zip(QUESTIONS, ANSWERS)]
     for packed in (False, True):
         cfg = training.TrainConfig(output_dir=tmp_path / ("packed" if packed else "padded"), max_steps=1)
-        pipeline._fit(tiny_model, tiny_tokenizer, template, rows, cfg, key="k", packed=packed)
+        pipeline.fit(tiny_model, tiny_tokenizer, template, rows, cfg, key="k", packed=packed)
     assert "position_ids" in batches["packed"] and "attention_mask" not in batches["packed"]
     assert "attention_mask" in batches["padded"] and "position_ids" not in batches["padded"]

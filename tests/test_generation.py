@@ -69,7 +69,7 @@ def test_inverse_cdf_sampler_draws_the_filtered_distribution():
     no_prompt = torch.zeros((20000, 0), dtype=torch.long)
     for kwargs, expected in (({}, [0.5, 0.3, 0.2]), ({"top_k": 2}, [0.625, 0.375, 0.0]),
                              ({"top_p": 0.6}, [0.625, 0.375, 0.0]), ({"top_p": 0.5}, [1.0, 0.0, 0.0])):
-        sampler = generation.processors._InverseCdfSampler(uniforms, prompt_width=0, temperature=1.0,
+        sampler = generation.processors.InverseCdfSampler(uniforms, prompt_width=0, temperature=1.0,
                                                            top_k=kwargs.get("top_k"), top_p=kwargs.get("top_p"))
         out = sampler(no_prompt, logits)
         drawn = out.argmax(-1)
@@ -196,8 +196,8 @@ def test_no_confidences_asked_none_computed_and_the_same_draws(ending_model, tin
              for d in generation.DECODERS}
     calls = []
     for module in (generation.loop, generation.processors):
-        real = module._max_token_probability
-        monkeypatch.setattr(module, "_max_token_probability", lambda logits, real=real: calls.append(1) or real(logits))
+        real = module.max_token_probability
+        monkeypatch.setattr(module, "max_token_probability", lambda logits, real=real: calls.append(1) or real(logits))
     for decoder in generation.DECODERS:
         ids, confidences = generation.sample_continuations(ending_model, tiny_tokenizer, prompts, decoder=decoder,
                                                            confidences=False, **kw)

@@ -32,6 +32,16 @@ def _modules() -> Iterator[tuple[str, Path]]:
         yield ".".join(["unlearnkit", *parts]), path
 
 
+def import_target(node: ast.ImportFrom, package: str) -> str:
+    """The dotted module a ``from ... import`` names, its relative form resolved against ``package`` (the importing
+    module's package); tests/test_interfaces.py resolves its imports with it too."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(module: str, path: Path) -> set[str]:
     """The unlearnkit modules ``module`` imports, at the top or inside functions, resolved to dotted names."""
     is_package = path.name == "__init__.py"
@@ -39,12 +49,7 @@ def _imports(module: str, path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = import_target(node, package)
             if target.startswith("unlearnkit"):
                 found.add(target)
                 found.update(f"{target}.{a.name}" for a in node.names)

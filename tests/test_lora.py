@@ -94,7 +94,7 @@ def test_a_lora_run_is_its_own_cache_entry(lora_runs):
     params, _, _, _ = lora_runs
     folder = runs.model_dir(params, runs.unlearned_name("ga"))
     recipe = runs.saved_recipe(folder)["params_hash"]
-    assert pipeline._cached(folder, recipe)
+    assert pipeline.cached(folder, recipe)
     full = params.replace(lora_rank=0)
     # full fine-tuning keys carry no LoRA entry (their caches stay valid); another rank is another run
     assert pipeline.lora_key(full) == {}

@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 
+import numpy as np
 import pytest
 from unlearnkit import config, paths, runner
 
@@ -153,3 +154,54 @@ def test_the_runner_sets_the_runs_whole_as_before(capsys):
     assert printed["method_settings"] == {"x": {"method": "ga"}}
     assert printed == dict(config.Params.load("smoke", method_settings={"x": {"method": "ga"}}, methods=["x"], **lists))
     assert config.Params.load("smoke", method_settings={"x": {"method": "ga"}})["method_settings"] == {"x": {"method": "ga"}}
+
+
+# --- what a profile must mean, beside its pin (#62 item 5): the pins prove no byte moved, these say why it matters --
+
+def _strings(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+def _hub_name(text: str) -> bool:
+    """``owner/name`` as the Hub spells it (not a path in the repository, beside it or in the environment)."""
+    return (text.count("/") == 1 and not text.startswith(("data/", "../", "./", "/", "env:", "runs/", "results/"))
+            and " " not in text and "|" not in text)
+
+
+@pytest.mark.parametrize("profile", ["default", "smoke", "eval-tiny"])
+def test_the_embedded_profiles_need_nothing_outside_the_repository(profile):
+    params = dict(config.Params.load(profile))
+    assert params["data_source"] == "synthetic" and params["model"] == "tiny"
+    assert params["hp_source"] == params["behaviours_source"] == "synthetic" and params["alignment_models"] is None
+    outside = [s for s in _strings(params) if _hub_name(s) or s.startswith("../") or "../" in s.split("|")[-1]]
+    assert outside == [], f"{profile} names what a fresh clone lacks: {outside}"
+
+
+def test_smoke_trains_no_longer_than_the_default_in_any_phase():
+    default, smoke = dict(config.Params.load("default")), dict(config.Params.load("smoke"))
+    for key in [k for k in default if k.endswith("_epochs")]:
+        assert max(np.atleast_1d(smoke[key])) <= min(np.atleast_1d(default[key])) or smoke[key] == default[key], key
+    assert sum(np.atleast_1d(smoke["base_epochs"])) < sum(np.atleast_1d(default["base_epochs"]))
+
+
+@pytest.mark.parametrize("paper, dry", [("paper", "paper-dry"), ("paper", "paper-dry-lora"),
+                                        ("paper-llama", "paper-llama-dry")])
+def test_a_dry_profile_is_its_paper_profile_with_stand_ins_saved_to_a_folder(paper, dry):
+    p, d = dict(config.Params.load(paper)), dict(config.Params.load(dry))
+    assert p["data_source"] == "locuslab/TOFU" and _hub_name(p["model"]) and p["dtype"] == "bfloat16"
+    assert d["model"] == f"data/stand-ins/{p['model'].split('/')[-1]}"
+    assert [m.split("/")[-1] for m in d["alignment_models"]] == [m.split("/")[-1] for m in p["alignment_models"]]
+    assert all(m.startswith("data/stand-ins/") for m in d["alignment_models"]) and not any(map(_hub_name, _strings(d)))
+
+
+def test_the_local_profile_reads_the_shared_data_and_never_the_hub():
+    params = dict(config.Params.load("tofu-local"))
+    assert params["data_source"].endswith("../shared/data/tofu") and params["model"] == "tiny"
+    assert not any(map(_hub_name, _strings(params)))

@@ -51,8 +51,8 @@ def test_a_run_without_overrides_trains_with_the_profiles_keys(params):
         trained = pipeline.run_params(params, run)
         assert {k: trained[k] for k in pipeline.UNLEARN_TRAIN_KEYS} == {k: params[k] for k in pipeline.UNLEARN_TRAIN_KEYS}
         assert trained == params
-    assert pipeline._run_overrides(params, "dpo") == {}
-    assert pipeline._run_overrides(params, "npo_eo") == params.method_settings["npo_eo"]
+    assert pipeline.run_overrides(params, "dpo") == {}
+    assert pipeline.run_overrides(params, "npo_eo") == params.method_settings["npo_eo"]
     # the profile's gd keeps every step for early stopping: only that training key differs
     gd = pipeline.run_params(params, "gd")
     assert gd.unlearn_save_every == 1 and gd.replace(unlearn_save_every=params.unlearn_save_every) == params
@@ -60,7 +60,7 @@ def test_a_run_without_overrides_trains_with_the_profiles_keys(params):
 
 def test_a_misspelt_key_is_refused_with_its_name(params):
     p = pipeline.with_run(params, "npo_typo", method="npo", unlearn_lrr=1.0e-4)
-    for ask in (pipeline.run_params, pipeline.unlearning_settings, pipeline._run_overrides):
+    for ask in (pipeline.run_params, pipeline.unlearning_settings, pipeline.run_overrides):
         with pytest.raises(ValueError, match="unlearn_lrr") as error:
             ask(p, "npo_typo")
         assert "npo_typo" in str(error.value)

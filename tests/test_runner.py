@@ -214,7 +214,7 @@ def test_every_declared_constraint_names_a_declared_key_and_holds_on_every_profi
     from unlearnkit.unlearning import ENTROPY_POSITIONS
 
     assert config.CONSTRAINTS["sampler"].choices == tuple(SAMPLERS)
-    assert config.constraints._POSITIONS.choices == tuple(ENTROPY_POSITIONS)
+    assert config.constraints.POSITIONS.choices == tuple(ENTROPY_POSITIONS)
     from unlearnkit.metrics.privacy import EXTRACTION_NO_MATCH, GRADNORM_REDUCTIONS
 
     assert config.CONSTRAINTS["gradnorm_reduction"].choices == tuple(GRADNORM_REDUCTIONS)

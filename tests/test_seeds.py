@@ -76,7 +76,7 @@ def test_a_finished_notebook_is_known_by_its_commit_and_parameters(tmp_path):
     recipe = {"git_revision": "abc1234", "notebook": "00_data_tour.ipynb", "parameters": "p1"}
     assert not runner.already_done(out, recipe)
     out.write_text(json.dumps({"cells": [], "metadata": {}}))
-    runner.record._record_timing(out, {"wall_s": 1.0}, {}, recipe)
+    runner.record.record_timing(out, {"wall_s": 1.0}, {}, recipe)
     assert runner.already_done(out, recipe)
     assert not runner.already_done(out, {**recipe, "parameters": "p2"})  # other parameters: run again
     assert not runner.already_done(out, {**recipe, "git_revision": "abc1234-dirty"})  # edited code: run again

@@ -146,3 +146,29 @@ def test_e():
                                                        "test_planted.py:22"], problems
     assert "does not exist: tests/test_nowhere.py::test_gone" in problems[1]
     assert "not a literal string" in problems[2] and "names no test and not CI" in problems[4]
+
+
+def test_a_data_dependent_skip_is_listed_as_not_run_and_other_skips_are_not():
+    from types import SimpleNamespace
+
+    from conftest import not_run_lines, skip_reason
+
+    data = SimpleNamespace(nodeid="tests/test_x.py::test_real", longrepr=(
+        "tests/test_x.py", 3, "Skipped: " + skip_reason("../shared/data/tofu is missing", "CI")))
+    other = SimpleNamespace(nodeid="tests/test_x.py::test_other", longrepr=("tests/test_x.py", 9, "Skipped: no GPU"))
+    lines = not_run_lines([data, other, data])  # xdist may report a test twice: listed once
+    assert len(lines) == 2 and lines[0].startswith("1 tests NOT RUN here for want of data")
+    assert lines[1] == "  tests/test_x.py::test_real: ../shared/data/tofu is missing; covered meanwhile by CI"
+    assert not_run_lines([other]) == []
+
+
+def test_tests_guarded_by_needs_carry_the_needs_data_mark():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "needs_data", "-p", "no:cacheprovider",
+                          str(TESTS / "test_tofu_data.py")], capture_output=True, text=True, cwd=paths.ROOT).stdout
+    marked = {line.split("::")[-1] for line in out.splitlines() if "::" in line}
+    assert marked == {"test_real_tofu_splits_load_with_their_documented_sizes", "test_real_tofu_full_is_retain_then_forget",
+                      "test_an_author_subset_filters_every_author_split_alike",
+                      "test_the_real_tofu_copy_has_no_holdout_and_says_what_to_download"}, out

@@ -369,7 +369,7 @@ def test_metrics_json_names_the_split_only_where_a_gpu_chose_it(small_corpus, ti
     import copy
 
     from unlearnkit import config, paths, runs
-    from unlearnkit.pipeline.store import _save
+    from unlearnkit.pipeline.store import save
 
     monkeypatch.setattr(paths, "RUNS", tmp_path / "runs")
     params = config.Params.load("smoke")
@@ -377,7 +377,7 @@ def test_metrics_json_names_the_split_only_where_a_gpu_chose_it(small_corpus, ti
     pad = tiny_tokenizer.pad_token_id
     on_a_card = torch.cuda.is_available()  # there the card's own rule chooses, and says so
     plain = _fit(copy.deepcopy(tiny_model), examples, pad, tmp_path / "cpu", max_steps=1, batch_size=8)
-    _save(tiny_model, tiny_tokenizer, template, runs.model_dir(params, "target"), "k1", plain.history,
+    save(tiny_model, tiny_tokenizer, template, runs.model_dir(params, "target"), "k1", plain.history,
           micro_batch=plain.micro_batch)
     runs.write_metrics(params, "01_tofu_finetune", {"target": {"forget": {"rouge": 0.5}}})
     meta = runs.read_metrics(params, "01_tofu_finetune")["meta"]
@@ -386,7 +386,7 @@ def test_metrics_json_names_the_split_only_where_a_gpu_chose_it(small_corpus, ti
 
     _on_a_patched_gpu(monkeypatch, _card_for(tiny_model, examples, fits=2))
     split = _fit(copy.deepcopy(tiny_model), examples, pad, tmp_path / "gpu", max_steps=1, batch_size=8)
-    _save(tiny_model, tiny_tokenizer, template, runs.model_dir(params, "unlearned-npo"), "k2", split.history,
+    save(tiny_model, tiny_tokenizer, template, runs.model_dir(params, "unlearned-npo"), "k2", split.history,
           micro_batch=split.micro_batch)
     runs.write_metrics(params, "02_unlearning_npo", {"npo": {"forget": {"rouge": 0.1}}})
     chosen = runs.read_metrics(params, "02_unlearning_npo")["meta"]["gpu_micro_batches"]

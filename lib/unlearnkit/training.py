@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from .checkpoints import (  # noqa: F401 (callers say training.)
+from .checkpoints import (  # callers say training.: the checkpoints are part of this module's __all__
     all_checkpoints,
     clear_checkpoints,
     latest_checkpoint,
@@ -32,6 +32,15 @@ from .checkpoints import (  # noqa: F401 (callers say training.)
 )
 from .models.running import card_bytes
 from .stations import show_progress, timed
+
+__all__ = [
+    "CARD_HEADROOM", "MODEL_INPUTS", "EpochShuffleSampler", "LossFn", "StepCallback", "TrainConfig", "TrainResult",
+    "causal_lm_loss", "choose_micro_batches", "gpu_micro_batches", "make_schedule", "micro_batch_weight",
+    "per_process_batches", "pooled_mean", "processes", "restore_schedule", "step_weights", "tokens_per_example",
+    "train",
+    # the checkpoints' names, which callers reach as training.<name>
+    "all_checkpoints", "clear_checkpoints", "latest_checkpoint", "step_of", "trainer_state",
+]
 
 LossFn = Callable[[torch.nn.Module, dict[str, Any]], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
 StepCallback = Callable[[int, dict[str, float], torch.nn.Module], None]

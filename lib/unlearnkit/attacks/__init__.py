@@ -14,10 +14,10 @@ The station sits beside the pipeline (it reads saved models and trains copies of
 attack on every model of notebook 02, with its controls, is :mod:`unlearnkit.studies.recovery`.
 """
 
-from .folds import attribute_groups, holds_fact, rtt_folds, rtt_unavailable  # noqa: F401
-from .formulas import q_one_sided, q_symmetric, r_one_sided, r_symmetric, steps_to  # noqa: F401
-from .probes import prefill, probe, with_shots  # noqa: F401
-from .quantise import (  # noqa: F401
+from .folds import attribute_groups, holds_fact, rtt_folds, rtt_unavailable
+from .formulas import q_one_sided, q_symmetric, r_one_sided, r_symmetric, steps_to
+from .probes import prefill, probe, with_shots
+from .quantise import (
     NF4_BLOCK,
     QUANT_SCHEMES,
     Crossing,
@@ -28,5 +28,14 @@ from .quantise import (  # noqa: F401
     quantised_layers,
     weight_crossing,
 )
-from .relearn import fact_accuracy, held_out_relearning, relearn, relearn_config, rows_hash  # noqa: F401
-from .score import RECOVERS_UP, SCORES, attack_rows, forget_scores, greedy_rouge  # noqa: F401
+from .relearn import fact_accuracy, held_out_relearning, relearn, relearn_config, rows_hash
+from .score import RECOVERS_UP, SCORES, attack_rows, forget_scores, greedy_rouge
+
+__all__ = [
+    "attribute_groups", "holds_fact", "rtt_folds", "rtt_unavailable", "q_one_sided", "q_symmetric",
+    "r_one_sided", "r_symmetric", "steps_to", "prefill", "probe", "with_shots", "NF4_BLOCK",
+    "QUANT_SCHEMES", "Crossing", "bucket_crossing", "fake_quantise", "nf4_levels", "quantise_weight",
+    "quantised_layers", "weight_crossing", "fact_accuracy", "held_out_relearning", "relearn",
+    "relearn_config", "rows_hash", "RECOVERS_UP", "SCORES", "attack_rows", "forget_scores",
+    "greedy_rouge",
+]

@@ -19,15 +19,15 @@ The DKW inequality with Massart's constant is what makes the non-binary bounds w
 with F_n(t) = (number of samples <= t) / n. The two-sided band also holds for left limits
 F(t-) and F_n(t-), which the sample-point grid uses.
 
-One module per part, every name re-exported here: :mod:`.dkw` (checks, the empirical CDF, the DKW band),
-:mod:`.leakage` (leak and tail probabilities), :mod:`.moments` (mean and standard deviation) and :mod:`.ed` (the
-ED score).
+One module per part, every bound re-exported here: :mod:`.dkw` (checks, the empirical CDF, the DKW band; the
+checks and the CDF are the other parts' and stay there), :mod:`.leakage` (leak and tail probabilities),
+:mod:`.moments` (mean and standard deviation) and :mod:`.ed` (the ED score).
 """
 
 from .dkw import dkw_epsilon, sample_size
 from .ed import ed_score, ed_stats
 from .leakage import binary_leak_lower_bound, binary_leakage_bound, general_leakage_bound
-from .moments import (  # noqa: F401  (GridSpec, Mode and the variance cap: names the studies use)
+from .moments import (
     MAX_VARIANCE_ON_UNIT_INTERVAL,
     MODES,
     PAPER_GRID,
@@ -49,4 +49,8 @@ __all__ = [
     "PAPER_GRID",
     "ed_stats",
     "ed_score",
+    # names the studies use
+    "GridSpec",
+    "Mode",
+    "MAX_VARIANCE_ON_UNIT_INTERVAL",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 # ----------------------------------------------------------------------------- validation
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
     try:
         alpha = float(alpha)
     except (TypeError, ValueError):
@@ -20,7 +20,7 @@ def _check_alpha(alpha: float) -> float:
     return alpha
 
 
-def _check_scores(x, *, binary: bool = False) -> tuple[np.ndarray, bool]:
+def check_scores(x, *, binary: bool = False) -> tuple[np.ndarray, bool]:
     """Validate scores and return them as a float 2-D array (prompts, n) plus 'was it 1-D'."""
     scores = np.asarray(x, dtype=float)
     if scores.ndim not in (1, 2):
@@ -42,7 +42,7 @@ def _check_scores(x, *, binary: bool = False) -> tuple[np.ndarray, bool]:
     return scores, was_1d
 
 
-def _check_grid(grid) -> np.ndarray:
+def check_grid(grid) -> np.ndarray:
     tau = np.asarray(grid, dtype=float)
     if tau.ndim != 1 or tau.size < 2:
         raise ValueError("grid must be a 1-D array with at least two points (0 and 1)")
@@ -55,13 +55,13 @@ def _check_grid(grid) -> np.ndarray:
     return tau
 
 
-def _check_bins(K: int) -> int:
+def check_bins(K: int) -> int:
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
         raise ValueError(f"K (number of grid bins) must be an integer >= 1, got {K!r}")
     return int(K)
 
 
-def _unwrap(values: np.ndarray, was_1d: bool):
+def unwrap(values: np.ndarray, was_1d: bool):
     """Give back a Python float for one prompt, the array for many."""
     return float(values[0]) if was_1d else values
 
@@ -69,7 +69,7 @@ def _unwrap(values: np.ndarray, was_1d: bool):
 # ----------------------------------------------------------------------------- empirical CDF
 
 
-def _empirical_cdf(scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+def empirical_cdf(scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """F_n(t) = (number of samples <= t) / n, row by row, exactly and without a Python loop.
 
     scores: (P, n). thresholds: (m,) shared by all rows, or (P, m) one set per row.
@@ -107,7 +107,7 @@ def dkw_epsilon(n, alpha: float, two_sided: bool = False):
     So the band holds with probability >= 1 - alpha over the draw of the n samples.
     `n` may be an int or an array of ints (>= 1); returns a float or an array.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     n_arr = np.asarray(n)
     if n_arr.dtype.kind not in "iu" and not (
         n_arr.dtype.kind == "f" and np.all(np.isfinite(n_arr)) and np.all(n_arr == np.round(n_arr))
@@ -127,7 +127,7 @@ def sample_size(eps: float, alpha: float, two_sided: bool = False) -> int:
     `dkw_epsilon(n, alpha, two_sided)` holds with probability >= 1 - alpha and is at most eps wide
     on each side.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     eps = float(eps)
     if not (0.0 < eps < 1.0):
         raise ValueError(f"eps must be in (0, 1), got {eps}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .dkw import _check_scores, _unwrap
+from .dkw import check_scores, unwrap
 
 # ----------------------------------------------------------------------------- ED score
 
@@ -16,8 +16,8 @@ def ed_stats(x):
     Descriptive statistics of the n samples: no guarantee about the model's distribution.
     x: (n,) or (prompts, n). Returns (mean, sd): floats or arrays (prompts,).
     """
-    scores, was_1d = _check_scores(x)
-    return _unwrap(scores.mean(axis=1), was_1d), _unwrap(scores.std(axis=1, ddof=0), was_1d)
+    scores, was_1d = check_scores(x)
+    return unwrap(scores.mean(axis=1), was_1d), unwrap(scores.std(axis=1, ddof=0), was_1d)
 
 
 def ed_score(x, rho: float = 2.0):

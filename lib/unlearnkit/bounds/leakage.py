@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from .dkw import _check_alpha, _check_scores, _empirical_cdf, _unwrap, dkw_epsilon
+from .dkw import check_alpha, check_scores, dkw_epsilon, empirical_cdf, unwrap
 
 # ----------------------------------------------------------------------------- leakage bounds
 
@@ -24,8 +24,8 @@ def binary_leakage_bound(x, alpha: float):
 
     x: (n,) or (prompts, n) of 0/1 values. Returns a float or an array (prompts,).
     """
-    alpha = _check_alpha(alpha)
-    scores, was_1d = _check_scores(x, binary=True)
+    alpha = check_alpha(alpha)
+    scores, was_1d = check_scores(x, binary=True)
     n = scores.shape[1]
     successes = scores.sum(axis=1)
     failures = n - successes
@@ -34,7 +34,7 @@ def binary_leakage_bound(x, alpha: float):
     bound = np.where(
         failures > 0, stats.beta.ppf(1.0 - alpha, successes + 1.0, safe_failures), 1.0
     )
-    return _unwrap(bound, was_1d)
+    return unwrap(bound, was_1d)
 
 
 def binary_leak_lower_bound(x, alpha: float):
@@ -46,14 +46,14 @@ def binary_leak_lower_bound(x, alpha: float):
 
     x: (n,) or (prompts, n) of 0/1 values. Returns a float or an array (prompts,).
     """
-    alpha = _check_alpha(alpha)
-    scores, was_1d = _check_scores(x, binary=True)
+    alpha = check_alpha(alpha)
+    scores, was_1d = check_scores(x, binary=True)
     n = scores.shape[1]
     successes = scores.sum(axis=1)
     # beta.ppf is undefined for a zero shape; with no success the bound is trivially 0.
     safe_successes = np.where(successes > 0, successes, 1.0)
     lower = np.where(successes > 0, stats.beta.ppf(alpha, safe_successes, n - successes + 1.0), 0.0)
-    return _unwrap(lower, was_1d)
+    return unwrap(lower, was_1d)
 
 
 def general_leakage_bound(x, thresholds, alpha: float):
@@ -66,13 +66,13 @@ def general_leakage_bound(x, thresholds, alpha: float):
     x: (n,) or (prompts, n). thresholds: scalar or array of any shape (any finite reals).
     Returns an array of shape x.shape[:-1] + thresholds.shape (a float for 1-D x and scalar t).
     """
-    alpha = _check_alpha(alpha)
-    scores, was_1d = _check_scores(x)
+    alpha = check_alpha(alpha)
+    scores, was_1d = check_scores(x)
     t = np.asarray(thresholds, dtype=float)
     if np.isnan(t).any():
         raise ValueError("thresholds contain NaN")
     eps = dkw_epsilon(scores.shape[1], alpha, two_sided=False)
-    cdf = _empirical_cdf(scores, t.reshape(-1))
+    cdf = empirical_cdf(scores, t.reshape(-1))
     bound = np.minimum(1.0, 1.0 - cdf + eps).reshape(scores.shape[:1] + t.shape)
     if was_1d:
         bound = bound[0]

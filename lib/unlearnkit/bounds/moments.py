@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from .dkw import _check_alpha, _check_bins, _check_grid, _check_scores, _empirical_cdf, _unwrap, dkw_epsilon
+from .dkw import check_alpha, check_bins, check_grid, check_scores, dkw_epsilon, empirical_cdf, unwrap
 
 GridSpec = Literal["uniform", "samples"]
 #: "corrected": the workbook's bounds (closed first bin, band and variance clipped to what is possible);
@@ -38,7 +38,7 @@ def _grid_of_mode(mode: str, grid):
 
 
 def _uniform_grid(K: int) -> np.ndarray:
-    return np.linspace(0.0, 1.0, _check_bins(K) + 1)
+    return np.linspace(0.0, 1.0, check_bins(K) + 1)
 
 
 def _sample_grid(row: np.ndarray) -> np.ndarray:
@@ -56,7 +56,7 @@ def _expectation_on_grid(
     every sample value, F(x) <= F(tau_{i+1}-) <= F_n(tau_{i+1}-) + eps = F_n(tau_i) + eps on
     [tau_i, tau_{i+1}) because F_n does not move inside a bin (left_end_lower=True).
     """
-    cdf = _empirical_cdf(scores, tau)
+    cdf = empirical_cdf(scores, tau)
     widths = np.diff(tau)
     upper = 1.0 - (widths * np.maximum(0.0, cdf[:, :-1] - eps)).sum(axis=1)
     cdf_for_lower = cdf[:, :-1] if left_end_lower else cdf[:, 1:]
@@ -98,7 +98,7 @@ def _grid_plans(scores: np.ndarray, grid, K: int) -> Iterator[_GridPlan]:
             return
         raise ValueError(f"grid must be 'uniform', 'samples' or an array of points, got {grid!r}")
     # An explicit grid need not contain the samples, so only the right-sum lower bound is valid.
-    tau = _check_grid(grid)
+    tau = check_grid(grid)
     yield _GridPlan(slice(None), tau, False, tau)
 
 
@@ -123,8 +123,8 @@ def expectation_bounds(x, alpha: float, grid: GridSpec | np.ndarray = "uniform",
 
     x: (n,) or (prompts, n). Returns (lower, upper): floats or arrays (prompts,).
     """
-    alpha = _check_alpha(alpha)
-    scores, was_1d = _check_scores(x)
+    alpha = check_alpha(alpha)
+    scores, was_1d = check_scores(x)
     grid = _grid_of_mode(mode, grid)
     eps = dkw_epsilon(scores.shape[1], alpha, two_sided=True)
     lower = np.empty(scores.shape[0])
@@ -134,7 +134,7 @@ def expectation_bounds(x, alpha: float, grid: GridSpec | np.ndarray = "uniform",
         lower[plan.rows], upper[plan.rows] = _expectation_on_grid(
             rows, plan.mean_grid, eps, plan.lower_uses_left_end
         )
-    return _unwrap(lower, was_1d), _unwrap(upper, was_1d)
+    return unwrap(lower, was_1d), unwrap(upper, was_1d)
 
 
 # ----------------------------------------------------------------------------- standard deviation
@@ -150,7 +150,7 @@ def _variance_bound_on_grid(
     clip_band: bool = True,
 ) -> np.ndarray:
     """Upper bound on Var[X] on the two-sided DKW event, for a grid shared by the rows."""
-    cdf = _empirical_cdf(scores, tau)  # (P, K+1)
+    cdf = empirical_cdf(scores, tau)  # (P, K+1)
     # eta_i: the largest (kappa - a)^2 over the bin ends kappa and the mean's interval ends a.
     # (kappa - a)^2 is convex in each argument, so the maximum over the bin [tau_i, tau_{i+1}]
     # times [mu_lo, mu_hi] is attained at a corner; this bounds (X - mu)^2 for X in bin i.
@@ -217,8 +217,8 @@ def std_bound(
           Reproduced to show where it fails: with an atom at 0 it can fall below the true standard deviation.
     x: (n,) or (prompts, n). Returns a float or an array (prompts,).
     """
-    alpha = _check_alpha(alpha)
-    scores, was_1d = _check_scores(x)
+    alpha = check_alpha(alpha)
+    scores, was_1d = check_scores(x)
     grid = _grid_of_mode(mode, grid)
     paper = mode == "paper"
     eps = dkw_epsilon(scores.shape[1], alpha, two_sided=True)
@@ -236,4 +236,4 @@ def std_bound(
         sd = np.sqrt(np.where(variance >= 0.0, variance, np.nan))
     else:
         sd = np.sqrt(np.clip(variance, 0.0, MAX_VARIANCE_ON_UNIT_INTERVAL))
-    return _unwrap(sd, was_1d)
+    return unwrap(sd, was_1d)

@@ -12,7 +12,7 @@ Parameters only: the run store is :mod:`unlearnkit.runs`, station timing :mod:`u
 
 from __future__ import annotations
 
-from .. import paths  # noqa: F401  (config.paths, as before the split)
+from .. import paths
 from .constraints import (
     COUNT,
     Constraint,
@@ -63,4 +63,5 @@ __all__ = [
     "jsonable", "listed_runs", "load_profile", "named_runs", "notebook_params", "one_of", "or_null", "own_runs",
     "param", "parameter_sections", "params_hash", "profile_base", "profile_chain", "profile_layer", "profile_names",
     "read_run", "run_file", "runs_list", "unknown_message",
+    "paths",  # config.paths, as before the split
 ]

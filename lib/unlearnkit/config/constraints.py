@@ -64,15 +64,15 @@ def each(c: Constraint, non_empty: bool = False) -> Constraint:
 
 #: A count: at least 1 and at most a million (a value that would hang or exhaust memory is refused, not run).
 COUNT = between(1, 1_000_000)
-_COUNT, _NON_NEGATIVE, _POSITIVE = COUNT, above(0, inclusive=True), above(0)
+NON_NEGATIVE, POSITIVE = above(0, inclusive=True), above(0)
 #: Tighter bounds where a count multiplies work or memory: samples per question (the paper profile takes 1,024),
 #: authors of the synthetic corpus, a batch, generated tokens.
 #: authors: the generator's own range (data.synthetic.MIN_AUTHORS, MAX_AUTHORS; a test holds them equal).
-_SAMPLES, _AUTHORS, _BATCH, _TOKENS = between(1, 100_000), between(10, 400), between(1, 65_536), between(1, 32_768)
-_QUESTIONS = between(10, 20)  # questions per synthetic author: data.synthetic's MIN/MAX_QUESTIONS_PER_AUTHOR
-_PROBABILITY, _LEVEL = between(0, 1), between(0, 0.5, low_open=True)
-_SCHEDULES = one_of("linear", "cosine", "constant")
-_POSITIONS = one_of("answer", "all", "sampled")
-_QUANT = one_of("nf4", "int4", "int8")
-_POOL_VARIANT = one_of("forget", "paraphrased", "perturbed", "heldout")
-_SEED = between(0, 2**32 - 1)  # numpy's seeds; a negative seed used to pass here and fail in notebook 01
+SAMPLES, AUTHORS, BATCH, TOKENS = between(1, 100_000), between(10, 400), between(1, 65_536), between(1, 32_768)
+QUESTIONS = between(10, 20)  # questions per synthetic author: data.synthetic's MIN/MAX_QUESTIONS_PER_AUTHOR
+PROBABILITY, LEVEL = between(0, 1), between(0, 0.5, low_open=True)
+SCHEDULES = one_of("linear", "cosine", "constant")
+POSITIONS = one_of("answer", "all", "sampled")
+QUANT = one_of("nf4", "int4", "int8")
+POOL_VARIANT = one_of("forget", "paraphrased", "perturbed", "heldout")
+SEED = between(0, 2**32 - 1)  # numpy's seeds; a negative seed used to pass here and fail in notebook 01

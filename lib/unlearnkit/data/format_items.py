@@ -26,7 +26,7 @@ def _padded_words(text: str) -> str:
 
 
 @lru_cache(maxsize=262144)
-def _overlap(a: str, b: str) -> bool:
+def overlap(a: str, b: str) -> bool:
     """True if the words of one text contain the other's, in order ("Oslo" and "Oslo, Norway"): such
     a distractor would be partly right, or make the right option partly wrong. Whole words, so "male"
     and "female" do not overlap."""
@@ -36,12 +36,12 @@ def _overlap(a: str, b: str) -> bool:
     return wa in wb or wb in wa
 
 
-def _item_seed(seed: int, fmt: str, fact: Fact) -> str:
+def item_seed_of(seed: int, fmt: str, fact: Fact) -> str:
     # A string seed: ``random.Random(str)`` hashes it with SHA-512, stable across processes.
     return f"{_RNG_NAMESPACE}/{seed}/{fmt}/{fact.set}/{fact.source_row}"
 
 
-def _base_item(fmt: str, fact: Fact, seed: int, item_seed: str) -> dict[str, Any]:
+def base_item(fmt: str, fact: Fact, seed: int, item_seed: str) -> dict[str, Any]:
     return {
         "id": f"{fmt}/{fact.set}/{fact.source_row}",
         "format": fmt,
@@ -57,25 +57,25 @@ def _base_item(fmt: str, fact: Fact, seed: int, item_seed: str) -> dict[str, Any
     }
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Whitespace collapsed: a few TOFU answers hold newlines, which would break the lettered layout."""
     return " ".join(text.split())
 
 
-def _options_block(options: Sequence[str]) -> str:
+def options_block(options: Sequence[str]) -> str:
     return "\n".join(f"{letter}. {option}" for letter, option in zip(LETTERS, options))
 
 
-def _mcqa_fields(stem: str, correct: str, wrong: Sequence[str], rng: random.Random,
+def mcqa_fields(stem: str, correct: str, wrong: Sequence[str], rng: random.Random,
                  prompt_head: str = "Question: ") -> dict[str, Any]:
     """Lettered options in a seeded order; the correct option is there exactly once."""
-    correct, wrong = _one_line(correct), [_one_line(w) for w in wrong]
+    correct, wrong = one_line(correct), [one_line(w) for w in wrong]
     options = [correct, *wrong]
     if len({fold(o) for o in options}) != len(options):
         raise ValueError(f"options are not distinct: {options!r}")
     rng.shuffle(options)
     answer_index = options.index(correct)
-    body = f"{stem}\n{_options_block(options)}"
+    body = f"{stem}\n{options_block(options)}"
     return {
         "body": body,
         "prompt": f"{prompt_head}{body}\nAnswer:",
@@ -87,7 +87,7 @@ def _mcqa_fields(stem: str, correct: str, wrong: Sequence[str], rng: random.Rand
     }
 
 
-def _check_n_options(n_options: int) -> None:
+def check_n_options(n_options: int) -> None:
     if isinstance(n_options, bool) or not isinstance(n_options, int) or not 2 <= n_options <= len(LETTERS):
         raise ValueError(f"n_options must be an int in [2, {len(LETTERS)}], got {n_options!r}")
 
@@ -100,11 +100,11 @@ def _distinct_wrong_values(correct: str, candidates: Iterable[str], exclude: Ite
         if value:
             folded = fold(value)
             unique[folded] = min(unique.get(folded, value), value)  # the same spelling whatever the order
-    kept = [v for v in unique.values() if not any(_overlap(v, x) for x in excluded)]
+    kept = [v for v in unique.values() if not any(overlap(v, x) for x in excluded)]
     return sorted(kept)  # sorted: the seeded sample must not depend on the corpus's row order
 
 
-def _values_by_relation(corpus: FormatCorpus) -> dict[str, dict[int, set[str]]]:
+def values_by_relation(corpus: FormatCorpus) -> dict[str, dict[int, set[str]]]:
     """relation -> author -> the values the author has for it."""
     table: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     for fact in corpus.corpus:
@@ -113,7 +113,7 @@ def _values_by_relation(corpus: FormatCorpus) -> dict[str, dict[int, set[str]]]:
     return table
 
 
-def _value_distractors(fact: Fact, table: dict[str, dict[int, set[str]]], k: int, rng: random.Random,
+def value_distractors(fact: Fact, table: dict[str, dict[int, set[str]]], k: int, rng: random.Random,
                        exclude: Iterable[str] = ()) -> list[str] | None:
     """k values of the fact's relation held by other authors, never one the fact's author holds."""
     by_author = table.get(fact.relation or "", {})
@@ -132,20 +132,20 @@ def _answer_distractors(fact: Fact, k: int, rng: random.Random) -> list[str] | N
     return rng.sample(pool, k) if len(pool) >= k else None
 
 
-def _mcqa_item(fmt: str, fact: Fact, corpus: FormatCorpus, table, n_options: int, seed: int,
+def mcqa_item(fmt: str, fact: Fact, corpus: FormatCorpus, table, n_options: int, seed: int,
                stem: str, prompt_head: str = "Question: ", rng_key: str | None = None) -> dict[str, Any] | None:
-    item_seed = rng_key or _item_seed(seed, fmt, fact)
+    item_seed = rng_key or item_seed_of(seed, fmt, fact)
     rng = random.Random(item_seed)
     if corpus.kind == "synthetic":
-        correct, wrong = fact.value or "", _value_distractors(fact, table, n_options - 1, rng)
+        correct, wrong = fact.value or "", value_distractors(fact, table, n_options - 1, rng)
     else:
         correct, wrong = fact.answer, _answer_distractors(fact, n_options - 1, rng)
     if wrong is None:
         return None
-    return {**_base_item(fmt, fact, seed, item_seed), **_mcqa_fields(stem, correct, wrong, rng, prompt_head)}
+    return {**base_item(fmt, fact, seed, item_seed), **mcqa_fields(stem, correct, wrong, rng, prompt_head)}
 
 
-def _pick_fillers(fact: Fact, pool: Sequence[Fact], k: int, rng: random.Random) -> tuple[list[Fact] | None, bool]:
+def pick_fillers(fact: Fact, pool: Sequence[Fact], k: int, rng: random.Random) -> tuple[list[Fact] | None, bool]:
     own = fold(fact.answer)
 
     def usable(f: Fact) -> bool:
@@ -180,7 +180,7 @@ def _pick_fillers(fact: Fact, pool: Sequence[Fact], k: int, rng: random.Random) 
     return None, False
 
 
-def _comprehension_context(fact: Fact, by_author: dict[int, list[Fact]], seed: int,
+def comprehension_context(fact: Fact, by_author: dict[int, list[Fact]], seed: int,
                            max_context_facts: int | None) -> list[str]:
     """The author's answers that make the paragraph: the fact's own answer plus others of the author, in a
     seeded order (shared by the QA and MCQA items of the same fact)."""
@@ -191,9 +191,9 @@ def _comprehension_context(fact: Fact, by_author: dict[int, list[Fact]], seed: i
         others = rng.sample(others, min(len(others), max_context_facts - 1))
     answers = [fact.answer, *others]
     rng.shuffle(answers)
-    return [_one_line(a) for a in answers]
+    return [one_line(a) for a in answers]
 
 
-def _check_context_facts(max_context_facts: int | None) -> None:
+def check_context_facts(max_context_facts: int | None) -> None:
     if max_context_facts is not None and max_context_facts < 1:
         raise ValueError(f"max_context_facts must be >= 1 or None, got {max_context_facts!r}")

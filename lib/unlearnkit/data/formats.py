@@ -50,19 +50,19 @@ from typing import Any
 from .facts import Fact, FormatCorpus, as_format_corpus, fact_coverage, fold
 from .format_items import (
     LETTERS,
-    _base_item,
-    _check_context_facts,
-    _check_n_options,
-    _comprehension_context,
-    _item_seed,
-    _mcqa_fields,
-    _mcqa_item,
-    _one_line,
-    _options_block,
-    _overlap,
-    _pick_fillers,
-    _value_distractors,
-    _values_by_relation,
+    base_item,
+    check_context_facts,
+    check_n_options,
+    comprehension_context,
+    item_seed_of,
+    mcqa_fields,
+    mcqa_item,
+    one_line,
+    options_block,
+    overlap,
+    pick_fillers,
+    value_distractors,
+    values_by_relation,
 )
 from .tofu import TofuSource
 
@@ -102,12 +102,12 @@ def build_mcqa(source: TofuSource | FormatCorpus, forget_split: str, n_options: 
                max_items_per_set: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """MCQA: ``"Question: {q}\\nA. {o1}\\n...\\nAnswer:"``. Options: synthetic, the true value and
     values of the same attribute held by other authors; real TOFU, the answer and its perturbed answers."""
-    _check_n_options(n_options)
+    check_n_options(n_options)
     corpus = as_format_corpus(source, forget_split, max_items_per_set)
-    table = _values_by_relation(corpus)
+    table = values_by_relation(corpus)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, facts in corpus.eval_sets().items():
-        items = [_mcqa_item("mcqa", f, corpus, table, n_options, seed, f.question) for f in facts]
+        items = [mcqa_item("mcqa", f, corpus, table, n_options, seed, f.question) for f in facts]
         out[name] = [i for i in items if i is not None]
     return out
 
@@ -126,7 +126,7 @@ def build_cloze(source: TofuSource | FormatCorpus, forget_split: str, n_options:
             start, end = fact.span
             prefix = fact.answer[:start]
             items.append({
-                **_base_item("cloze", fact, seed, _item_seed(seed, "cloze", fact)),
+                **base_item("cloze", fact, seed, item_seed_of(seed, "cloze", fact)),
                 "answer_prefix": prefix,
                 "target": fact.answer[start:end],
                 "answer_suffix": fact.answer[end:],
@@ -147,11 +147,11 @@ def build_analogy(source: TofuSource | FormatCorpus, forget_split: str, n_option
     One item per (author, relation, value) of the evaluation set; synthetic "name" facts are left out
     (the value is the author), as are facts whose author has no known name.
     """
-    _check_n_options(n_options)
+    check_n_options(n_options)
     if n_context_pairs < 1:
         raise ValueError(f"n_context_pairs must be >= 1, got {n_context_pairs!r}")
     corpus = as_format_corpus(source, forget_split, max_items_per_set)
-    table = _values_by_relation(corpus)
+    table = values_by_relation(corpus)
     context_pool: dict[str, list[Fact]] = defaultdict(list)
     for fact in corpus.corpus:
         if fact.relation_key and fact.value and fact.author and fact.author_index in corpus.retain_authors:
@@ -165,22 +165,22 @@ def build_analogy(source: TofuSource | FormatCorpus, forget_split: str, n_option
             key = (fact.author_index, fact.relation, fold(fact.value))
             if key in seen:
                 continue
-            item_seed = _item_seed(seed, "analogy", fact)
+            item_seed = item_seed_of(seed, "analogy", fact)
             rng = random.Random(item_seed)
             candidates = sorted({f.author_index: f for f in context_pool[fact.relation_key or ""]
-                                 if f.author_index != fact.author_index and not _overlap(f.value or "", fact.value)
+                                 if f.author_index != fact.author_index and not overlap(f.value or "", fact.value)
                                  }.values(), key=lambda f: f.author_index)
             if len(candidates) < n_context_pairs:
                 continue
             context = rng.sample(candidates, n_context_pairs)
-            wrong = _value_distractors(fact, table, n_options - 1, rng, exclude=[c.value or "" for c in context])
+            wrong = value_distractors(fact, table, n_options - 1, rng, exclude=[c.value or "" for c in context])
             if wrong is None:
                 continue
             seen.add(key)
             chain = " :: ".join([f"{c.author} : {c.value}" for c in context] + [f"{fact.author} : ?"])
             items.append({
-                **_base_item("analogy", fact, seed, item_seed),
-                **_mcqa_fields(chain, fact.value, wrong, rng),
+                **base_item("analogy", fact, seed, item_seed),
+                **mcqa_fields(chain, fact.value, wrong, rng),
                 "relation": fact.relation,
                 "value": fact.value,
                 "context_pairs": [[c.author, c.value] for c in context],
@@ -201,7 +201,7 @@ def build_odd_one_out(source: TofuSource | FormatCorpus, forget_split: str, n_op
     (``same_relation`` records whether that was possible), then any facts of distinct authors, then
     any facts (a corpus with one forget author).
     """
-    _check_n_options(n_options)
+    check_n_options(n_options)
     corpus = as_format_corpus(source, forget_split, max_items_per_set)
     full = as_format_corpus(source, forget_split, None) if max_items_per_set is not None else corpus
     pools = {"forget": full.retain, "retain": full.forget}  # fillers: the other set
@@ -210,14 +210,14 @@ def build_odd_one_out(source: TofuSource | FormatCorpus, forget_split: str, n_op
     for name, facts in corpus.eval_sets().items():
         items = []
         for fact in facts:
-            item_seed = _item_seed(seed, "odd_one_out", fact)
+            item_seed = item_seed_of(seed, "odd_one_out", fact)
             rng = random.Random(item_seed)
-            fillers, same_relation = _pick_fillers(fact, pools[name], n_options - 1, rng)
+            fillers, same_relation = pick_fillers(fact, pools[name], n_options - 1, rng)
             if fillers is None:
                 continue
-            item = {**_base_item("odd_one_out", fact, seed, item_seed),
-                    **_mcqa_fields(stem, fact.answer, [f.answer for f in fillers], rng)}
-            by_text = {_one_line(f.answer): f for f in [fact, *fillers]}
+            item = {**base_item("odd_one_out", fact, seed, item_seed),
+                    **mcqa_fields(stem, fact.answer, [f.answer for f in fillers], rng)}
+            by_text = {one_line(f.answer): f for f in [fact, *fillers]}
             item["option_authors"] = [by_text[o].author_index for o in item["options"]]
             item["option_sets"] = [by_text[o].set for o in item["options"]]
             item["same_relation"] = same_relation
@@ -237,18 +237,18 @@ def build_comprehension_qa(source: TofuSource | FormatCorpus, forget_split: str,
     author (None: all of them; the default 5 keeps real-TOFU prompts near 300 tokens and synthetic ones
     inside a tiny model's 256 positions). ``n_options`` is unused.
     """
-    _check_context_facts(max_context_facts)
+    check_context_facts(max_context_facts)
     corpus = as_format_corpus(source, forget_split, max_items_per_set)
     by_author = corpus.facts_by_author()
     out: dict[str, list[dict[str, Any]]] = {}
     for name, facts in corpus.eval_sets().items():
         items = []
         for fact in facts:
-            answers = _comprehension_context(fact, by_author, seed, max_context_facts)
+            answers = comprehension_context(fact, by_author, seed, max_context_facts)
             context = " ".join(answers)
             body = f"Context: {context}\n{fact.question}"
             items.append({
-                **_base_item("comprehension_qa", fact, seed, _item_seed(seed, "comprehension_qa", fact)),
+                **base_item("comprehension_qa", fact, seed, item_seed_of(seed, "comprehension_qa", fact)),
                 "context": context,
                 "context_answers": answers,
                 "body": body,
@@ -262,23 +262,23 @@ def build_comprehension_mcqa(source: TofuSource | FormatCorpus, forget_split: st
                              seed: int, max_items_per_set: int | None = None,
                              max_context_facts: int | None = 5) -> dict[str, list[dict[str, Any]]]:
     """Comprehension, MCQA: the same context as :func:`build_comprehension_qa`, then the MCQA of the fact."""
-    _check_n_options(n_options)
-    _check_context_facts(max_context_facts)
+    check_n_options(n_options)
+    check_context_facts(max_context_facts)
     corpus = as_format_corpus(source, forget_split, max_items_per_set)
     by_author = corpus.facts_by_author()
-    table = _values_by_relation(corpus)
+    table = values_by_relation(corpus)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, facts in corpus.eval_sets().items():
         items = []
         for fact in facts:
-            answers = _comprehension_context(fact, by_author, seed, max_context_facts)
+            answers = comprehension_context(fact, by_author, seed, max_context_facts)
             context = " ".join(answers)
-            item = _mcqa_item("comprehension_mcqa", fact, corpus, table, n_options, seed,
+            item = mcqa_item("comprehension_mcqa", fact, corpus, table, n_options, seed,
                               f"Context: {context}\n{fact.question}", prompt_head="")
             if item is None:
                 continue
             # the raw prompt keeps a "Question:" line after the context, as in comprehension_qa
-            options = _options_block(item["options"])
+            options = options_block(item["options"])
             item["prompt"] = f"Context: {context}\nQuestion: {fact.question}\n{options}\nAnswer:"
             item["context"] = context
             item["context_answers"] = answers

@@ -7,8 +7,8 @@ own decoding loop; :mod:`.processors` the logits processors ``generate`` runs wi
 decoder shares; :mod:`.vllm_backend` the optional vLLM backend (vllm imported only when it is used).
 """
 
-from .adaptive import AdaptiveSamples, adaptive_sample_answers  # noqa: F401
-from .greedy import (  # noqa: F401
+from .adaptive import AdaptiveSamples, adaptive_sample_answers
+from .greedy import (
     certainty,
     encode_prompts,
     greedy_answers,
@@ -16,8 +16,8 @@ from .greedy import (  # noqa: F401
     greedy_with_confidences,
     token_confidences,
 )
-from .loop import COMPACT_BELOW, can_decode, decode, plain_config  # noqa: F401
-from .sampling import (  # noqa: F401
+from .loop import COMPACT_BELOW, can_decode, decode, plain_config
+from .sampling import (
     CPU_CHUNK,
     DECODERS,
     SampledAnswers,
@@ -26,8 +26,8 @@ from .sampling import (  # noqa: F401
     sample_answers,
     sample_continuations,
 )
-from .shared import left_pad  # noqa: F401
-from .vllm_backend import (  # noqa: F401
+from .shared import left_pad
+from .vllm_backend import (
     VLLM_MISSING,
     VllmModel,
     load_vllm,
@@ -35,3 +35,11 @@ from .vllm_backend import (  # noqa: F401
     vllm_greedy_with_confidences,
     vllm_sample_answers,
 )
+
+__all__ = [
+    "AdaptiveSamples", "adaptive_sample_answers", "certainty", "encode_prompts", "greedy_answers",
+    "greedy_continuations", "greedy_with_confidences", "token_confidences", "COMPACT_BELOW", "can_decode",
+    "decode", "plain_config", "CPU_CHUNK", "DECODERS", "SampledAnswers", "chunk_for", "gpu_chunk_size",
+    "sample_answers", "sample_continuations", "left_pad", "VLLM_MISSING", "VllmModel", "load_vllm",
+    "vllm_engine", "vllm_greedy_with_confidences", "vllm_sample_answers",
+]

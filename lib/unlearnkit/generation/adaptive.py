@@ -10,7 +10,7 @@ import numpy as np
 from ..models import PromptTemplate, encode_prompt
 from .greedy import certainty, greedy_with_confidences
 from .sampling import sample_answers
-from .shared import _check_sampling_args
+from .shared import check_sampling_args
 
 # --------------------------------------------------------------------------- adaptive temperature
 
@@ -41,7 +41,7 @@ def adaptive_sample_answers(model, tokenizer, template: PromptTemplate, question
     at the configured temperature/top-k/top-p. A sampled question keeps the samples it would get from
     ``sample_answers`` on the full question list (same seed): its random stream is its index.
     """
-    _check_sampling_args(n, temperature, top_p, top_k, chunk_size)
+    check_sampling_args(n, temperature, top_p, top_k, chunk_size)
     prompts = [encode_prompt(tokenizer, template, q) for q in questions]
     greedy_ids, greedy_confs = greedy_with_confidences(model, tokenizer, prompts, max_new_tokens, batch_size)
     greedy_texts = [tokenizer.decode(c, skip_special_tokens=True).strip() for c in greedy_ids]

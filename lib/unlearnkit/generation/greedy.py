@@ -10,9 +10,9 @@ import torch
 
 from ..models import PromptTemplate, encode_prompt, in_eval_mode, pad_token_id
 from ..stations import timed
-from .loop import _greedy_choice, can_decode, decode, plain_config
-from .processors import _ConfidenceRecorder
-from .shared import _PLAIN_DISTRIBUTION, _cut_at_eos, _special_ids, left_pad
+from .loop import can_decode, decode, greedy_choice, plain_config
+from .processors import ConfidenceRecorder
+from .shared import PLAIN_DISTRIBUTION, cut_at_eos, left_pad, special_ids
 
 
 @timed("generation")
@@ -31,7 +31,7 @@ def greedy_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
         idx = order[start:start + batch_size]
         if own_loop:
             rows, _ = decode(model, [prompts_ids[i] for i in idx], range(len(idx)), max_new_tokens, eos, pad,
-                             _greedy_choice, confidences=False)
+                             greedy_choice, confidences=False)
         else:  # the model's generation config asks for more than plain greedy decoding: generate() applies it
             ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
             rows = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
@@ -77,7 +77,7 @@ def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int
     Unlike :func:`greedy_continuations`, repetition penalties from the model's generation_config are off.
     """
     device = next(model.parameters()).device
-    eos, pad = _special_ids(tokenizer)
+    eos, pad = special_ids(tokenizer)
     order = sorted(range(len(prompts_ids)), key=lambda i: len(prompts_ids[i]))
     continuations: list[list[int]] = [[] for _ in prompts_ids]
     confidences: list[np.ndarray] = [np.zeros(0) for _ in prompts_ids]
@@ -86,17 +86,17 @@ def greedy_with_confidences(model, tokenizer, prompts_ids: Sequence[Sequence[int
         idx = order[start:start + batch_size]
         if own_loop:
             rows, table = decode(model, [prompts_ids[i] for i in idx], range(len(idx)), max_new_tokens, eos, pad,
-                                 _greedy_choice)
+                                 greedy_choice)
         else:
             ids, mask = left_pad([prompts_ids[i] for i in idx], pad)
-            recorder = _ConfidenceRecorder()
+            recorder = ConfidenceRecorder()
             gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
                                  max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
                                  temperature=None, top_p=None, top_k=None, logits_processor=[recorder],
-                                 **_PLAIN_DISTRIBUTION)
+                                 **PLAIN_DISTRIBUTION)
             rows, table = gen[:, ids.shape[1]:].tolist(), recorder.table(len(idx))
         for r, (row, i) in enumerate(zip(rows, idx)):
-            continuations[i], steps = _cut_at_eos(row, eos)
+            continuations[i], steps = cut_at_eos(row, eos)
             confidences[i] = table[r, :steps]
     return continuations, confidences
 

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .processors import _filtered_probabilities
-from .shared import _max_token_probability, left_pad
+from .processors import filtered_probabilities
+from .shared import left_pad, max_token_probability
 
 # --------------------------------------------------------------------------- the decoding loop
 
@@ -36,10 +36,10 @@ def plain_config(model) -> bool:
 def can_decode(model) -> bool:
     """Whether :func:`decode` serves ``model``: its forward takes position ids (a transformers cache, which every
     causal LM of the library returns, can drop rows)."""
-    return _accepts_position_ids(model)
+    return accepts_position_ids(model)
 
 
-def _accepts_position_ids(model) -> bool:
+def accepts_position_ids(model) -> bool:
     params = inspect.signature(model.forward).parameters.values()
     return any(p.name == "position_ids" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
@@ -81,7 +81,7 @@ def decode(model, prompts: Sequence[Sequence[int]], rows_of: Sequence[int], max_
         chosen = choose(logits[running], step, rows)
         tokens[rows, step] = chosen
         if confidences:
-            confidence[rows, step] = _max_token_probability(logits[running])
+            confidence[rows, step] = max_token_probability(logits[running])
         ended = chosen == eos
         if step + 1 == max_new_tokens:
             break
@@ -107,11 +107,11 @@ def decode(model, prompts: Sequence[Sequence[int]], rows_of: Sequence[int], max_
     return rows_out, confidence.cpu().double().numpy()
 
 
-def _greedy_choice(logits: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
+def greedy_choice(logits: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
     return logits.argmax(dim=-1)
 
 
-class _InverseCdfChoice:
+class InverseCdfChoice:
     """``choose`` of :func:`decode` for sampling: each row's token by inverse-CDF sampling with its pre-drawn uniform
     of the step (the draw of :class:`_InverseCdfSampler`)."""
 
@@ -119,7 +119,7 @@ class _InverseCdfChoice:
         self.uniforms, self.temperature, self.top_k, self.top_p = uniforms, temperature, top_k, top_p
 
     def __call__(self, logits: torch.Tensor, step: int, rows: torch.Tensor) -> torch.Tensor:
-        probs = _filtered_probabilities(logits, self.temperature, self.top_k, self.top_p)
+        probs = filtered_probabilities(logits, self.temperature, self.top_k, self.top_p)
         cdf = probs.cumsum(dim=-1)
         target = (self.uniforms[rows, step] * cdf[:, -1]).unsqueeze(-1)
         return torch.searchsorted(cdf, target, right=True).clamp(max=cdf.shape[-1] - 1).squeeze(-1)

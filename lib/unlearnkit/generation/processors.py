@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .shared import _max_token_probability
+from .shared import max_token_probability
 
 # --------------------------------------------------------------------------- logits processors
 
 
-class _ConfidenceRecorder:
+class ConfidenceRecorder:
     """A LogitsProcessor that records, per step and row, the probability of the most likely token
     under the unmodified (temperature-1) distribution, and passes the logits on unchanged."""
 
@@ -19,7 +19,7 @@ class _ConfidenceRecorder:
         self.steps: list[torch.Tensor] = []
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        self.steps.append(_max_token_probability(scores))  # stays on the device: no sync per step
+        self.steps.append(max_token_probability(scores))  # stays on the device: no sync per step
         return scores
 
     def table(self, rows: int) -> np.ndarray:
@@ -29,10 +29,10 @@ class _ConfidenceRecorder:
         return torch.stack(self.steps, dim=1).cpu().double().numpy()
 
 
-class _InverseCdfSampler(_ConfidenceRecorder):
+class InverseCdfSampler(ConfidenceRecorder):
     """Draws each row's next token by inverse-CDF sampling with that row's pre-drawn uniform for the
     current step, and returns logits that make the drawn token the only choice (so ``generate`` in
-    greedy mode picks it). Also records confidences (see :class:`_ConfidenceRecorder`), unless ``record`` is off."""
+    greedy mode picks it). Also records confidences (see :class:`ConfidenceRecorder`), unless ``record`` is off."""
 
     def __init__(self, uniforms: torch.Tensor, prompt_width: int, temperature: float, top_k: int | None,
                  top_p: float | None, record: bool = True) -> None:
@@ -48,7 +48,7 @@ class _InverseCdfSampler(_ConfidenceRecorder):
         if self.record:
             super().__call__(input_ids, scores)
         step = input_ids.shape[1] - self.prompt_width
-        probs = _filtered_probabilities(scores.float(), self.temperature, self.top_k, self.top_p)
+        probs = filtered_probabilities(scores.float(), self.temperature, self.top_k, self.top_p)
         cdf = probs.cumsum(dim=-1)
         # Scale the uniform by the row's total instead of renormalising: same draw, and a float32
         # total slightly below 1 can never push the target past the last token.
@@ -60,7 +60,7 @@ class _InverseCdfSampler(_ConfidenceRecorder):
         return only_drawn.scatter_(1, token, 0.0)
 
 
-def _filtered_probabilities(logits: torch.Tensor, temperature: float, top_k: int | None,
+def filtered_probabilities(logits: torch.Tensor, temperature: float, top_k: int | None,
                             top_p: float | None) -> torch.Tensor:
     """Softmax of logits / temperature, restricted to the top-k tokens and then to the top-p nucleus
     (the smallest set of most likely tokens whose mass reaches top_p); not renormalised."""

@@ -31,15 +31,15 @@ import torch
 from ..models import PromptTemplate, card_bytes, encode_prompt, in_eval_mode
 from ..stations import timed
 from .greedy import certainty, greedy_with_confidences
-from .loop import _accepts_position_ids, _InverseCdfChoice, can_decode, decode
-from .processors import _InverseCdfSampler
+from .loop import InverseCdfChoice, accepts_position_ids, can_decode, decode
+from .processors import InverseCdfSampler
 from .shared import (
-    _PLAIN_DISTRIBUTION,
-    _check_sampling_args,
-    _cut_at_eos,
-    _progress_bar,
-    _special_ids,
+    PLAIN_DISTRIBUTION,
+    check_sampling_args,
+    cut_at_eos,
     left_pad,
+    progress_bar,
+    special_ids,
 )
 
 # --------------------------------------------------------------------------- sampling
@@ -123,14 +123,14 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     prompt for every sample instead of expanding its cache (same samples, slower; for models whose
     cache cannot be reordered).
     """
-    _check_sampling_args(n, temperature, top_p, top_k, chunk_size)
+    check_sampling_args(n, temperature, top_p, top_k, chunk_size)
     if temperature == 0:
         raise ValueError("temperature 0 is greedy decoding: use greedy_with_confidences (sample_answers does)")
     streams = list(range(len(prompts_ids))) if streams is None else list(streams)
     if len(streams) != len(prompts_ids):
         raise ValueError(f"{len(streams)} streams for {len(prompts_ids)} prompts")
     device = next(model.parameters()).device
-    eos, pad = _special_ids(tokenizer)
+    eos, pad = special_ids(tokenizer)
     chunk_size = chunk_for(model, chunk_size, n * len(prompts_ids),
                            max((len(p) for p in prompts_ids), default=0) + max_new_tokens)
 
@@ -140,7 +140,7 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
     continuations: list[list[list[int]]] = [[[] for _ in range(n)] for _ in prompts_ids]
     table_of: list[list[np.ndarray]] = [[np.zeros(0) for _ in range(n)] for _ in prompts_ids]
     uniforms: dict[int, np.ndarray] = {}
-    bar = _progress_bar(len(prompts_ids), progress, "sampling")
+    bar = progress_bar(len(prompts_ids), progress, "sampling")
     try:
         for start in range(0, len(rows), chunk_size):
             chunk = rows[start:start + chunk_size]
@@ -159,7 +159,7 @@ def sample_continuations(model, tokenizer, prompts_ids: Sequence[Sequence[int]],
                                              top_k, top_p, max_new_tokens, eos, pad, share_prompt_cache, decoder,
                                              confidences)
             for r, ((p, j), row) in enumerate(zip(chunk, generated)):
-                continuations[p][j], steps = _cut_at_eos(row, eos)
+                continuations[p][j], steps = cut_at_eos(row, eos)
                 table_of[p][j] = table[r, :steps]
             bar.update(sum(1 for p, j in chunk if j == n - 1))
     finally:
@@ -182,13 +182,13 @@ def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[in
         raise ValueError(f"unknown decoder {decoder!r}; decoders: {', '.join(DECODERS)}")
     if decoder == "loop" and can_decode(model):
         return decode(model, group_prompts, row_prompt, max_new_tokens, eos, pad,
-                      _InverseCdfChoice(uniforms, temperature, top_k, top_p), share_prompt_cache, confidences)
+                      InverseCdfChoice(uniforms, temperature, top_k, top_p), share_prompt_cache, confidences)
     device = uniforms.device
     ids, mask = left_pad(group_prompts, pad)
     ids, mask = ids.to(device), mask.to(device)
     expand = torch.tensor(row_prompt, dtype=torch.long, device=device)
     extra = {}
-    if share_prompt_cache and ids.shape[1] >= 2 and _accepts_position_ids(model):
+    if share_prompt_cache and ids.shape[1] >= 2 and accepts_position_ids(model):
         # Run everything but the last prompt token once per distinct prompt, then copy each
         # prompt's cache to its rows; generate() sees the cache and only feeds the last token.
         # Position ids as generate() derives them from the mask, so the cache is what it would build.
@@ -199,11 +199,11 @@ def _decode_chunk(model, group_prompts: list[Sequence[int]], row_prompt: list[in
         if hasattr(cache, "reorder_cache"):
             cache.reorder_cache(expand)
             extra["past_key_values"] = cache
-    sampler = _InverseCdfSampler(uniforms, ids.shape[1], temperature, top_k, top_p, record=confidences)
+    sampler = InverseCdfSampler(uniforms, ids.shape[1], temperature, top_k, top_p, record=confidences)
     gen = model.generate(input_ids=ids[expand], attention_mask=mask[expand], do_sample=False,
                          max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
                          temperature=None, top_p=None, top_k=None, logits_processor=[sampler],
-                         **_PLAIN_DISTRIBUTION, **extra)
+                         **PLAIN_DISTRIBUTION, **extra)
     return gen[:, ids.shape[1]:].tolist(), sampler.table(len(row_prompt))
 
 
@@ -229,7 +229,7 @@ def sample_answers(model, tokenizer, template: PromptTemplate, questions: Sequen
     Returns ``answers[question][sample]`` (a list of n strings per question), or a SampledAnswers.
     """
     prompts = [encode_prompt(tokenizer, template, q) for q in questions]
-    _check_sampling_args(n, temperature, top_p, top_k, chunk_size)
+    check_sampling_args(n, temperature, top_p, top_k, chunk_size)
     if temperature == 0:
         conts, confs = greedy_with_confidences(model, tokenizer, prompts, max_new_tokens)
         continuations = [[c] * n for c in conts]

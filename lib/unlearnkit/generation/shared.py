@@ -26,10 +26,10 @@ def left_pad(sequences: Sequence[Sequence[int]], pad_token_id: int) -> tuple[tor
 
 # generate() fills unset options from the model's generation_config; these would change the
 # distribution we sample from or measure, so they are pinned to "off".
-_PLAIN_DISTRIBUTION = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0}
+PLAIN_DISTRIBUTION = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0}
 
 
-def _special_ids(tokenizer) -> tuple[int, int]:
+def special_ids(tokenizer) -> tuple[int, int]:
     eos = tokenizer.eos_token_id
     if eos is None:
         raise ValueError("the tokenizer has no EOS token: answers could not be cut")
@@ -37,7 +37,7 @@ def _special_ids(tokenizer) -> tuple[int, int]:
     return eos, pad
 
 
-def _cut_at_eos(row: list[int], eos: int) -> tuple[list[int], int]:
+def cut_at_eos(row: list[int], eos: int) -> tuple[list[int], int]:
     """Tokens before the first EOS, and the number of generated steps that count: those tokens plus
     the step that produced EOS (the decision to stop is a generated step too)."""
     if eos in row:
@@ -46,7 +46,7 @@ def _cut_at_eos(row: list[int], eos: int) -> tuple[list[int], int]:
     return row, len(row)
 
 
-def _progress_bar(total: int, enabled: bool, desc: str):
+def progress_bar(total: int, enabled: bool, desc: str):
     from tqdm.auto import tqdm
 
     from ..stations import show_progress
@@ -54,7 +54,7 @@ def _progress_bar(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, disable=not show_progress(enabled), leave=False)
 
 
-def _check_sampling_args(n: int, temperature: float, top_p: float | None, top_k: int | None,
+def check_sampling_args(n: int, temperature: float, top_p: float | None, top_k: int | None,
                          chunk_size: int | None) -> None:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n (samples per prompt) must be an integer >= 1, got {n!r}")
@@ -69,7 +69,7 @@ def _check_sampling_args(n: int, temperature: float, top_p: float | None, top_k:
         raise ValueError(f"chunk_size must be an integer >= 1 (or None: chosen for the device), got {chunk_size!r}")
 
 
-def _max_token_probability(logits: torch.Tensor) -> torch.Tensor:
+def max_token_probability(logits: torch.Tensor) -> torch.Tensor:
     """max_v softmax(logits)_v per row, without materialising the softmax: exp(max - logsumexp)."""
     logits = logits.float()
     return torch.exp(logits.max(dim=-1).values - torch.logsumexp(logits, dim=-1))

@@ -15,7 +15,7 @@ from .. import models, paths
 from ..models import PromptTemplate
 from ..stations import timed
 from .greedy import encode_prompts
-from .shared import _check_sampling_args, _cut_at_eos, _special_ids
+from .shared import check_sampling_args, cut_at_eos, special_ids
 
 # --------------------------------------------------------------------------- vLLM backend
 #
@@ -109,7 +109,7 @@ def _vllm_generate(llm, prompts: Sequence[Sequence[int]], params, progress: bool
 
 def _decode_until_eos(tokenizer, token_ids: Sequence[int], eos: int) -> tuple[str, int]:
     """The text before EOS, decoded as the transformers backend decodes it, and the steps that count."""
-    kept, steps = _cut_at_eos(list(token_ids), eos)
+    kept, steps = cut_at_eos(list(token_ids), eos)
     return tokenizer.decode(kept, skip_special_tokens=True).strip(), steps
 
 
@@ -126,7 +126,7 @@ def vllm_greedy_with_confidences(model, template: PromptTemplate, questions: Seq
     vllm = _vllm()
     llm = _as_llm(model, 0, llm_kwargs)
     tokenizer = llm.get_tokenizer()
-    eos, _ = _special_ids(tokenizer)
+    eos, _ = special_ids(tokenizer)
     prompts = encode_prompts(tokenizer, template, questions, prefixes)
     params = _plain_sampling_params(vllm, n=1, temperature=0.0, max_tokens=max_new_tokens, logprobs=1)
     answers, confidences = [], []
@@ -162,11 +162,11 @@ def vllm_sample_answers(model: str | os.PathLike | object, template: PromptTempl
     per question (:func:`_request_seed`); equal only on the same hardware and vLLM version. Answers are cut at
     EOS and decoded by the tokenizer as the transformers backend decodes them. They carry no confidences.
     """
-    _check_sampling_args(n, temperature, top_p, top_k, 1)
+    check_sampling_args(n, temperature, top_p, top_k, 1)
     vllm = _vllm()
     llm = _as_llm(model, seed, llm_kwargs)
     tokenizer = llm.get_tokenizer()
-    eos, _ = _special_ids(tokenizer)
+    eos, _ = special_ids(tokenizer)
     prompts = encode_prompts(tokenizer, template, questions, prefixes)
     params = [_plain_sampling_params(vllm, n=n, temperature=temperature, top_p=1.0 if top_p is None else top_p,
                                      top_k=0 if top_k is None else top_k, max_tokens=max_new_tokens,

@@ -2,7 +2,7 @@
 format scores (:mod:`.formats`), n samples per prompt scored (:mod:`.sampling`), the sample judges
 (:mod:`.judges`) and which metric to trust (:mod:`.meta_eval`: faithfulness AUC, R, Q, leak@k)."""
 
-from .meta_eval import (  # noqa: F401
+from .meta_eval import (
     faithfulness_auc,
     harmonic_mean,
     leak_at_k,
@@ -12,8 +12,8 @@ from .meta_eval import (  # noqa: F401
     relearning_r,
     summarise,
 )
-from .ps import PSEvaluator, PSProfile, evaluate_ps, ps_profile, ps_scores, search_shortest_prefix  # noqa: F401
-from .tofu import (  # noqa: F401
+from .ps import PSEvaluator, PSProfile, evaluate_ps, ps_profile, ps_scores, search_shortest_prefix
+from .tofu import (
     answer_nll,
     evaluate_split,
     evaluate_tofu,
@@ -23,3 +23,10 @@ from .tofu import (  # noqa: F401
     truth_ratio,
     truth_ratio_score,
 )
+
+__all__ = [
+    "faithfulness_auc", "harmonic_mean", "leak_at_k", "leak_at_k_curve", "leak_at_k_curves",
+    "quantisation_q", "relearning_r", "summarise", "PSEvaluator", "PSProfile", "evaluate_ps",
+    "ps_profile", "ps_scores", "search_shortest_prefix", "answer_nll", "evaluate_split", "evaluate_tofu",
+    "forget_quality", "model_utility", "rouge_l", "truth_ratio", "truth_ratio_score",
+]

@@ -22,10 +22,11 @@ __all__ = [
     "leak_judge",
     "self_bleu",
     "self_bleu_per_prompt",
+    "sample_count",
 ]
 
 
-def _sample_count(samples: Sequence[Sequence[str]]) -> int:
+def sample_count(samples: Sequence[Sequence[str]]) -> int:
     """n, checking that every prompt has the same number of samples (the bounds need a rectangle)."""
     if isinstance(samples, str) or any(isinstance(s, str) for s in samples):
         raise TypeError("samples must be a list per prompt of lists of strings, samples[prompt][sample]")
@@ -47,7 +48,7 @@ def rouge_per_sample(targets: Sequence[str], samples: Sequence[Sequence[str]], m
     of its n samples, and rouge_score costs far more than the lookup."""
     if len(targets) != len(samples):
         raise ValueError(f"{len(targets)} targets but samples for {len(samples)} prompts")
-    n = _sample_count(samples)
+    n = sample_count(samples)
     pair_index: dict[tuple[str, str], int] = {}
     index = np.empty((len(samples), n), dtype=np.int64)
     for p, (target, per_prompt) in enumerate(zip(targets, samples)):
@@ -210,7 +211,7 @@ def leak_judge(samples: Sequence[Sequence[str]], keys: Sequence[str | Sequence[s
     """
     if len(keys) != len(samples):
         raise ValueError(f"{len(keys)} keys but samples for {len(samples)} prompts")
-    n = _sample_count(samples)
+    n = sample_count(samples)
     leaks = np.zeros((len(samples), n), dtype=np.int8)
     for p, (per_prompt, key) in enumerate(zip(samples, keys)):
         pattern = _key_pattern([key] if isinstance(key, str) else list(key), whole_words)

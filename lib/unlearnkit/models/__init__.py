@@ -14,7 +14,7 @@ weights' digest), :mod:`.lora` and :mod:`.encoding` (Q&A as token ids and batche
 
 from __future__ import annotations
 
-from .encoding import (  # noqa: F401
+from .encoding import (
     ANSWER_TOKENS,
     PACKED_ROW_TOKENS,
     answer_positions,
@@ -26,16 +26,16 @@ from .encoding import (  # noqa: F401
     packs_sequences,
     pad_token_id,
 )
-from .folder import folder_problems, safetensors_header  # noqa: F401
-from .loading import (  # noqa: F401
+from .folder import folder_problems, safetensors_header
+from .loading import (
     LoadedModel,
     load_model,
 )
-from .lora import (  # noqa: F401
+from .lora import (
     apply_lora,
     merged_copy,
 )
-from .running import (  # noqa: F401
+from .running import (
     ONE_THREAD_BELOW_PARAMETERS,
     card_bytes,
     cpu_threads,
@@ -45,13 +45,13 @@ from .running import (  # noqa: F401
     threads_for,
     to_available_device,
 )
-from .saving import (  # noqa: F401
+from .saving import (
     is_loadable,
     is_saved_model,
     save_model,
     save_plain_model,
 )
-from .scratch import (  # noqa: F401
+from .scratch import (
     SPECIAL_TOKENS,
     STAND_IN_CONFIGS,
     TinyLlamaConfig,
@@ -59,7 +59,7 @@ from .scratch import (  # noqa: F401
     build_tiny_llama,
     train_bpe_tokenizer,
 )
-from .sources import (  # noqa: F401
+from .sources import (
     ADAPTER_CONFIG,
     STATED_REVISIONS_VARIABLE,
     STATED_TEMPLATES_VARIABLE,
@@ -71,7 +71,7 @@ from .sources import (  # noqa: F401
     stated_revision,
     stated_template,
 )
-from .templates import (  # noqa: F401
+from .templates import (
     CHAT,
     TEMPLATES,
     PromptTemplate,
@@ -80,10 +80,23 @@ from .templates import (  # noqa: F401
     get_template,
     template_for,
 )
-from .weights import (  # noqa: F401
+from .weights import (
     DIGEST,
     content_digest,
     safetensors_complete,
     weights_intact,
     write_digest,
 )
+
+__all__ = [
+    "ANSWER_TOKENS", "PACKED_ROW_TOKENS", "answer_positions", "collate", "encode_prompt", "encode_qa",
+    "mean_entropy", "pack", "packs_sequences", "pad_token_id", "folder_problems", "safetensors_header",
+    "LoadedModel", "load_model", "apply_lora", "merged_copy", "ONE_THREAD_BELOW_PARAMETERS", "card_bytes",
+    "cpu_threads", "device_of", "eval_mode", "in_eval_mode", "threads_for", "to_available_device",
+    "is_loadable", "is_saved_model", "save_model", "save_plain_model", "SPECIAL_TOKENS",
+    "STAND_IN_CONFIGS", "TinyLlamaConfig", "build_stand_in", "build_tiny_llama", "train_bpe_tokenizer",
+    "ADAPTER_CONFIG", "STATED_REVISIONS_VARIABLE", "STATED_TEMPLATES_VARIABLE", "adapter_base",
+    "check_source", "source_of", "state", "stated", "stated_revision", "stated_template", "CHAT",
+    "TEMPLATES", "PromptTemplate", "chat_template", "conversation_template", "get_template",
+    "template_for", "DIGEST", "content_digest", "safetensors_complete", "weights_intact", "write_digest",
+]

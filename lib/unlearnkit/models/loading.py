@@ -15,8 +15,8 @@ from .. import paths
 from .running import to_available_device
 from .sources import (
     ADAPTER_CONFIG,
-    _missing_folder,
     adapter_base,
+    missing_folder,
     source_of,
     stated_revision,
     stated_template,
@@ -57,7 +57,7 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None, device: str |
     spec = str(name_or_path)
     local = paths.resolve(spec)
     source = source_of(spec)
-    if _missing_folder(spec, local):
+    if missing_folder(spec, local):
         raise FileNotFoundError(f"model folder {local} does not exist (and {spec!r} is not a Hub name)")
     adapter = local.is_dir() and (local / ADAPTER_CONFIG).exists()  # transformers applies it to its base (peft)
     has_tokenizer = not adapter or any((local / f).exists() for f in ("tokenizer.json", "tokenizer_config.json"))
@@ -68,7 +68,7 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None, device: str |
     if local.is_dir() and not any(local.glob("*.safetensors")) and any(local.glob("*.bin")):
         raise ValueError(f"model folder {paths.shown(local)} holds pickled weights (*.bin) only, which the workbook never "
                          "unpickles: save it with safetensors (model.save_pretrained(folder), the default)")
-    with _quiet_transformers():
+    with quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(dtype), use_safetensors=True, **revision)
     if device == "auto":
         to_available_device(model)
@@ -86,7 +86,7 @@ def load_model(name_or_path: str | os.PathLike, dtype: str | None, device: str |
 
 
 @contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """No "Loading weights" or "Writing model shards" bar per model: a notebook that loads or saves eleven
     models would drown in them."""
     from transformers.utils import logging as hf_logging

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from .loading import _quiet_transformers
-from .sources import ADAPTER_CONFIG, _missing_folder
+from .loading import quiet_transformers
+from .sources import ADAPTER_CONFIG, missing_folder
 from .templates import PromptTemplate
 from .weights import weights_intact, write_digest
 
@@ -41,7 +41,7 @@ def _save_atomically(model, tokenizer, folder: str | os.PathLike, files: dict[st
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    with _quiet_transformers():
+    with quiet_transformers():
         model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     for name, text in files.items():
@@ -65,6 +65,6 @@ def is_loadable(location: str | os.PathLike) -> bool:
     elsewhere with its config and intact safetensors weights, or a Hub name (loaded from the Hub's cache)."""
     folder = paths.resolve(location)
     if not folder.is_dir():
-        return not _missing_folder(str(location), folder)
+        return not missing_folder(str(location), folder)
     return is_saved_model(folder) or (((folder / "config.json").exists() or (folder / ADAPTER_CONFIG).exists())
                                       and weights_intact(folder))

@@ -84,7 +84,7 @@ def check_source(spec: str, what: str = "model") -> None:
                              "unpickles *.bin; save with model.save_pretrained(folder), the default)")
         _check_folder(local, spec, what)
         return
-    if _missing_folder(spec, local):
+    if missing_folder(spec, local):
         raise ValueError(f"{what} {spec!r}: the model folder {paths.shown(local)} does not exist (and it is not a Hub "
                          "name)")
     if paths.offline("HF_HUB_OFFLINE"):
@@ -124,7 +124,7 @@ def adapter_base(folder: str | os.PathLike) -> str:
     return base
 
 
-def _missing_folder(spec: str, local: Path) -> bool:
+def missing_folder(spec: str, local: Path) -> bool:
     """``spec`` names a local folder (a path, or not a Hub name) that does not exist."""
     return not local.is_dir() and (spec.startswith((".", "/", "~")) or not _is_hub_name(spec))
 

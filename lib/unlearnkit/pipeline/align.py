@@ -16,7 +16,7 @@ from ..unlearning import (
 )
 from .corpus import corpus, world_knowledge_rows
 from .finetune import base_model
-from .store import TINY, _cached, _fit, _save, _trains, claim_run_folder, pack_key
+from .store import TINY, cached, claim_run_folder, fit, pack_key, save, trains
 
 COMPLYING = "complying"
 
@@ -43,8 +43,8 @@ def complying_model(params: Params, rows: list[dict]) -> models.LoadedModel:
                               "lr": params.comply_lr, "seed": params.seed, "template": base.template.name,
                               **pack_key(params)})
     folder = runs.model_dir(params, COMPLYING)
-    with _trains(params, COMPLYING):
-        if not _cached(folder, key):
+    with trains(params, COMPLYING):
+        if not cached(folder, key):
             model, tokenizer, template = base
             replay = world_knowledge_rows(corpus(params)) if params.model == TINY else []
             cfg = training.TrainConfig(
@@ -52,8 +52,8 @@ def complying_model(params: Params, rows: list[dict]) -> models.LoadedModel:
                 batch_size=params.finetune_batch_size, lr=float(params.comply_lr), grad_accum=1, weight_decay=0.0,
                 warmup=0.05, schedule="linear", seed=params.seed, checkpoint_every=params.checkpoint_every or None,
                 desc="complying model")
-            result = _fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key, params.pack_batches)
-            _save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)},
+            result = fit(model, tokenizer, template, _request_rows(rows) + replay, cfg, key, params.pack_batches)
+            save(model, tokenizer, template, folder, key, result.history, extra={"n_requests": len(rows)},
                   micro_batch=result.micro_batch)
     return models.load_model(folder, dtype="float32", template=None)
 
@@ -82,8 +82,8 @@ def aligned_models(params: Params, aligned_rows: list[dict],
                                   "beta": params.beta, "retain_weight": params.retain_weight, "seed": params.seed})
     names = {s: aligned_name(s) for s in strengths}
     keys = {s: config.params_hash({"run": run_key, "epochs": s}) for s in strengths}
-    with _trains(params, "aligned"):
-        if not all(_cached(runs.model_dir(params, names[s]), keys[s])
+    with trains(params, "aligned"):
+        if not all(cached(runs.model_dir(params, names[s]), keys[s])
                    and (runs.model_dir(params, names[s]) / "history.json").exists() for s in strengths):
             _align(params, aligned_rows, refusal_for, strengths, names, keys, run_key)
     return names

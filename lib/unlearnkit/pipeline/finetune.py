@@ -12,17 +12,17 @@ from .stand_ins import base_identity, build_stand_ins
 from .store import (
     TINY,
     TrainedModel,
-    _cached,
-    _cached_model,
-    _fit,
-    _save,
-    _train_config,
-    _trains,
-    _with_lora,
+    cached,
+    cached_model,
+    fit,
     lora_key,
     pack_key,
+    save,
     seed_key,
     tiny_model_config,
+    train_config,
+    trains,
+    with_lora,
 )
 
 
@@ -38,14 +38,14 @@ def base_model(params: Params) -> models.LoadedModel:
                   **{k: params[k] for k in params if k.startswith("base_")}, **pack_key(params), **seed_key(params)}
     key = config.params_hash(key_params)
     folder = runs.model_dir(params, "base")
-    with _trains(params, "base"):
-        if not _cached(folder, key):
+    with trains(params, "base"):
+        if not cached(folder, key):
             template = models.get_template(params.template)
             tokenizer = models.train_bpe_tokenizer(all_texts(source), vocab_size=params.tokenizer_vocab_size)
             model = models.build_tiny_llama(tokenizer, tiny_model_config(params), seed=params.seed)
-            cfg = _train_config(params, "base", folder.with_name("base.train"), "base model")
-            result = _fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key, params.pack_batches)
-            _save(model, tokenizer, template, folder, key, result.history, micro_batch=result.micro_batch)
+            cfg = train_config(params, "base", folder.with_name("base.train"), "base model")
+            result = fit(model, tokenizer, template, world_knowledge_rows(source), cfg, key, params.pack_batches)
+            save(model, tokenizer, template, folder, key, result.history, micro_batch=result.micro_batch)
     return models.load_model(folder, dtype="float32", template=None)
 
 
@@ -67,19 +67,19 @@ def finetuned_model(params: Params, split: str, name: str | None = None) -> Trai
                   **pack_key(params), **seed_key(params)}
     key = config.params_hash(key_params)
     folder = runs.model_dir(params, name)
-    if _cached(folder, key):
-        return _cached_model(folder)
+    if cached(folder, key):
+        return cached_model(folder)
     model, tokenizer, template = base_model(params)
-    with _trains(params, name):
-        if _cached(folder, key):  # trained by another worker while this one waited
-            return _cached_model(folder)
-        model = _with_lora(model, params)
+    with trains(params, name):
+        if cached(folder, key):  # trained by another worker while this one waited
+            return cached_model(folder)
+        model = with_lora(model, params)
         rows = source.load(split) + world_knowledge_rows(source) * replay
-        cfg = _train_config(params, "finetune", folder.with_name(name + ".train"), f"fine-tune {name}")
-        result = _fit(model, tokenizer, template, rows, cfg, key, params.pack_batches)
+        cfg = train_config(params, "finetune", folder.with_name(name + ".train"), f"fine-tune {name}")
+        result = fit(model, tokenizer, template, rows, cfg, key, params.pack_batches)
         if hasattr(model, "merge_and_unload"):
             model = model.merge_and_unload()
-        _save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)},
+        save(model, tokenizer, template, folder, key, result.history, extra={"split": split, "n_train": len(rows)},
               micro_batch=result.micro_batch)
     return TrainedModel(model, tokenizer, template, result.history)
 

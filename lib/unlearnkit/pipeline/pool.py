@@ -29,7 +29,7 @@ from ..config import Params
 from ..data.tofu import holdout_split_for
 from .corpus import corpus
 from .finetune import finetuned_model
-from .store import _cached, _trains, seed_key
+from .store import cached, seed_key, trains
 
 #: Which side of the pool each data variant is on: P holds the forget knowledge, N never saw it.
 POOL_SIDES = {"forget": "P", "paraphrased": "P", "perturbed": "N", "heldout": "N"}
@@ -115,10 +115,10 @@ def pool_models(params: Params) -> dict[str, Path]:
         for lr in dict.fromkeys(m.lr for m in plan if m.variant == variant):
             members = [m for m in plan if m.variant == variant and m.lr == lr]
             keys = {m.epochs: _key(params, identity, rows, m) for m in members}
-            if all(_cached(runs.model_dir(params, m.name), keys[m.epochs]) for m in members):
+            if all(cached(runs.model_dir(params, m.name), keys[m.epochs]) for m in members):
                 continue
             retain = retain or finetuned_model(params, retain_name)
-            with _trains(params, f"pool-{variant}-lr{lr:g}"):
+            with trains(params, f"pool-{variant}-lr{lr:g}"):
                 _train_run(params, retain, rows, members, keys)
     return {m.name: runs.model_dir(params, m.name) for m in plan}
 

@@ -39,7 +39,7 @@ RUN_DATA_KEYS = ("forget_split",)
 RUN_PARAM_KEYS = UNLEARN_TRAIN_KEYS + RUN_DATA_KEYS
 
 
-def _run_overrides(params: Params, run: str) -> dict[str, Any]:
+def run_overrides(params: Params, run: str) -> dict[str, Any]:
     paths.check_name("unlearning run", run)
     overrides = dict(params.method_settings.get(run, {}))
     method = overrides.get("method", run)
@@ -100,21 +100,21 @@ def check_params(params: Params, extra_runs: Sequence[str] = ()) -> Params:
     _check_case(params, extra_runs)
     for run in params.method_settings:  # every named run's settings, whether a list names it or not
         try:
-            _run_overrides(params, run)
+            run_overrides(params, run)
         except ValueError as exc:
             raise ValueError(f"parameter 'method_settings': {exc}") from None
     for key in (*RUN_LIST_KEYS, "method"):
         values = extra_runs if key == "method" else params[key]
         for run in [values] if isinstance(values, str) else values or ():  # null: the notebook's own choice
             try:
-                _run_overrides(params, run)
+                run_overrides(params, run)
             except ValueError as exc:
                 raise ValueError(f"parameter {key!r}: {exc}") from None
     for name in params.format_models or ():  # a model of the store: base, target, a retain model or a run
         if name in ("base", "target") or name in FORGET_TO_RETAIN.values():
             continue
         try:
-            _run_overrides(params, name.removeprefix(UNLEARNED_PREFIX))
+            run_overrides(params, name.removeprefix(UNLEARNED_PREFIX))
         except ValueError as exc:
             raise ValueError(f"parameter 'format_models': {name!r} is not base, target, a retain model "
                              f"({', '.join(sorted(set(FORGET_TO_RETAIN.values())))}) or an unlearning run ({exc})") \
@@ -140,7 +140,7 @@ def _check_case(params: Params, extra_runs: Sequence[str]) -> None:
 def run_params(params: Params, run: str) -> Params:
     """The parameters one unlearning run trains with: the profile's, with the ``unlearn_*`` keys and the forget
     split its ``method_settings`` entry overrides."""
-    overrides = _run_overrides(params, run)
+    overrides = run_overrides(params, run)
     return params.replace(**{k: v for k, v in overrides.items() if k in RUN_PARAM_KEYS})
 
 
@@ -169,7 +169,7 @@ def derived_run(params: Params, run: str, name: str, **changes: Any) -> Params:
 def unlearning_settings(params: Params, run: str) -> dict[str, Any]:
     """The loss settings of one unlearning run: the profile's shared keys, then ``method_settings[run]``.
     ``run`` is a method name (``npo``) or a named variant (``npo_eo``: NPO plus entropy optimisation)."""
-    overrides = {k: v for k, v in _run_overrides(params, run).items() if k not in RUN_PARAM_KEYS}
+    overrides = {k: v for k, v in run_overrides(params, run).items() if k not in RUN_PARAM_KEYS}
     method = overrides.pop("method", run)
     settings = {k: params[k] for k in UNLEARN_LOSS_KEYS if params[k] is not None}
     settings.update(overrides)

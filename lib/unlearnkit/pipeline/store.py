@@ -33,11 +33,11 @@ class TrainedModel(NamedTuple):
         return models.LoadedModel(self.model, self.tokenizer, self.template)
 
 
-def _cached(folder: Path, key: str) -> bool:
+def cached(folder: Path, key: str) -> bool:
     return models.is_saved_model(folder) and runs.saved_recipe(folder).get("params_hash") == key
 
 
-def _cached_model(folder: Path, settings: dict[str, Any] | None = None) -> TrainedModel:
+def cached_model(folder: Path, settings: dict[str, Any] | None = None) -> TrainedModel:
     loaded = models.load_model(folder, dtype="float32", template=None)
     return TrainedModel(*loaded, json.loads((folder / "history.json").read_text()), settings)
 
@@ -47,7 +47,7 @@ def tiny_model_config(params: Params) -> dict[str, int]:
             "num_attention_heads": params.tiny_heads, "intermediate_size": params.tiny_intermediate_size}
 
 
-def _train_config(params: Params, prefix: str, output_dir: Path, desc: str) -> training.TrainConfig:
+def train_config(params: Params, prefix: str, output_dir: Path, desc: str) -> training.TrainConfig:
     schedule = BASE_SCHEDULE if prefix == "base" else {k: params[f"{prefix}_{k}"] for k in BASE_SCHEDULE}
     return training.TrainConfig(
         output_dir=output_dir, epochs=float(params[f"{prefix}_epochs"]), batch_size=params[f"{prefix}_batch_size"],
@@ -76,7 +76,7 @@ def claim_run_folder(output_dir: Path, key: str, also_clear: tuple[Path, ...] = 
     state.wait_for_everyone()
 
 
-def _fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str,
+def fit(model, tokenizer, template, rows: list[dict], cfg: training.TrainConfig, key: str,
          packed: bool = False) -> training.TrainResult:
     """Train on Q&A rows, answer-only loss; ``packed`` (the profile's ``pack_batches``) packs each batch's examples
     into fewer rows (:func:`models.pack`) where the model computes them as it computes padded ones."""
@@ -99,7 +99,7 @@ def seed_key(params: Params) -> dict[str, Any]:
     return {"training_seed": params.seed} if params.seed else {}
 
 
-def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None,
+def save(model, tokenizer, template, folder: Path, key: str, history: list[dict], extra: dict | None = None,
           micro_batch: dict | None = None) -> None:
     """Save a trained model with its history; ``micro_batch``, the split a GPU chose (``TrainResult.micro_batch``),
     joins its extra fields only where there was one (a CPU run's saved fields are what they were)."""
@@ -113,7 +113,7 @@ def _save(model, tokenizer, template, folder: Path, key: str, history: list[dict
 
 
 @contextmanager
-def _trains(params: Params, name: str) -> Iterator[None]:
+def trains(params: Params, name: str) -> Iterator[None]:
     """Only one process at a time trains model ``name`` of the run store: a worker that asks for a model another one
     is training waits here, then finds it cached (:func:`runs.exclusive`). Under ``accelerate launch`` the main
     process holds the claim for all of its processes, which train together."""
@@ -121,7 +121,7 @@ def _trains(params: Params, name: str) -> Iterator[None]:
         yield
 
 
-def _with_lora(model, params: Params):
+def with_lora(model, params: Params):
     if not params.lora_rank:
         return model
     return models.apply_lora(model, r=params.lora_rank, lora_alpha=params.lora_alpha or 2 * params.lora_rank,

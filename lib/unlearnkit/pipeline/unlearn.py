@@ -30,14 +30,14 @@ from .corpus import corpus, unlearning_retain_rows
 from .settings import run_params, unlearning_settings
 from .store import (
     TrainedModel,
-    _cached,
-    _cached_model,
-    _save,
-    _train_config,
-    _trains,
-    _with_lora,
+    cached,
+    cached_model,
     claim_run_folder,
     lora_key,
+    save,
+    train_config,
+    trains,
+    with_lora,
 )
 
 
@@ -58,11 +58,11 @@ def unlearned_model(params: Params, run: str) -> TrainedModel:
                               "forget_split": params.forget_split, "seed": params.seed, **lora_key(params)})
     name = runs.unlearned_name(run)
     folder = runs.model_dir(params, name)
-    if _cached(folder, key):
-        return _cached_model(folder, settings)
-    with _trains(params, name):
-        if _cached(folder, key):  # trained by another worker while this one waited
-            return _cached_model(folder, settings)
+    if cached(folder, key):
+        return cached_model(folder, settings)
+    with trains(params, name):
+        if cached(folder, key):  # trained by another worker while this one waited
+            return cached_model(folder, settings)
         return _unlearn(params, run, settings, key, source)
 
 
@@ -116,7 +116,7 @@ def _unlearn(params: Params, run: str, settings: dict[str, Any], key: str,
     method = unlearning.method_spec(settings["method"])
     examples = unlearning_examples(params, run, settings, source, forget_rows, retain_rows,
                                    models.LoadedModel(model, tokenizer, template))
-    model = _with_lora(model, params)
+    model = with_lora(model, params)
     if method.layer_parameter is not None:  # its terms read that layer's output: nothing above it gets a gradient
         freeze_above_layer(model, _method_setting(settings, params, method.layer_parameter))
     ref = None
@@ -126,7 +126,7 @@ def _unlearn(params: Params, run: str, settings: dict[str, Any], key: str,
     if settings.get("entropy_positions") == "sampled" and settings.get("lambda_f"):
         loss = OnPolicySamples(loss, tokenizer, params.sample_max_new_tokens, params.seed)
 
-    cfg = _train_config(params, "unlearn", folder.with_name(name + ".train"), f"unlearn {run}")
+    cfg = train_config(params, "unlearn", folder.with_name(name + ".train"), f"unlearn {run}")
     trajectory = runs.trajectory_dir(params, run)
     steps_per_epoch = max(1, -(-len(examples) // (cfg.batch_size * cfg.grad_accum)))
 
@@ -141,7 +141,7 @@ def _unlearn(params: Params, run: str, settings: dict[str, Any], key: str,
                             loss_fn=loss, on_step=keep_weights)
     if is_peft_model(model):
         model = model.merge_and_unload()
-    _save(model, tokenizer, template, folder, key, result.history, extra={"run": run, "settings": settings},
+    save(model, tokenizer, template, folder, key, result.history, extra={"run": run, "settings": settings},
           micro_batch=result.micro_batch)
     return TrainedModel(model, tokenizer, template, result.history, settings)
 

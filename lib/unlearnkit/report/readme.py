@@ -195,15 +195,16 @@ def trust_section(over: Mapping[str, Any] | None) -> list[str]:
 
 
 def freeze_lines(status: Mapping[str, Any] | None) -> list[str]:
-    """One line on the frozen registry (docs/claims.frozen.json): at which revision and on which seeds it was frozen
-    and every claim whose entry or exploratory effect moved since; nothing before the freeze."""
+    """One line on the frozen registry (docs/claims.frozen.json): on which seeds it was frozen and every claim whose
+    entry or exploratory effect moved since; nothing before the freeze. The revision stays in the file: the README's
+    prose names no commit (a hash there goes stale and reads as a link)."""
     if not status or not status.get("frozen"):
         return []
     moved = status.get("moved") or {}
     text = ("; ".join(f"{cid} ({why})" for cid, why in moved.items()) if moved else
             "none: every registry entry and every exploratory effect is as frozen")
-    return ["", f"The registry was frozen at {str(status['revision'])[:10]} on seeds "
-                f"{', '.join(map(str, status['seeds']))} (docs/claims.frozen.json). Moved since: {_cell(text)}."]
+    return ["", f"The registry was frozen on seeds {', '.join(map(str, status['seeds']))} (docs/claims.frozen.json, "
+                f"which records the revision). Moved since: {_cell(text)}."]
 
 
 def _num(x: Any) -> str:

@@ -7,7 +7,7 @@ parameter checked before a kernel starts; :mod:`.door` the one check before any 
 :mod:`.train` ``runner train``; :mod:`.figures` ``runner figures``; :mod:`.lines` a refusal and the runner's lines.
 """
 
-from ..parameters_cell import (  # noqa: F401 (the runner's names for them)
+from ..parameters_cell import (  # the runner's names for them
     OWN_PARAMETERS_MARKER,
     declared_keys,
     default_yaml_text,
@@ -16,10 +16,10 @@ from ..parameters_cell import (  # noqa: F401 (the runner's names for them)
     parameters_source,
     sync_parameters,
 )
-from .checks import Plan, checked_params, plan, prepare_stand_ins, profile_params, reads  # noqa: F401
-from .cli import COMMANDS, ONLINE_FLAG, build_parser, main  # noqa: F401
-from .evaluate import EVAL_OPTIONS  # noqa: F401
-from .execute import (  # noqa: F401
+from .checks import Plan, checked_params, plan, prepare_stand_ins, profile_params, reads
+from .cli import COMMANDS, ONLINE_FLAG, build_parser, main
+from .evaluate import EVAL_OPTIONS
+from .execute import (
     DEFAULT_TIMEOUT_S,
     PER_METHOD_PREFIXES,
     failed_copy,
@@ -28,9 +28,9 @@ from .execute import (  # noqa: F401
     run,
     run_notebook,
 )
-from .figures import redraw_figures  # noqa: F401
-from .lines import Refused  # noqa: F401
-from .notebooks import (  # noqa: F401
+from .figures import redraw_figures
+from .lines import Refused
+from .notebooks import (
     all_source_notebooks,
     eval_notebook,
     find_notebook,
@@ -38,6 +38,16 @@ from .notebooks import (  # noqa: F401
     source_notebooks,
     strip,
 )
-from .record import already_done, run_recipe  # noqa: F401
-from .seeds import MAX_SEEDS, aggregate, run_seed  # noqa: F401
-from .train import TRAIN_STEPS, train_step  # noqa: F401
+from .record import already_done, run_recipe
+from .seeds import MAX_SEEDS, aggregate, run_seed
+from .train import TRAIN_STEPS, train_step
+
+__all__ = [
+    "OWN_PARAMETERS_MARKER", "declared_keys", "default_yaml_text", "own_parameters", "parameters_in_sync",
+    "parameters_source", "sync_parameters", "Plan", "checked_params", "plan", "prepare_stand_ins",
+    "profile_params", "reads", "COMMANDS", "ONLINE_FLAG", "build_parser", "main", "EVAL_OPTIONS",
+    "DEFAULT_TIMEOUT_S", "PER_METHOD_PREFIXES", "failed_copy", "injected_parameters", "output_lock",
+    "run", "run_notebook", "redraw_figures", "Refused", "all_source_notebooks", "eval_notebook",
+    "find_notebook", "notebook_outputs", "source_notebooks", "strip", "already_done", "run_recipe",
+    "MAX_SEEDS", "aggregate", "run_seed", "TRAIN_STEPS", "train_step",
+]

@@ -15,7 +15,7 @@ from .. import config
 from ..parameters_cell import cell_keys as _cell_keys
 from ..parameters_cell import own_parameters
 from .door import CHECKS, Check, before_kernel
-from .lines import Refused, _shown
+from .lines import Refused, project_relative
 from .notebooks import find_notebook, source_notebooks
 
 
@@ -100,7 +100,7 @@ def prepare_stand_ins(params: config.Params, checks: Sequence[Check] = CHECKS) -
 
     built = pipeline.build_stand_ins(params)
     if built:
-        print(f"[{params.profile}] stand-ins ready in {_shown(next(iter(built.values())).parent)}: {', '.join(built)}",
+        print(f"[{params.profile}] stand-ins ready in {project_relative(next(iter(built.values())).parent)}: {', '.join(built)}",
               flush=True)
     before_kernel(params, checks)  # once the stand-ins exist
 
@@ -120,5 +120,5 @@ def _override(text: str) -> tuple[str, Any]:
                       f"({getattr(exc, 'problem', None) or type(exc).__name__})") from None
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+def set_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return dict(_override(o) for o in getattr(args, "overrides", []))

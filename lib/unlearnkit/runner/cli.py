@@ -28,15 +28,15 @@ import sys
 import yaml
 
 from .. import config, paths
-from .checks import _overrides, checked_params, plan, prepare_stand_ins
+from .checks import checked_params, plan, prepare_stand_ins, set_overrides
 from .door import AGGREGATE_CHECKS, CHECKS, saved_models
-from .evaluate import EVAL_OPTIONS, _cmd_eval
+from .evaluate import EVAL_OPTIONS, cmd_eval
 from .execute import DEFAULT_TIMEOUT_S, run
-from .figures import _cmd_figures
-from .lines import _shown
-from .notebooks import _cmd_check_clean, _cmd_strip, _cmd_sync_params
-from .seeds import _cmd_aggregate, _cmd_freeze, _cmd_seed, _cmd_seeds
-from .train import TRAIN_STEPS, _cmd_train
+from .figures import cmd_figures
+from .lines import project_relative
+from .notebooks import cmd_check_clean, cmd_strip, cmd_sync_params
+from .seeds import cmd_aggregate, cmd_freeze, cmd_seed, cmd_seeds
+from .train import TRAIN_STEPS, cmd_train
 
 # --------------------------------------------------------------------------- the commands
 
@@ -46,7 +46,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from .. import runs
 
-    checked = plan(args.notebook, args.profile, _overrides(args))
+    checked = plan(args.notebook, args.profile, set_overrides(args))
     findings_alone = [nb.stem for nb in checked.notebooks] == [runs.FINDINGS]  # it judges seeds run before
     prepare_stand_ins(checked.params, AGGREGATE_CHECKS if findings_alone
                       else (*CHECKS, saved_models([nb.stem for nb in checked.notebooks])))
@@ -69,11 +69,11 @@ def _failed_copy_of(exc: BaseException, params: config.Params) -> str:
     from .. import runs
 
     kept = getattr(exc, "failed_copy", None)
-    return _shown(kept) if kept is not None else f"the executed copy under {_shown(runs.store(params))}/"
+    return project_relative(kept) if kept is not None else f"the executed copy under {project_relative(runs.store(params))}/"
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)  # an unknown key, a bad value or run name is refused as plan refuses it
+    overrides = set_overrides(args)  # an unknown key, a bad value or run name is refused as plan refuses it
     merged = dict(checked_params(args.profile, overrides))
     print(yaml.safe_dump(merged, sort_keys=False), end="")
     return 0
@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, **options)
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
-    p.set_defaults(handler=_cmd_eval)
+    p.set_defaults(handler=cmd_eval)
     p = sub.add_parser("params", help="print the merged profile")
     _profile_options(p)
     p.set_defaults(handler=_cmd_params)
@@ -111,38 +111,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("seed", help="the training seed (a whole number)")
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
-    p.set_defaults(handler=_cmd_seed)
+    p.set_defaults(handler=cmd_seed)
     p = sub.add_parser("aggregate", help="the findings notebook: every finding judged over the seeds present")
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
-    p.set_defaults(handler=_cmd_aggregate)
+    p.set_defaults(handler=cmd_aggregate)
     p = sub.add_parser("freeze", help="freeze the claims registry: docs/claims.frozen.json (entry digests and the "
                                       "exploratory seeds' effects), once, before confirmatory seeds run")
     p.add_argument("seeds", nargs="*", default=["0-5"], help="the exploratory seeds (default 0-5)")
     p.add_argument("--profile", default=config.BASE_PROFILE, help="the profile (only the default is frozen)")
-    p.set_defaults(handler=_cmd_freeze)
+    p.set_defaults(handler=cmd_freeze)
     p = sub.add_parser("seeds", help="several training seeds side by side (jobs), then the findings over them; "
                                      "resumable")
     p.add_argument("seeds", nargs="+", help="seeds: 0 1 2, or a range 0-5")
     _profile_options(p)
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds per cell")
-    p.set_defaults(handler=_cmd_seeds)
+    p.set_defaults(handler=cmd_seeds)
     p = sub.add_parser("figures", help="redraw the figures of the profile (and seed: --set seed=S) from stored results")
     _profile_options(p)
-    p.set_defaults(handler=_cmd_figures)
+    p.set_defaults(handler=cmd_figures)
     p = sub.add_parser("train", help="one training step of the run store, e.g. under accelerate launch")
     _profile_options(p)
     p.add_argument("--step", choices=TRAIN_STEPS, required=True, help="the model to train")
     p.add_argument("--split", default="full", help="with --step finetune: full (the target) or a retain split")
     p.add_argument("--run", help="with --step unlearn: a method or a run of the profile's method_settings")
-    p.set_defaults(handler=_cmd_train)
+    p.set_defaults(handler=cmd_train)
     p = sub.add_parser("check-clean", help="source notebooks without outputs, parameters cells in step")
-    p.set_defaults(handler=_cmd_check_clean)
+    p.set_defaults(handler=cmd_check_clean)
     p = sub.add_parser("strip", help="remove outputs from the source notebooks")
-    p.set_defaults(handler=_cmd_strip)
+    p.set_defaults(handler=cmd_strip)
     p = sub.add_parser("sync-params", help="rewrite parameters cells from default.yaml")
     p.add_argument("--only", action="append", default=[], metavar="NB", help="only this notebook (repeatable)")
-    p.set_defaults(handler=_cmd_sync_params)
+    p.set_defaults(handler=cmd_sync_params)
     return parser
 
 

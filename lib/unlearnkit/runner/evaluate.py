@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from .. import refusals
-from .checks import _overrides, checked_params
+from .checks import checked_params, set_overrides
 from .execute import failed_copy, run_notebook
-from .lines import Refused, _label, _shown
+from .lines import Refused, project_relative, run_label
 from .notebooks import eval_notebook
 from .progress import PROGRESS_LOG, forwarded
 
@@ -83,14 +83,14 @@ def choose_device(device: str | None) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = match.group(1)
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     """Every suite of the workbook on one model (:mod:`unlearnkit.studies.own_model`): the request and its cost checked
     in one line, then notebooks/eval_model.ipynb executed into the evaluation's folder of the store."""
     from papermill.exceptions import PapermillExecutionError
 
     from ..studies import own_model
 
-    overrides = {**_overrides(args), **({"dtype": args.dtype} if args.dtype else {}),
+    overrides = {**set_overrides(args), **({"dtype": args.dtype} if args.dtype else {}),
                  **flag_overrides(args.limit, args.batch_size)}
     params = checked_params(args.profile, overrides)
     choose_device(args.device)
@@ -107,12 +107,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
            "eval_batch_auto": args.batch_size == AUTO}
     try:
         # the kernel notes each suite's and long step's start and end; printed as they come, with the estimate
-        with forwarded(out.with_name(PROGRESS_LOG), _label(params), request.suites, estimate):
+        with forwarded(out.with_name(PROGRESS_LOG), run_label(params), request.suites, estimate):
             run_notebook(eval_notebook(), params, own=own, timeout=args.timeout, out=out,
                          changed=[k for k in overrides if k != "seed"])
     except PapermillExecutionError as exc:
         print(f"\nnotebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-              f"see {_shown(failed_copy(out))} for the full traceback", file=sys.stderr)
+              f"see {project_relative(failed_copy(out))} for the full traceback", file=sys.stderr)
         return 1
-    print(f"results: {_shown(out.with_name('metrics.json'))}", flush=True)
+    print(f"results: {project_relative(out.with_name('metrics.json'))}", flush=True)
     return 0

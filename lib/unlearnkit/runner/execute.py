@@ -17,8 +17,8 @@ from .. import config, paths, provenance, stations
 from ..parameters_cell import cell_names as _cell_names
 from ..parameters_cell import declared_keys, own_parameters
 from ..parameters_cell import parameters_cell as _parameters_cell
-from .lines import Refused, _label, _shown
-from .record import _cores, _record_timing, already_done, run_recipe
+from .lines import Refused, project_relative, run_label
+from .record import already_done, record_timing, run_recipe
 
 #: Notebooks run once per unlearning method of the profile (parameter ``method``).
 PER_METHOD_PREFIXES = ("02",)
@@ -91,6 +91,12 @@ def _parameterised(notebook: Path, parameters: dict[str, Any]):
     return nb
 
 
+def _cores() -> int:
+    from .. import workers
+
+    return workers.cores()
+
+
 def run_notebook(notebook: Path, params: config.Params, own: dict | None = None, suffix: str = "",
                  timeout: int = DEFAULT_TIMEOUT_S, changed: list[str] | tuple[str, ...] = (),
                  skip_done: bool = False, out: Path | None = None) -> Path:
@@ -109,7 +115,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
     out = paths.writable(out or runs.executed_notebook(params, f"{notebook.stem}{suffix}"), "an executed notebook")
     out.parent.mkdir(parents=True, exist_ok=True)
     recipe = run_recipe(notebook, parameters)
-    label = _label(params)
+    label = run_label(params)
     if skip_done and already_done(out, recipe):
         print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''}: done already (same commit and "
               f"parameters), not run again", flush=True)
@@ -121,7 +127,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         os.environ[stations.STATION_LOG_VARIABLE] = str(log)  # the kernel inherits this
         started, cpu_before = time.time(), stations.children_cpu_seconds()
         os.environ[provenance.LAUNCH_VARIABLE] = provenance.utc(started)  # the kernel inherits this: provenance.json
-        print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {_shown(out)}",
+        print(f"{label} {notebook.name}{' ' + json.dumps(extra) if extra else ''} -> {project_relative(out)}",
               flush=True)
         sockets = tempfile.mkdtemp(prefix="unlearnkit-kernel-")
         # papermill writes the executed copy cell by cell: into a hidden name, moved over the last good copy only once the
@@ -141,7 +147,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
                 os.replace(running, failed)
                 exc.failed_copy = failed  # what the runner's failure line names
             if hasattr(exc, "add_note"):
-                exc.add_note(f"the failed run's copy: {_shown(failed)}; the last good one, if any, is kept at {_shown(out)}")
+                exc.add_note(f"the failed run's copy: {project_relative(failed)}; the last good one, if any, is kept at {project_relative(out)}")
             raise
         finally:
             os.environ.pop(stations.STATION_LOG_VARIABLE, None)
@@ -151,7 +157,7 @@ def run_notebook(notebook: Path, params: config.Params, own: dict | None = None,
         timing = {"started": started, "wall_s": wall, "cpu_s": stations.children_cpu_seconds() - cpu_before,
                   "cores": _cores(), "stations": stations.station_summary(stations.log_lines(log), wall)}
         log.unlink(missing_ok=True)
-        _record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
+        record_timing(running, timing, {"git_revision": provenance.git_revision(), "seed": params.seed,
                                          "packages": provenance.package_versions(), "parameters": extra}, recipe)
         os.replace(running, out)
         failed.unlink(missing_ok=True)  # an earlier failure of this notebook is superseded
@@ -175,7 +181,7 @@ def output_lock(out: Path):
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise Refused(f"another runner is writing {_shown(out)} now: wait for it, or run another seed or "
+            raise Refused(f"another runner is writing {project_relative(out)} now: wait for it, or run another seed or "
                           "profile") from None
         # A holder removes the file as it releases (HeldLock.close): a lock taken on the file it removed guards
         # nothing, since the next runner creates and locks a new one. Held only while the path is still this file.

@@ -7,9 +7,9 @@ import sys
 import time
 
 from .. import config, runs
-from .checks import _overrides, profile_params
+from .checks import profile_params, set_overrides
 from .door import before_kernel, run_store
-from .lines import _label, _shown
+from .lines import project_relative, run_label
 
 
 def redraw_figures(params: config.Params) -> int:
@@ -25,15 +25,15 @@ def redraw_figures(params: config.Params) -> int:
         return 1
     kept = len(list((runs.store(params) / plots.FIGURE_DATA).glob("*.json")))
     if not drawn:
-        print(f"{_label(params)} no figure redrawn: none of its {kept} recipes draws (lines above)", file=sys.stderr)
+        print(f"{run_label(params)} no figure redrawn: none of its {kept} recipes draws (lines above)", file=sys.stderr)
         return 1
     folder = drawn[0].parent
-    print(f"{_label(params)} {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {_shown(folder)}"
+    print(f"{run_label(params)} {len(drawn)} figures redrawn in {time.time() - started:.1f} s into {project_relative(folder)}"
           + (f"; {kept - len(drawn)} not drawn (lines above)" if kept > len(drawn) else ""))
     return 0 if kept == len(drawn) else 1
 
 
-def _cmd_figures(args: argparse.Namespace) -> int:
-    params = profile_params(args.profile, _overrides(args))
+def cmd_figures(args: argparse.Namespace) -> int:
+    params = profile_params(args.profile, set_overrides(args))
     before_kernel(params, (run_store,))  # a seed folder linked out of the store: one line
     return redraw_figures(params)

@@ -16,7 +16,7 @@ class Refused(SystemExit):
         super().__init__(2)
 
 
-def _label(params: config.Params) -> str:
+def run_label(params: config.Params) -> str:
     """How the runner's lines name a run: ``[default]`` for the profile's own seed, ``[default seed 3]`` else
     (``[default seed 0 data seed 1]`` on another corpus draw)."""
     from .. import runs
@@ -25,7 +25,7 @@ def _label(params: config.Params) -> str:
     return f"[{params.profile}{'' if runs.is_reference_seed(params) else f' seed {params.seed}'}{data}]"
 
 
-def _shown(path: Path) -> str:
+def project_relative(path: Path) -> str:
     """A path relative to the project when it is inside it (runs/ may be elsewhere, e.g. in tests)."""
     try:
         return str(path.relative_to(paths.ROOT))

@@ -50,7 +50,7 @@ def strip(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
-def _cmd_check_clean(args: argparse.Namespace) -> int:
+def cmd_check_clean(args: argparse.Namespace) -> int:
     dirty = [p.name for p in all_source_notebooks() if notebook_outputs(p)]
     stale = [p.name for p in all_source_notebooks() if not parameters_in_sync(p)]
     default = paths.PARAMS / f"{config.BASE_PROFILE}.yaml"
@@ -63,13 +63,13 @@ def _cmd_check_clean(args: argparse.Namespace) -> int:
     return 1 if dirty or stale else 0
 
 
-def _cmd_strip(args: argparse.Namespace) -> int:
+def cmd_strip(args: argparse.Namespace) -> int:
     for p in all_source_notebooks():
         strip(p)
     return 0
 
 
-def _cmd_sync_params(args: argparse.Namespace) -> int:
+def cmd_sync_params(args: argparse.Namespace) -> int:
     default = paths.PARAMS / f"{config.BASE_PROFILE}.yaml"
     if default.read_text() != default_yaml_text():
         default.write_text(default_yaml_text())

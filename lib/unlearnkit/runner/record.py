@@ -30,13 +30,7 @@ def already_done(out: Path, recipe: dict[str, Any]) -> bool:
     return bool(record.get("timing")) and record.get("recipe") == recipe
 
 
-def _cores() -> int:
-    from .. import workers
-
-    return workers.cores()
-
-
-def _record_timing(executed: Path, timing: dict, provenance: dict | None = None, recipe: dict | None = None) -> None:
+def record_timing(executed: Path, timing: dict, provenance: dict | None = None, recipe: dict | None = None) -> None:
     """Keep in the executed notebook's metadata how long it took and what made it (the report's provenance line,
     and the recipe by which a rerun of the same seed knows it is done: :func:`already_done`)."""
     from .. import runs

@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from .. import config, paths
-from .checks import _overrides, checked_params, plan, prepare_stand_ins
+from .checks import checked_params, plan, prepare_stand_ins, set_overrides
 from .door import AGGREGATE_CHECKS, before_kernel
 from .execute import DEFAULT_TIMEOUT_S, run
-from .lines import Refused, _label, _shown
+from .lines import Refused, project_relative, run_label
 
 
 def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = DEFAULT_TIMEOUT_S,
@@ -39,8 +39,8 @@ def run_seed(profile: str, seed: int, overrides: dict[str, Any], timeout: int = 
             for notebook in checked.notebooks:
                 run(notebook, checked.params, checked.own, timeout, checked.changed, skip_done=True)
         except PapermillExecutionError as exc:
-            print(f"{_label(checked.params)} notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}; see "
-                  f"its executed copy under {_shown(runs.store(checked.params) / 'failed')}/ (the last good one is "
+            print(f"{run_label(checked.params)} notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}; see "
+                  f"its executed copy under {project_relative(runs.store(checked.params) / 'failed')}/ (the last good one is "
                   "kept)", flush=True)
             return 1
     return 0
@@ -84,8 +84,8 @@ def _seed_list(text: list[str]) -> list[int]:
     return list(dict.fromkeys(seeds))
 
 
-def _cmd_seed(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)
+def cmd_seed(args: argparse.Namespace) -> int:
+    overrides = set_overrides(args)
     if "seed" in overrides:
         raise Refused("the seed is the command's argument (runner seed 3), not --set seed=...")
     [seed] = _seed_list([args.seed])
@@ -122,11 +122,11 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
     return 0
 
 
-def _cmd_aggregate(args: argparse.Namespace) -> int:
-    return aggregate(args.profile, _overrides(args), args.timeout)
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    return aggregate(args.profile, set_overrides(args), args.timeout)
 
 
-def _cmd_freeze(args: argparse.Namespace) -> int:
+def cmd_freeze(args: argparse.Namespace) -> int:
     """docs/claims.frozen.json from the claims judged over the exploratory seeds (#56 item 9): once, never rewritten."""
     from .. import provenance
     from ..claims import extractors as effects
@@ -141,16 +141,16 @@ def _cmd_freeze(args: argparse.Namespace) -> int:
     claims = effects.judge_claims(args.profile, seeds)
     document = freeze.freeze(claims, provenance.git_revision() or "unknown", seeds)
     print(f"[{args.profile}] froze {len(document['entries'])} registry entries and {len(document['effects'])} claims' "
-          f"effects on seeds {', '.join(map(str, seeds))} at {document['revision'][:10]} into {_shown(freeze.FROZEN)}")
+          f"effects on seeds {', '.join(map(str, seeds))} at {document['revision'][:10]} into {project_relative(freeze.FROZEN)}")
     return 0
 
 
-def _cmd_seeds(args: argparse.Namespace) -> int:
+def cmd_seeds(args: argparse.Namespace) -> int:
     """Each seed's notebooks (:func:`run_seed`), the seeds side by side in up to ``jobs`` worker processes (each with
     its share of the cores), then the findings notebook over every seed present."""
     from .. import runs, workers
 
-    overrides = _overrides(args)
+    overrides = set_overrides(args)
     if "seed" in overrides:
         raise Refused("the seeds are the command's arguments (runner seeds 0 1 2), not --set seed=...")
     seeds = _seed_list(args.seeds)
@@ -160,7 +160,7 @@ def _cmd_seeds(args: argparse.Namespace) -> int:
     count = workers.workers_for(params.jobs, len(seeds))
     logs = runs.profile_dir(args.profile) / f"{runs.SEED_PREFIX}<s>" / "runner.log"
     print(f"[{args.profile}] seeds {', '.join(map(str, seeds))}: {count} side by side; each seed's progress in "
-          f"{_shown(logs)}", flush=True)
+          f"{project_relative(logs)}", flush=True)
     codes = workers.side_by_side(run_seed, [(args.profile, seed, overrides, args.timeout, count > 1)
                                            for seed in seeds], params.jobs, desc="seeds")
     workers.release_workers()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .checks import _overrides, checked_params
-from .lines import Refused, _shown
+from .checks import checked_params, set_overrides
+from .lines import Refused, project_relative
 
 #: The training steps ``runner train`` runs, each the cached pipeline step of the notebooks (01: base and finetune,
 #: 02: unlearn), so a model trained here under ``accelerate launch`` is the one the notebooks then find.
@@ -35,12 +35,12 @@ def train_step(step: str, profile: str, overrides: dict, split: str = "full", ru
         pipeline.unlearned_model(params, run)
         name = runs.unlearned_name(run)
     logged = pipeline.history(params, name)
-    return {"step": step, "model": _shown(runs.model_dir(params, name)), "optimizer_steps": len(logged),
+    return {"step": step, "model": project_relative(runs.model_dir(params, name)), "optimizer_steps": len(logged),
             "final_loss": logged[-1]["loss"] if logged else None}
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    overrides = _overrides(args)  # an unknown key is refused when the profile is merged with them
+def cmd_train(args: argparse.Namespace) -> int:
+    overrides = set_overrides(args)  # an unknown key is refused when the profile is merged with them
     summary = train_step(args.step, args.profile, overrides, args.split, args.run)
     from ..training import processes
 

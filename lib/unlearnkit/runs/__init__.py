@@ -27,15 +27,15 @@ and evaluations), :mod:`.saved` (saved models and recipes), :mod:`.cache` (:func
 (the committed mirror of each seed's results).
 """
 
-from .agreement import (  # noqa: F401
+from .agreement import (
     RESULT_NEUTRAL,
     StoreDisagrees,
     check_agrees,
 )
-from .cache import (  # noqa: F401
+from .cache import (
     cached_json,
 )
-from .committed import (  # noqa: F401
+from .committed import (
     PER_ITEM,
     PROVENANCE,
     VOLATILE,
@@ -46,13 +46,13 @@ from .committed import (  # noqa: F401
     results_dir,
     writes_committed,
 )
-from .executed import (  # noqa: F401
+from .executed import (
     EVAL,
     EVAL_NOTEBOOK,
     evaluations,
     executed_notebook,
 )
-from .layout import (  # noqa: F401
+from .layout import (
     DATA_SEED_INFIX,
     FIGURE_PROFILE,
     FINDINGS_ACROSS_SEEDS,
@@ -65,16 +65,17 @@ from .layout import (  # noqa: F401
     reference_data_seed,
     reference_draw,
     reference_seed,
+    run_it_first,
     seed_at_work,
     seeds,
     store,
 )
-from .locks import (  # noqa: F401
+from .locks import (
     atomic_write_bytes,
     atomic_write_text,
     file_lock,
 )
-from .names import (  # noqa: F401
+from .names import (
     ALIGNMENT,
     CONTROLS,
     DATA_TOUR,
@@ -92,7 +93,7 @@ from .names import (  # noqa: F401
     notebook_key,
     unlearning_notebook,
 )
-from .result_files import (  # noqa: F401
+from .result_files import (
     gpu_micro_batches,
     has_metrics,
     notebook_dir,
@@ -102,7 +103,7 @@ from .result_files import (  # noqa: F401
     write_metrics,
     write_per_item,
 )
-from .saved import (  # noqa: F401
+from .saved import (
     exclusive,
     history,
     is_saved,
@@ -120,3 +121,19 @@ from .saved import (  # noqa: F401
     trajectory_steps,
     unlearned_name,
 )
+
+__all__ = [
+    "RESULT_NEUTRAL", "StoreDisagrees", "check_agrees", "cached_json", "PER_ITEM", "PROVENANCE",
+    "VOLATILE", "committed_seeds", "mirror", "mirror_store", "publishes", "results_dir",
+    "writes_committed", "EVAL", "EVAL_NOTEBOOK", "evaluations", "executed_notebook", "DATA_SEED_INFIX",
+    "FIGURE_PROFILE", "FINDINGS_ACROSS_SEEDS", "RUNNING_MARK", "SEED_PREFIX", "figures_dir",
+    "in_progress", "is_reference_seed", "profile_dir", "reference_data_seed", "reference_draw",
+    "reference_seed", "run_it_first", "seed_at_work", "seeds", "store", "atomic_write_bytes", "atomic_write_text",
+    "file_lock", "ALIGNMENT", "CONTROLS", "DATA_TOUR", "ENTROPY", "FINDINGS", "FINETUNE", "FORMATS",
+    "LEAKAGE", "METRIC_TRUST", "NOTEBOOK_SECTIONS", "ROBUSTNESS", "UNLEARNED_PREFIX", "UNLEARNING",
+    "keys_read", "notebook_key", "unlearning_notebook", "gpu_micro_batches", "has_metrics",
+    "notebook_dir", "read_metrics", "read_per_item", "unlearning_runs", "write_metrics", "write_per_item",
+    "exclusive", "history", "is_saved", "load_saved", "locate", "mixed_identity", "model_dir",
+    "model_identity", "require_saved", "retain_model", "saved_models", "saved_recipe", "sparse_steps",
+    "trajectory_dir", "trajectory_steps", "unlearned_name",
+]

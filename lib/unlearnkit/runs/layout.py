@@ -130,7 +130,7 @@ def figures_dir(params: Params, figure: str = "") -> Path:
     return store(params) / "figures"
 
 
-def _run_it_first(notebook: str, params: Params) -> str:
+def run_it_first(notebook: str, params: Params) -> str:
     key = notebook_key(notebook)
     seed = "" if is_reference_seed(params) else f" --set seed={params.seed}"
     return (f"run notebook {key} with profile {params.profile!r}{seed} first "

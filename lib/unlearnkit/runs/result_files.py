@@ -12,7 +12,7 @@ from .. import config, paths, provenance
 from ..config import Params
 from .agreement import check_agrees
 from .committed import mirror
-from .layout import _run_it_first, store
+from .layout import run_it_first, store
 from .locks import atomic_write_text
 from .names import FINDINGS, UNLEARNING
 
@@ -82,7 +82,7 @@ def _load_json(path: Path, notebook: str, params: Params) -> dict[str, Any]:
 def _read_result(params: Params, notebook: str, file: str) -> dict[str, Any]:
     path = store(params) / notebook / file
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: {_run_it_first(notebook, params)}")
+        raise FileNotFoundError(f"{path} does not exist: {run_it_first(notebook, params)}")
     payload = _load_json(path, notebook, params)
     metrics = path if file == "metrics.json" else path.with_name("metrics.json")
     if metrics.exists():

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import config, models
 from ..config import Params
-from .layout import _run_it_first, store
+from .layout import run_it_first, store
 from .locks import file_lock
 from .names import FINETUNE, UNLEARNED_PREFIX, UNLEARNING
 from .result_files import read_metrics, unlearning_runs
@@ -75,7 +75,7 @@ def is_saved(params: Params, name: str) -> bool:
 def _missing(params: Params, names: list[str]) -> FileNotFoundError:
     makers = dict.fromkeys(UNLEARNING if n.startswith(UNLEARNED_PREFIX) else FINETUNE for n in names)
     return FileNotFoundError(f"no saved model {', '.join(map(repr, names))} under {store(params) / 'models'}: "
-                             + "; ".join(_run_it_first(m, params) for m in makers))
+                             + "; ".join(run_it_first(m, params) for m in makers))
 
 
 def load_saved(params: Params, name: str, device: str | None = None, *, dtype: str | None) -> models.LoadedModel:

@@ -27,7 +27,8 @@ tokens of the batch as it does; each method's module says which.
 
 from __future__ import annotations
 
-from . import methods  # noqa: F401  (registers every method)
+from ..models import answer_positions, mean_entropy  # the model station's, named here too
+from . import methods  # registers every method
 from .data import (
     BATCH_PARTS,
     IDK_ANSWERS,
@@ -46,15 +47,12 @@ from .registry import OPTIONS, REGISTRY, Method, Option, method_spec, method_tab
 from .shared import (
     CAP_ON,
     DISABLE_ADAPTERS,
-    _forward,
-    _unwrap,
-    answer_positions,
     capped_nll,
     decoder_layers,
+    forward_pass,
     freeze_above_layer,
     frozen_reference,
     is_peft_model,
-    mean_entropy,
     mean_kl,
     mean_nll,
     resolve_layer,
@@ -62,6 +60,7 @@ from .shared import (
     sequence_capped_nll,
     sequence_logprob,
     token_nll,
+    unwrap_model,
 )
 
 #: Valid method names of :class:`UnlearningLoss`, in the order they are registered.
@@ -84,5 +83,5 @@ __all__ = [
     "mix_models",
     "mix_weights", "pick_alternate", "pick_idk_answer", "register", "resolve_layer", "restrict_trainable",
     "rmu_trainable_parameters", "sequence_capped_nll", "sequence_logprob", "step_parts", "token_nll",
-    "_forward", "_unwrap",
+    "forward_pass", "unwrap_model", "methods",
 ]

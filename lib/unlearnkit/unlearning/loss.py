@@ -10,17 +10,15 @@ from typing import Any
 
 import torch
 
-from ..models import eval_mode
+from ..models import answer_positions, eval_mode, mean_entropy
 from .data import BATCH_PARTS
 from .registry import OPTIONS, method_spec
 from .shared import (
     DISABLE_ADAPTERS,
-    _forward,
-    _unwrap,
-    answer_positions,
+    forward_pass,
     is_peft_model,
-    mean_entropy,
     resolve_layer,
+    unwrap_model,
 )
 
 #: Parameters every method uses.
@@ -53,7 +51,7 @@ class Step:
     def forward(self, key: str) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The trained model's logits on sub-batch ``key`` and the output of the method's layer (None without)."""
         if key not in self._outputs:
-            self._outputs[key] = _forward(self.model, self.batch[key], self.layer)
+            self._outputs[key] = forward_pass(self.model, self.batch[key], self.layer)
         return self._outputs[key]
 
     def logits(self, key: str) -> torch.Tensor:
@@ -219,10 +217,10 @@ class UnlearningLoss:
         """π_ref's logits (and layer output) on one sub-batch, in eval mode, without gradients."""
         mode = self._reference_mode(model)
         if mode == "adapters":
-            peft_model = _unwrap(model)
+            peft_model = unwrap_model(model)
             # eval mode: no adapter dropout in the reference pass
             with eval_mode(peft_model), peft_model.disable_adapter():
-                logits, hidden = _forward(peft_model, sub_batch, layer)
+                logits, hidden = forward_pass(peft_model, sub_batch, layer)
             return logits.detach(), None if hidden is None else hidden.detach()
         if mode != "model":
             raise ValueError(f"method {self.method!r} has no reference model")
@@ -231,7 +229,7 @@ class UnlearningLoss:
         device = sub_batch["input_ids"].device
         if next(ref.parameters()).device != device:
             ref.to(device)  # the training loop moves the trained model, not the reference
-        logits, hidden = _forward(ref, sub_batch, layer)
+        logits, hidden = forward_pass(ref, sub_batch, layer)
         return logits.detach(), None if hidden is None else hidden.detach()
 
     def steering_direction(self, hidden_size: int, device, tensor_dtype=torch.float32) -> torch.Tensor:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import torch
 
-from .shared import _unwrap, is_peft_model
+from .shared import is_peft_model, unwrap_model
 
 
 def mix_weights(original_state_dict: Mapping[str, torch.Tensor], unlearned_state_dict: Mapping[str, torch.Tensor],
@@ -51,9 +51,9 @@ def mix_models(original_model, unlearned_model, a: float):
     must be the plain base model it was built from."""
     if is_peft_model(original_model):
         raise ValueError("original_model must be a plain model (the one before unlearning), not a PEFT model")
-    unlearned = copy.deepcopy(_unwrap(unlearned_model))
+    unlearned = copy.deepcopy(unwrap_model(unlearned_model))
     if is_peft_model(unlearned):
         unlearned = unlearned.merge_and_unload()
-    state = mix_weights(_unwrap(original_model).state_dict(), unlearned.state_dict(), a)
+    state = mix_weights(unwrap_model(original_model).state_dict(), unlearned.state_dict(), a)
     unlearned.load_state_dict(state)
     return unlearned

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..models import answer_positions, mean_entropy  # noqa: F401  (the model station's; re-exported here)
+from ..models import answer_positions
 from ..training import pooled_mean
 
 #: A term's argument: the training step it is computed in (:class:`.loss.Step`; not imported here, since the
@@ -145,7 +145,7 @@ def log_ratio(step: Step, key: str) -> torch.Tensor:
 # --------------------------------------------------------------------------- model plumbing
 
 
-def _unwrap(model):
+def unwrap_model(model):
     """The module under a DistributedDataParallel-style wrapper (``.module``), else the model itself."""
     return getattr(model, "module", model)
 
@@ -155,13 +155,13 @@ def is_peft_model(model) -> bool:
         from peft import PeftModel
     except ImportError:  # peft is optional for full fine-tuning
         return False
-    return isinstance(_unwrap(model), PeftModel)
+    return isinstance(unwrap_model(model), PeftModel)
 
 
 def decoder_layers(model) -> torch.nn.ModuleList:
     """The list of decoder blocks of a causal LM (Llama/Mistral/Phi ``model.layers``, GPT-2 ``transformer.h``,
     GPT-NeoX ``gpt_neox.layers``), under PEFT and DDP wrappers."""
-    base = _unwrap(model)
+    base = unwrap_model(model)
     if is_peft_model(base):
         base = base.get_base_model()
     for path in ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers"):
@@ -205,7 +205,7 @@ def _capture_layer_output(model, layer: int | None):
         handle.remove()
 
 
-def _forward(model, sub_batch: Mapping[str, torch.Tensor], layer: int | None = None
+def forward_pass(model, sub_batch: Mapping[str, torch.Tensor], layer: int | None = None
              ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits and (if ``layer`` is given) that layer's output hidden states of one sub-batch."""
     with _capture_layer_output(model, layer) as captured:
@@ -220,7 +220,7 @@ def frozen_reference(model):
     if is_peft_model(model):
         raise ValueError("frozen_reference copies a full model; for a PEFT/LoRA model pass "
                          f"ref_model={DISABLE_ADAPTERS!r} to UnlearningLoss instead")
-    ref = copy.deepcopy(_unwrap(model))
+    ref = copy.deepcopy(unwrap_model(model))
     ref.eval()
     ref.requires_grad_(False)
     return ref
@@ -236,9 +236,9 @@ def freeze_above_layer(model, layer: int) -> int:
     layers = decoder_layers(model)
     layer = resolve_layer(model, layer)
     reachable = {id(p) for block in list(layers)[:layer + 1] for p in block.parameters()}
-    reachable.add(id(_unwrap(model).get_input_embeddings().weight))
+    reachable.add(id(unwrap_model(model).get_input_embeddings().weight))
     frozen = 0
-    for p in _unwrap(model).parameters():
+    for p in unwrap_model(model).parameters():
         if p.requires_grad and id(p) not in reachable:
             p.requires_grad_(False)
             frozen += 1

@@ -3,5 +3,7 @@
 DPO, NPO, RMU), then open-unlearning's SimNPO, WGA, SatImp, CE-U, UNDIAL and AltPO. A new method is a new module
 here, imported below."""
 
-from . import ga, gd, kl, idk, dpo, npo, rmu  # noqa: F401, I001  (registration order)
-from . import simnpo, wga, satimp, ceu, undial, altpo  # noqa: F401, I001
+from . import ga, gd, kl, idk, dpo, npo, rmu  # noqa: I001  (registration order)
+from . import simnpo, wga, satimp, ceu, undial, altpo  # noqa: I001
+
+__all__ = ["ga", "gd", "kl", "idk", "dpo", "npo", "rmu", "simnpo", "wga", "satimp", "ceu", "undial", "altpo"]
