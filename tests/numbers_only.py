@@ -19,7 +19,8 @@ IDENTIFIERS = frozenset({
     "run", "runs", "control", "split", "calibrated by", "best setting",
     "models", "retain_model", "model", "kind", "folder", "hash", "reference", "base", "label", "positions",
     "informative_formats", "too_few_items", "not_transferring", "unread", "format", "scorers", "readout", "set",
-    "against", "questions", "name", "measures", "binary"})
+    "against", "questions", "name", "measures", "binary",
+    "variant", "side"})
 #: Maps from a name to a text that names something (a model's folder), and ``matched/reason``: why a run has no
 #: matched point, a precondition record the claims' extractors read and repeat as "not testable: <reason>".
 NAMED_UNDER = frozenset({"models"})

@@ -21,7 +21,6 @@ NOT_YET = {
     "unlearnkit.report": "waiting for #62 item 4 to reach the report (rewritten on another branch)",
     "unlearnkit.plots": "waiting for #62 item 4 to reach the plots (their function names are a stored figure recipe's)",
     "unlearnkit.claims": "waiting for #62 item 4 to reach the claims (rewritten on another branch)",
-    "unlearnkit.former": "waiting for #62 item 4 to reach the former findings (rewritten on another branch)",
 }
 NOQA_F401 = re.compile(r"#\s*noqa\s*:[^#\n]*\bF401\b")
 
