@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numbers_only
 import pandas as pd
 import pytest
-from unlearnkit import config, paths, runs
+from unlearnkit import config, paths
 from unlearnkit.studies import alignment, entropy, leakage, recovery
 from unlearnkit.studies.entropy.plan import RegimePoint, SweepPoint
 
