@@ -344,3 +344,133 @@ def judge(claim: str, results: Sequence[SeedResult], side: str, null: float) -> 
         _or_none(mean), _or_none(low), _or_none(high), k, n_sign, p,
         (sum(s[0] for s in pooled), sum(s[1] for s in pooled)), lean,
         lean_words(lean, _or_none(low), _or_none(high), k, n_sign, p, side, null))
+
+
+# --------------------------------------------------------------------------- power (#58 item 4)
+
+#: The probability a set of new seeds must have of deciding a claim (reproduced or contradicted) for the row not to
+#: say "cannot be decided"; and the most seeds the search for how many would decide it looks at.
+POWER_TARGET, POWER_MAX_SEEDS = 0.8, 60
+#: Bootstrap resamples of the exploratory seeds for the interval of the per-seed probabilities, and its seed (the
+#: summary is rebuilt byte for byte).
+POWER_RESAMPLES, POWER_SEED = 2000, 0
+
+
+def smallest_decisive(n: int) -> int | None:
+    """The fewest seeds of ``n`` counted that clear the rule's bound (one-sided 95 % Clopper-Pearson lower bound above
+    1/2): 5 of 5, 6 of 6, 6 of 7, ...; None for n < 5."""
+    for k in range(n + 1):
+        if clopper_pearson_lower(k, n, RULE_ALPHA) > RULE_SHARE:
+            return k
+    return None
+
+
+def _thresholds(most: int) -> list[int | None]:
+    return [None] + [smallest_decisive(n) for n in range(1, most + 1)]
+
+
+def decide_probabilities(shares: Mapping[str, float], seeds: int, thresholds: Sequence[int | None] | None = None
+                         ) -> tuple[float, float]:
+    """The probability that ``seeds`` new seeds reproduce, and that they contradict, a claim whose per-seed outcome
+    is consistent, inconsistent, inconclusive or not testable with the probabilities ``shares`` (independent seeds):
+    the number not testable is binomial, and of the n counted, the consistent (or inconsistent) ones are binomial
+    with the share among counted outcomes; the verdict by :func:`verdict_of`'s bound. The two events exclude each
+    other (both counts cannot pass half of n)."""
+    from scipy.stats import binom
+
+    thresholds = _thresholds(seeds) if thresholds is None else thresholds
+    p_t = float(shares.get(NOT_TESTABLE, 0.0))
+    p_c, p_i = float(shares.get(CONSISTENT, 0.0)), float(shares.get(INCONSISTENT, 0.0))
+    reproduce = contradict = 0.0
+    for n in range(seeds + 1):  # n seeds counted, seeds - n not testable
+        need = thresholds[n] if n < len(thresholds) else smallest_decisive(n)
+        if need is None or p_t >= 1.0:
+            continue
+        weight = float(binom.pmf(seeds - n, seeds, p_t))
+        reproduce += weight * float(binom.sf(need - 1, n, p_c / (1 - p_t)))
+        contradict += weight * float(binom.sf(need - 1, n, p_i / (1 - p_t)))
+    return reproduce, contradict
+
+
+def outcome_shares(outcomes: Sequence[str]) -> dict[str, float]:
+    """The share of each of the four outcomes among ``outcomes`` (one per seed)."""
+    if not outcomes:
+        raise ValueError("no seed to estimate the outcome probabilities from")
+    return {o: sum(x == o for x in outcomes) / len(outcomes) for o in OUTCOMES}
+
+
+def seeds_to_decide(shares: Mapping[str, float], target: float = POWER_TARGET, most: int = POWER_MAX_SEEDS
+                    ) -> int | None:
+    """The fewest new seeds that reproduce or contradict the claim with probability at least ``target``, None when
+    no number up to ``most`` does (a per-seed consistent or inconsistent share at or below 1/2 never does)."""
+    counted = 1.0 - float(shares.get(NOT_TESTABLE, 0.0))
+    if counted <= 0 or max(float(shares.get(CONSISTENT, 0.0)), float(shares.get(INCONSISTENT, 0.0))) <= counted / 2:
+        return None  # the bound passes 1/2 only where the share among counted seeds does
+    thresholds = _thresholds(most)
+    for seeds in range(SEEDS_FOR_A_VERDICT, most + 1):
+        if max(decide_probabilities(shares, seeds, thresholds)) >= target:
+            return seeds
+    return None
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the exploratory seeds say of a confirmatory set of ``seeds`` seeds: each outcome's per-seed probability
+    (the exploratory share) with its bootstrap interval over those seeds, the probabilities that the new seeds
+    reproduce and contradict the claim (with the interval of the larger), whether that reaches
+    :data:`POWER_TARGET`, and how many seeds would (None: more than :data:`POWER_MAX_SEEDS`, or none)."""
+
+    seeds: int
+    from_seeds: tuple[int, ...]
+    shares: Mapping[str, float]
+    share_intervals: Mapping[str, tuple[float, float]]
+    reproduce: float
+    contradict: float
+    decide_interval: tuple[float, float]
+    decidable: bool
+    seeds_needed: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["from_seeds"] = list(self.from_seeds)
+        out["share_intervals"] = {k: list(v) for k, v in self.share_intervals.items()}
+        out["decide_interval"] = list(self.decide_interval)
+        return out
+
+    def words(self) -> str:
+        """"reproduces on 6 new seeds with probability 0.74" or "cannot be decided on 6 seeds (P = 0.31); it would
+        need 11"."""
+        best = max(self.reproduce, self.contradict)
+        verb = "reproduces" if self.reproduce >= self.contradict else "is contradicted"
+        if self.decidable:
+            return f"{verb} on {self.seeds} new seeds with probability {best:.2f}"
+        needs = (f"it would need {self.seeds_needed}" if self.seeds_needed is not None
+                 else f"no number of seeds up to {POWER_MAX_SEEDS} would decide it at {POWER_TARGET:.0%}")
+        return f"cannot be decided on {self.seeds} seeds (P = {best:.2f}); {needs}"
+
+
+def power(per_seed: Sequence[SeedResult], seeds: int = 6, resamples: int = POWER_RESAMPLES) -> Power:
+    """The power of ``seeds`` new seeds for a claim, from its per-seed results on the exploratory seeds: the outcome
+    shares as per-seed probabilities, their percentile bootstrap interval (the seeds resampled with replacement,
+    :data:`POWER_SEED`), and the probability of each verdict by :func:`decide_probabilities`."""
+    outcomes = [r.outcome for r in sorted(per_seed, key=lambda r: r.seed)]
+    shares = outcome_shares(outcomes)
+    thresholds = _thresholds(seeds)
+    reproduce, contradict = decide_probabilities(shares, seeds, thresholds)
+    rng = np.random.default_rng(POWER_SEED)
+    drawn = rng.integers(0, len(outcomes), size=(resamples, len(outcomes)))
+    coded = np.asarray([OUTCOMES.index(o) for o in outcomes])[drawn]
+    share_draws = {o: (coded == i).mean(axis=1) for i, o in enumerate(OUTCOMES)}
+    cache: dict[tuple[int, ...], float] = {}
+    decide = []
+    for row in np.sort(coded, axis=1):
+        key = tuple(int(x) for x in np.bincount(row, minlength=len(OUTCOMES)))
+        if key not in cache:
+            drawn_shares = {o: key[i] / len(outcomes) for i, o in enumerate(OUTCOMES)}
+            cache[key] = max(decide_probabilities(drawn_shares, seeds, thresholds))
+        decide.append(cache[key])
+    interval = {o: (float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))) for o, v in share_draws.items()}
+    best = max(reproduce, contradict)
+    return Power(seeds, tuple(r.seed for r in per_seed), shares, interval, reproduce, contradict,
+                 (float(np.percentile(decide, 2.5)), float(np.percentile(decide, 97.5))), best >= POWER_TARGET,
+                 seeds if best >= POWER_TARGET else seeds_to_decide(shares))

@@ -84,6 +84,63 @@ def amended_text(row: Mapping[str, Any]) -> str:
                    for a in row.get("amended") or ())
 
 
+def _seeds_span(seeds: Sequence[int]) -> str:
+    seeds = sorted(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def set_headers(summary: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The two verdict columns' headers on a summary that judges the exploratory and confirmatory seeds apart
+    (#58), e.g. ("confirmatory (seeds 6-11)", "exploratory (seeds 0-5)"); None where it does not."""
+    sets = summary.get("sets")
+    if not sets:
+        return None
+    confirmatory = (f"confirmatory (seeds {_seeds_span(sets['confirmatory'])})" if sets["confirmatory"]
+                    else "confirmatory")
+    return confirmatory, f"exploratory (seeds {_seeds_span(sets['exploratory'])})"
+
+
+def confirmatory_text(row: Mapping[str, Any]) -> str:
+    """The confirmatory verdict with its effect [interval] and lean; "not run yet" before any confirmatory seed; the
+    reason where the claim moved since the freeze (judged on the exploratory set only)."""
+    sets = row.get("sets") or {}
+    if sets.get("moved"):
+        return f"judged on the exploratory seeds only: {sets['moved']}"
+    c = sets.get("confirmatory")
+    if not c:
+        return "not run yet"
+    return f"**{c['verdict']}**, {_set_effect(c)}, leans {c['lean']}"
+
+
+def _set_effect(c: Mapping[str, Any]) -> str:
+    if c.get("mean") is None:
+        return "no testable seed"
+    interval = "" if c.get("low") is None else f" [{_num(c['low'])}, {_num(c['high'])}]"
+    return f"{_num(c['mean'])}{interval} over {c['n']} seed{'s' if c['n'] != 1 else ''}"
+
+
+def exploratory_text(row: Mapping[str, Any]) -> str:
+    """The exploratory verdict (seeds frozen with the registry) with its effect [interval] and lean."""
+    e = (row.get("sets") or {}).get("exploratory")
+    return f"**{e['verdict']}**, {_set_effect(e)}, leans {e['lean']}" if e else ""
+
+
+def power_text(row: Mapping[str, Any]) -> str:
+    """What six new seeds can decide, from the exploratory seeds (:func:`unlearnkit.claims.judge.power`)."""
+    return ((row.get("sets") or {}).get("power") or {}).get("words", "")
+
+
+def pooled_text(row: Mapping[str, Any]) -> str:
+    """The pooled effect over every seed, for reference only ("" before any confirmatory seed)."""
+    p = (row.get("sets") or {}).get("pooled")
+    if not p or p.get("mean") is None:
+        return ""
+    interval = "" if p.get("low") is None else f" [{_num(p['low'])}, {_num(p['high'])}]"
+    return f"pooled over {len(p['seeds'])} seeds, for reference only: {_num(p['mean'])}{interval}"
+
+
 def readme_lines(summary: Mapping[str, Any]) -> list[str]:
     """The README's table of the registered claims, and the list of those not testable here."""
     rows = summary.get("claims") or []
@@ -95,15 +152,22 @@ def readme_lines(summary: Mapping[str, Any]) -> list[str]:
              f"where the row says so, the {ANALOGUE} of it) in the paper's direction. {RULE} Findings: {counted}. Per seed: c consistent, i inconsistent, "
              "~ inconclusive, - not testable.", "",
              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
-             "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean |",
-             "|---|---|---|---|---|---|---|"]
+             "| paper | claim, and the sentence it tests | effect over the seeds | needs | per seed | verdict | lean |"
+             + (" six new seeds |" if summary.get("sets") else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if summary.get("sets") else "")]
     for row in rows:
         kind = ("" if row["kind"] == "finding" else f" ({row['kind']})") + analogue_text(row)
         quote = f" — “{row['quote']}” ({row['section']})" if row.get("quote") else ""
+        verdict = f"**{row['verdict']}**"
+        if summary.get("sets", {}).get("confirmatory"):
+            verdict += f" (confirmatory); exploratory: {exploratory_text(row)}"
+            if pooled_text(row):
+                verdict += f"; {pooled_text(row)}"
         lines.append(f"| {_cell(row['paper'])}, arXiv {row['arxiv']} | "
                      f"{_cell(row['claim'] + kind + quote + amended_text(row))} | "
                      f"{_cell(effect_text(row))} | {_cell(needs_text(row))} | {_cell(seeds_text(row))} | "
-                     f"**{row['verdict']}** | {_cell(lean_text(row))} |")
+                     f"{_cell(verdict)} | {_cell(lean_text(row))} |"
+                     + (f" {_cell(power_text(row))} |" if summary.get("sets") else ""))
     untested = summary.get("untested") or []
     if untested:
         lines += ["", "Registered, not tested here:", ""]
@@ -163,7 +227,9 @@ def frame(rows: Sequence[Mapping[str, Any]]):
                           + amended_text(r),
                           "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
                           "effect over the seeds": effect_text(r), "needs": needs_text(r),
-                          "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r)} for r in rows])
+                          "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r),
+                          **({"exploratory": exploratory_text(r).replace("**", ""), "six new seeds": power_text(r)}
+                             if r.get("sets") else {})} for r in rows])
 
 
 def styled(table):

@@ -6,12 +6,15 @@ docs/results.md and the report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import config, results, runs
+from . import judge
 from .judge import ClaimVerdict
 from .registry import Registry
 
@@ -28,9 +31,20 @@ RULE = ("Per registered claim (docs/claims.yaml), each seed's effect on the pape
         "none otherwise. docs/metrics.md §8.3.")
 
 
-def records(reg: Registry, judged: Sequence[ClaimVerdict]) -> list[dict[str, Any]]:
+#: The size of a confirmatory set whose power the summary states (#58: six new seeds).
+CONFIRMATORY_SEEDS = 6
+SETS_RULE = ("Seeds 0-5 are exploratory: they shaped the registry, which was then frozen (docs/claims.frozen.json). "
+             "Every other seed is confirmatory: each claim is judged on each set apart by the same rule, and the "
+             "headline verdict is the confirmatory one wherever the claim's registry entry and exploratory effects "
+             "are as frozen (else the exploratory one, and the row says why). The power of six confirmatory seeds "
+             "is computed from the exploratory seeds' outcome shares, taken as per-seed probabilities (a plug-in "
+             "estimate from six seeds: six of six consistent gives probability 1), with a bootstrap interval.")
+
+def records(reg: Registry, judged: Sequence[ClaimVerdict], sets: Mapping[str, Mapping[str, Any]] | None = None
+            ) -> list[dict[str, Any]]:
     """One record per judged claim, in the registry's order: the registry's fields and the verdict over seeds with
-    its per-seed results."""
+    its per-seed results, and (``sets``, :func:`two_sets`) the claim on the exploratory and confirmatory seeds."""
+    sets = sets or {}
     by_id = {v.claim: v for v in judged}
     out = []
     for c in reg.claims:
@@ -44,7 +58,7 @@ def records(reg: Registry, judged: Sequence[ClaimVerdict]) -> list[dict[str, Any
                        "range": list(c.range)},
             "minimal_effect": {"value": c.minimal_effect, "reason": c.minimal_reason}, "unit": c.unit,
             "preconditions": list(c.preconditions), "replaces": list(c.replaces), "amended": list(c.amended),
-            "analogue": c.analogue})
+            "analogue": c.analogue, **({"sets": dict(sets[c.id])} if c.id in sets else {})})
     return out
 
 
@@ -89,26 +103,90 @@ def seeds_in_progress(profile: str) -> list[int]:
     return [s for s in runs.seeds(profile) if runs.in_progress(profile, s)]
 
 
+def _brief(v: ClaimVerdict) -> dict[str, Any]:
+    """A verdict over one set of seeds, without its per-seed results (the record keeps those once, for every seed)."""
+    return {"seeds": [r.seed for r in v.per_seed], "verdict": v.verdict, "text": v.text, "n": v.n,
+            "consistent": v.consistent, "inconsistent": v.inconsistent, "inconclusive": v.inconclusive,
+            "not_testable": list(v.not_testable), "mean": v.mean, "low": v.low, "high": v.high, "sign_k": v.sign_k,
+            "sign_n": v.sign_n, "sign_p": v.sign_p, "lean": v.lean, "lean_text": v.lean_text}
+
+
+def _or_none(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _subset(v: ClaimVerdict, seeds: Sequence[int], side: str, null: float) -> ClaimVerdict:
+    return judge.judge(v.claim, [r for r in v.per_seed if r.seed in set(seeds)], side, null)
+
+
+def two_sets(reg: Registry, claims: Sequence[ClaimVerdict], exploratory: Sequence[int],
+             moved: Mapping[str, str] | None = None, confirmatory_size: int = CONFIRMATORY_SEEDS
+             ) -> tuple[list[ClaimVerdict], dict[str, dict[str, Any]]]:
+    """Each claim judged twice (#58): on the ``exploratory`` seeds (those frozen) and on the confirmatory ones (every
+    other seed), each by the rule. The claim's headline verdict is the confirmatory set's where there is one and its
+    registry entry and exploratory effects did not move since the freeze (``moved``); else the exploratory set's,
+    and the record says why. Returns the headline verdicts (their per_seed: every seed) and each claim's sets: both
+    verdicts without per-seed results, the pooled effect over every seed (for reference only) and the power of
+    ``confirmatory_size`` new seeds from the exploratory ones."""
+    by_id = {c.id: c for c in reg.claims}
+    moved = moved or {}
+    out, every = [], {}
+    for v in claims:
+        c = by_id[v.claim]
+        seeds = sorted(r.seed for r in v.per_seed)
+        confirmatory = [s for s in seeds if s not in set(exploratory)]
+        explored = _subset(v, exploratory, c.side, c.null)
+        sets: dict[str, Any] = {"exploratory": _brief(explored), "confirmatory": None, "moved": moved.get(v.claim)}
+        headline = explored
+        if confirmatory and v.claim not in moved:
+            confirmed = _subset(v, confirmatory, c.side, c.null)
+            sets["confirmatory"] = _brief(confirmed)
+            headline = confirmed
+        sets["judged_on"] = "confirmatory" if sets["confirmatory"] else "exploratory"
+        if confirmatory:
+            mean, low, high = judge.t_interval([r.effect for r in v.per_seed if r.outcome in judge.COUNTED])
+            sets["pooled"] = {"seeds": seeds, "mean": _or_none(mean), "low": _or_none(low),
+                              "high": _or_none(high)}
+        if explored.per_seed:
+            power = judge.power(explored.per_seed, confirmatory_size)
+            sets["power"] = {**power.as_dict(), "words": power.words()}
+        every[v.claim] = sets
+        out.append(dataclasses.replace(headline, per_seed=v.per_seed))
+    return out, every
+
+
 def build(profile: str, claims: Sequence[ClaimVerdict], seed_study: Mapping[str, Any] | None = None,
           reg: Registry | None = None) -> dict[str, Any]:
     """The one summary of a profile's seeds, built once by notebook 10: the schema version, the seeds, the rule, the
     registered claims judged over the seeds (:func:`records`) with their counts and leans, the claims not testable
     here, the seed study (``seed_study``, :func:`unlearnkit.studies.seeds.study`) and, on the default profile, the
-    frozen registry's status. Each verdict can be recomputed from the file alone."""
+    frozen registry's status and each claim judged on the exploratory (frozen) and confirmatory seeds apart
+    (:func:`two_sets`), with the power of a confirmatory set. Each verdict can be recomputed from the file alone."""
     from . import registry
 
     reg = registry.load() if reg is None else reg
-    rows = records(reg, claims)
-    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "profile": profile,
-                           "seeds": sorted({r.seed for c in claims for r in c.per_seed}),
-                           "claims_rule": RULE, "claims_counts": counts(rows), "claims_leans": leans(rows),
-                           "claims": rows, "untested": untested_records(reg)}
-    if seed_study is not None:
-        out["seed_study"] = dict(seed_study)
+    seeds = sorted({r.seed for c in claims for r in c.per_seed})
+    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "profile": profile, "seeds": seeds, "claims_rule": RULE}
+    sets: dict[str, dict[str, Any]] = {}
     if profile == config.BASE_PROFILE:  # the registry is frozen on the default profile's seeds only
         from . import freeze
 
-        out["freeze"] = freeze.status(claims)
+        status = freeze.status(claims)
+        exploratory = status.get("seeds", seeds)
+        claims, sets = two_sets(reg, claims, exploratory, status.get("moved"))
+        out["freeze"] = status
+        out["sets"] = {"exploratory": [s for s in seeds if s in set(exploratory)],
+                       "confirmatory": [s for s in seeds if s not in set(exploratory)], "rule": SETS_RULE}
+    rows = records(reg, claims, sets)
+    out.update({"claims_counts": counts(rows), "claims_leans": leans(rows), "claims": rows,
+                "untested": untested_records(reg)})
+    if "sets" in out and out["sets"]["confirmatory"]:
+        explored = [{**r, **{"verdict": r["sets"]["exploratory"]["verdict"], "lean": r["sets"]["exploratory"]["lean"]}}
+                    for r in rows]
+        out["claims_counts_exploratory"] = counts(explored)
+        out["claims_leans_exploratory"] = leans(explored)
+    if seed_study is not None:
+        out["seed_study"] = dict(seed_study)
     return out
 
 

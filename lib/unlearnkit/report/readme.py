@@ -70,6 +70,12 @@ def effect_cell(row: Mapping[str, Any]) -> str:
     return f"{row['mean']:+.3g}{interval}, {row['n']} seed{'s' if row['n'] != 1 else ''}"
 
 
+def sets_rule(summary: Mapping[str, Any]) -> list[str]:
+    """The two sets' rule (#58), where the summary judges them apart."""
+    rule = (summary.get("sets") or {}).get("rule")
+    return ["", rule] if rule else []
+
+
 def story(summary: Mapping[str, Any]) -> list[str]:
     """What the findings say, in sentences rendered from the summary's numbers: the seeds, the counts by verdict, the
     findings reproduced, contradicted and not testable, by name."""
@@ -77,9 +83,18 @@ def story(summary: Mapping[str, Any]) -> list[str]:
     seeds = summary.get("seeds", [])
     counts = summary.get("claims_counts") or {}
     told = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
-    opening = (f"Judged over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))} of the "
-               f"`{summary['profile']}` profile (a tiny model trained from scratch on a synthetic corpus that each seed "
-               f"redraws, on 2 CPU cores), the {len(rows)} quoted findings come to: {told}.")
+    sets = summary.get("sets") or {}
+    if sets.get("confirmatory"):
+        explored = ", ".join(f"{n} {verdict}" for verdict, n in (summary.get("claims_counts_exploratory") or {}).items())
+        opening = (f"Judged on the confirmatory training seeds {', '.join(map(str, sets['confirmatory']))} of the "
+                   f"`{summary['profile']}` profile, new seeds run after the registry was frozen on the exploratory seeds "
+                   f"{', '.join(map(str, sets['exploratory']))} (a tiny model trained from scratch on a synthetic corpus "
+                   f"that each seed redraws, on 2 CPU cores), the {len(rows)} quoted findings come to: {told} "
+                   f"(on the exploratory seeds: {explored}).")
+    else:
+        opening = (f"Judged over training seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds))} of the "
+                   f"`{summary['profile']}` profile (a tiny model trained from scratch on a synthetic corpus that each "
+                   f"seed redraws, on 2 CPU cores), the {len(rows)} quoted findings come to: {told}.")
     named = []
     for verdict in ("reproduced", "contradicted", "not testable here"):
         ids = [f"{r['id']} ({r['paper']})" for r in rows if r["verdict"] == verdict]
@@ -89,27 +104,64 @@ def story(summary: Mapping[str, Any]) -> list[str]:
         ids = [r["id"] for r in rows if r["verdict"] == "inconclusive" and r.get("lean") == lean]
         if ids:
             named.append(f"**Inconclusive, leaning {lean} the paper**: {', '.join(ids)}.")
+    changed = [f"{r['id']} ({r['sets']['exploratory']['verdict']}, {_effect(r['sets']['exploratory'])} on the "
+               f"exploratory seeds; {r['sets']['confirmatory']['verdict']}, {_effect(r['sets']['confirmatory'])} on the "
+               f"confirmatory)" for r in rows if (r.get("sets") or {}).get("confirmatory")
+               and r["sets"]["exploratory"]["verdict"] != r["sets"]["confirmatory"]["verdict"]]
+    if changed:
+        named.append(f"**Changed verdict between the two sets**: {'; '.join(changed)}.")
+    undecidable = [r["id"] for r in rows if ((r.get("sets") or {}).get("power") or {}).get("decidable") is False]
+    if undecidable and not sets.get("confirmatory"):
+        named.append(f"By the exploratory seeds, six confirmatory seeds cannot decide {len(undecidable)} of the "
+                     f"{len(rows)} findings (a probability below 80 % of reproducing or contradicting them).")
     return [opening, "", " ".join(named)] if named else [opening]
+
+
+def _effect(brief: Mapping[str, Any]) -> str:
+    if brief.get("mean") is None:
+        return "no testable seed"
+    interval = "" if brief.get("low") is None else f" [{brief['low']:+.3g}, {brief['high']:+.3g}]"
+    return f"{brief['mean']:+.3g}{interval}"
 
 
 def readme_section(summary: Mapping[str, Any]) -> str:
     """The README's results section, from a findings summary (notebook 10's ``docs/findings.json``): what the findings
     say and one line per registered claim (paper, finding, effect and interval, verdict, figure); the rest is in
     docs/results.md (:func:`results_page`)."""
-    from ..claims.render import CLAIMS_OVERVIEW, analogue_text, figure, lean_text, needs_text
+    from ..claims.render import (
+        CLAIMS_OVERVIEW,
+        analogue_text,
+        confirmatory_text,
+        exploratory_text,
+        figure,
+        lean_text,
+        needs_text,
+        power_text,
+        set_headers,
+    )
 
     lines = [START, "", "## What the findings say", ""]
-
-    lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", "",
-              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", "",
-              "| paper | finding | effect [95 % interval] | needs | verdict | lean | figure |",
-              "|---|---|---|---|---|---|---|"]
+    headers = set_headers(summary)
+    lines += [*story(summary), "", f"{summary.get('claims_rule', '')}", *sets_rule(summary), "",
+              f"![{CLAIMS_OVERVIEW}](figures/{CLAIMS_OVERVIEW}.png)", ""]
+    if headers:
+        lines += [f"| paper | finding | needs | {headers[0]} | {headers[1]} | lean | six new seeds | figure |",
+                  "|---|---|---|---|---|---|---|---|"]
+    else:
+        lines += ["| paper | finding | effect [95 % interval] | needs | verdict | lean | figure |",
+                  "|---|---|---|---|---|---|---|"]
     for row in summary.get("claims") or []:
         kind = ("" if row["kind"] == "finding" else f" ({row['kind']})") + analogue_text(row)
         shown = f"[{figure(row)}](figures/{figure(row)}.png)" if figure(row) else ""
-        lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
-                     f"{_cell(effect_cell(row))} | {_cell(needs_text(row))} | **{row['verdict']}** | "
-                     f"{_cell(lean_text(row))} | {shown} |")
+        if headers:
+            lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
+                         f"{_cell(needs_text(row))} | {_cell(confirmatory_text(row))} | "
+                         f"{_cell(exploratory_text(row))} | {_cell(lean_text(row))} | {_cell(power_text(row))} | "
+                         f"{shown} |")
+        else:
+            lines.append(f"| {_cell(row['paper'])} | {_cell(row['id'] + ': ' + row['claim'] + kind)} | "
+                         f"{_cell(effect_cell(row))} | {_cell(needs_text(row))} | **{row['verdict']}** | "
+                         f"{_cell(lean_text(row))} | {shown} |")
     lines += ["", "Each claim's quoted sentence, every seed's outcome and the seed study: "
               "[docs/results.md](docs/results.md)."]
     lines += freeze_lines(summary.get("freeze"))
@@ -229,6 +281,15 @@ def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
         lines.append(f"| {r['pair']} | {r['metric']} ({r['better']} is better) | {r['wins']} of {r['seeds']} seeds "
                      f"(ties {r['ties']}) | {r['p (two-sided sign test)']:.3f} | {_cell(r['difference'])} "
                      f"{r['mean difference']:+.3g} [{r['low']:+.3g}, {r['high']:+.3g}] | **{r['outcome']}** |")
+    if study.get("flips"):
+        lines += ["", f"How often a comparison of two methods flips with the training seed (over seeds "
+                      f"{', '.join(map(str, study.get('seeds', [])))}; ties left out): of every two methods, the share "
+                      "ordered differently on some seed, and of every two seeds, the share of method pairs they "
+                      "order oppositely.", "", "| metric | method pairs | flip on some seed | two seeds disagree |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['metric']} | {r['method pairs']} | {r['pairs that flip']} "
+                  f"({_num(r['share of pairs that flip'])}) | "
+                  f"{_num(r['share of seed pairs ordering a method pair oppositely'])} |" for r in study["flips"]]
     return lines + ["", f"![{RANKS}](figures/{RANKS}.png)"]
 
 

@@ -103,8 +103,10 @@ def aggregate(profile: str, overrides: dict[str, Any], timeout: int = DEFAULT_TI
     if profile == config.BASE_PROFILE:
         from ..claims import freeze
 
-        try:  # an altered frozen registry is refused first, in one line, before any work
-            freeze.read()
+        try:  # a missing or altered frozen registry is refused first, in one line, before any work
+            if freeze.read() is None:
+                raise freeze.FreezeError(f"{project_relative(freeze.FROZEN)} is missing: the {profile} profile's "
+                                         "claims are judged on the frozen registry (#58); restore it from git")
         except freeze.FreezeError as exc:
             raise Refused(str(exc)) from None
     checked = plan(runs.FINDINGS[:2], profile, overrides)

@@ -270,6 +270,31 @@ def pair_test(values: pd.DataFrame, pair: Pair) -> dict[str, Any]:
             "outcome": outcome}
 
 
+def flips(values: pd.DataFrame) -> pd.DataFrame:
+    """Per metric, how often the methods' pairwise order changes with the training seed (#58 item 5, in the form
+    Lanyon et al., arXiv 2510.26714, report single-seed comparisons flipping): of every two methods, the share whose
+    order (on the scale where higher is better; ties left out) is not the same on every seed, and the share of
+    (two seeds, two methods) comparisons in which the two seeds order the methods oppositely."""
+    rows = []
+    for m in METRICS:
+        wide = values.pivot(index="method", columns="seed", values=m.name).map(m.score)
+        flipped = compared = opposite = both = 0
+        for a, b in itertools.combinations(wide.index, 2):
+            signs = np.sign((wide.loc[a] - wide.loc[b]).dropna().to_numpy(dtype=float))
+            signs = signs[signs != 0]
+            if len(signs) < 2:
+                continue
+            compared += 1
+            flipped += int((signs > 0).any() and (signs < 0).any())
+            up, down = int((signs > 0).sum()), int((signs < 0).sum())
+            opposite += up * down
+            both += len(signs) * (len(signs) - 1) // 2
+        rows.append({"metric": m.name, "seeds": wide.shape[1], "method pairs": compared,
+                     "pairs that flip": flipped, "share of pairs that flip": flipped / compared if compared else math.nan,
+                     "share of seed pairs ordering a method pair oppositely": opposite / both if both else math.nan})
+    return pd.DataFrame(rows)
+
+
 def pair_tests(values: pd.DataFrame, pairs: Sequence[Pair] = PAIRS) -> pd.DataFrame:
     return pd.DataFrame([pair_test(values, p) for p in pairs])
 
@@ -303,6 +328,7 @@ def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
     out["collapsed"] = collapsed_methods(params, used)
     out["kendall"] = kendall(used, out["collapsed"]).to_dict("records")
     out["pairs"] = pair_tests(used).to_dict("records")
+    out["flips"] = flips(used).to_dict("records")
     out["shares"] = shares_by_metric(used)
     out["values"] = used.to_dict("records")
     return out
