@@ -101,20 +101,9 @@ def smallest_crossing(meta: Mapping[str, Any], per_item: Mapping[str, Any], sche
     return float(min(across)) if across else None
 
 
-def _archived_crossing(meta: Mapping[str, Any]) -> float | None:
-    """Seeds stored before notebook 08 kept its bucket crossing (``meta.crossing``) hold the same number only as a
-    quantity of the retired finding on quantisation across buckets: read it there, as a number, and nothing else."""
-    for f in meta.get("findings") or []:
-        if f.get("short") == "quantisation across buckets":
-            for q in f.get("quantities") or []:
-                if q.get("name") == "smallest share of weights crossing a nf4 bucket" and finite(q.get("value")):
-                    return float(q["value"])
-    return None
-
-
 def crossed_share(seed: SeedResults, per_item: Mapping[str, Any]) -> float | None:
     meta = seed.metrics(runs.ROBUSTNESS)["meta"]
-    return smallest_crossing(meta, per_item) if "crossing" in meta else _archived_crossing(meta)
+    return smallest_crossing(meta, per_item)
 
 
 @extractor("workbook.quantisation_across_buckets")
