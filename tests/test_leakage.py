@@ -128,7 +128,7 @@ def _three_models():
     return {"target": target, "retain90": retain, "npo": unlearned}
 
 
-def test_model_reports_the_verdict_and_the_flagged_questions_on_hand_made_models():
+def test_model_reports_the_counts_and_the_flagged_questions_on_hand_made_models():
     results = _three_models()
     reports = leakage.summarise_models(results, ALPHA, rouge_threshold=0.5, adaptive_threshold=0.9,
                                        reference="retain90")
@@ -136,17 +136,11 @@ def test_model_reports_the_verdict_and_the_flagged_questions_on_hand_made_models
     npo = reports.summaries["npo"]
     assert npo["greedy_unlearned_but_leaks"] == 1 and npo["greedy_unlearned_but_leaks_above_reference"] == 1
     assert npo["adaptive_greedy_share"] == pytest.approx(1 / 3)  # only the last question's c(x) exceeds 0.9
-    verdict = leakage.understatement_verdict(reports.tables, reports.summaries, ALPHA,
-                                             exclude=["target", "retain90"], reference="retain90")
-    assert verdict.startswith("Yes") and "npo, question 1" in verdict and "8/8 samples" in verdict
-    assert "names the key in 0/8 samples" in verdict
     flagged = leakage.flagged_questions(reports.tables, reports.summaries, exclude=["target", "retain90"],
                                         reference="retain90")
     assert flagged.model == "npo" and flagged.count == 1
     assert flagged.table.index.tolist() == [1] and flagged.table["retain90 leaks"].tolist() == [0]
     assert leakage.flagged_questions(reports.tables, reports.summaries, exclude=list(results)) is None
-    quiet = {name: reports.tables[name] for name in ("target", "retain90")}
-    assert leakage.understatement_verdict(quiet, reports.summaries, ALPHA, exclude=["target"]).startswith("No")
 
     counts = leakage.summary_frame(reports.summaries, leakage.COUNT_COLUMNS)
     assert counts.loc["npo", "greedy_unlearned_but_leaks"] == 1 and "flagged_rouge_tail_bound_mean" in counts
