@@ -11,8 +11,8 @@ import pandas as pd
 from ... import bounds
 from ...metrics import scored as sampled_scores
 from ...metrics.sampling import SampledScores
+from .collapse import REGIME, curve_pair
 from .plan import UTILITY_KEPT, RegimePoint, SweepPoint
-from .verdicts import REGIME, curve_pair
 
 # --------------------------------------------------------------------------- texts and results
 
