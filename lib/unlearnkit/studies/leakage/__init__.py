@@ -65,7 +65,6 @@ from .results import (  # noqa: F401
     AtomCoverage,
     atom_at_zero_coverage,
     bound_modes,
-    bound_modes_text,
     keyword_prefix_comparison,
     metrics_entries,
     per_item,
@@ -85,6 +84,7 @@ from .shapes import (  # noqa: F401
     forget_rows,
 )
 from .tables import (  # noqa: F401
+    above_greedy_share,
     bound_table,
     bounds_vs_n,
     bounds_vs_n_curves,
@@ -99,11 +99,4 @@ from .tables import (  # noqa: F401
     summarise_models,
     summary_frame,
     understatement_summary,
-)
-from .texts import (  # noqa: F401
-    binary_bounds_text,
-    bounds_vs_n_text,
-    greedy_vs_samples_text,
-    keyword_text,
-    regime_text,
 )
