@@ -359,3 +359,13 @@ def test_per_item_keeps_every_question_of_every_model():
     assert item["rouge_sd"][1] == 0.0 and abs(item["rouge_mean"][0] - 0.3) < 1e-12
     assert item["M_bin"][1] == pytest.approx(1 - 0.01 ** (1 / 4))  # no leak in 4 samples: the Clopper-Pearson floor
     assert json.loads(json.dumps(item)) == item
+
+
+def test_curve_bounds_give_each_curve_models_mean_m_gen_and_sd():
+    results = {"npo": _scores([1, 1], [20, 10], [0.5, 0.5]), "npo_eo": _scores([0, 0], [0, 0], [0.99, 0.99])}
+    found = entropy.curve_bounds(results, ALPHA, 0.5)
+    assert found.index.tolist() == ["npo", "npo_eo"] and found.index.name == "model"
+    # no sample above 0.5: M_gen sits at its floor, the one-sided DKW epsilon of 64 samples
+    assert found.loc["npo_eo", "M_gen"] == pytest.approx(np.sqrt(np.log(1 / ALPHA) / (2 * 64)))
+    assert found.loc["npo", "M_gen"] > found.loc["npo_eo", "M_gen"]
+    assert found.loc["npo_eo", "ED sd"] == pytest.approx(0.0, abs=1e-12)

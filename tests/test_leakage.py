@@ -348,3 +348,11 @@ def test_hp_model_regime_is_the_first_run_that_reached_the_regime(tmp_path):
     assert leakage.hp_model_of("regime", {}) == (None, None)
     assert leakage.hp_model_of("unlearned-npo", chosen) == ("unlearned-npo", "unlearned-npo")
     assert leakage.hp_model_of(None, chosen) == (None, None)
+
+
+def test_above_greedy_share_counts_the_questions_some_sample_beats_greedy_on():
+    rouge = np.array([[0.2, 0.9], [0.1, 0.1]])
+    found = leakage.above_greedy_share({"m": _scores([0, 0], np.zeros((2, 2)), rouge, [0.5, 0.5]),
+                                        "target": _scores([0, 0], np.zeros((2, 2)), rouge, [0.0, 0.0])},
+                                       exclude=["target"])
+    assert found.to_dict() == {"m": 0.5}

@@ -73,16 +73,11 @@ from .plan import (  # noqa: F401
     train,
 )
 from .readout import (  # noqa: F401
-    curves_text,
-    diversity_text,
-    ed_utility_text,
-    entropy_text,
-    eo_why,
+    curve_bounds,
     fig3_models,
     most_leaking,
     per_item,
     run_meta,
-    temperature_text,
 )
 from .regime import (  # noqa: F401
     folder_utility,
