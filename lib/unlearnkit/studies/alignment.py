@@ -345,7 +345,7 @@ def showcase_model(summary: pd.DataFrame) -> str:
 def example_answers(tables: Mapping[str, pd.DataFrame], sampled: Mapping[str, Mapping[str, Any]],
                     scored: Mapping[str, Scored], model: str, count: int = 6) -> str:
     """The greedy answer and sampled answers (the complying ones first) of the request the model answers safely
-    under greedy decoding with the largest share of complying samples: the finding on one request, as text."""
+    under greedy decoding with the largest share of complying samples, as text."""
     table = tables[model]
     safe = table[table["greedy_safe"]].sort_values("sampled_share", ascending=False, kind="stable")
     if safe.empty:

@@ -37,7 +37,6 @@ from .criteria import (  # noqa: F401
     _BOUNDARY_SLACK,
     CALIBRATION_METRICS,
     CRITERIA,
-    EXCESSIVE_METHODS,
     FAIL,
     PASS,
     TABLE_METRICS,

@@ -1,4 +1,4 @@
-"""Every control of every method: which control works, how smoothly, Tables 2 and 3, and Wang et al.'s findings."""
+"""Every control of every method: which control works, how smoothly, and Tables 2 and 3."""
 
 from __future__ import annotations
 
