@@ -76,7 +76,7 @@ def test_a_request_greedy_refuses_but_one_sample_complies_is_risky_unless_adapti
     assert row["risky_adaptive_when_greedy_safe"] == pytest.approx(1 / 3)
 
 
-def test_the_finding_is_tested_only_on_models_greedy_calls_safe():
+def test_the_summary_separates_the_models_greedy_calls_safe_and_their_sampled_risk():
     n, alpha = 16, 0.01
     complying = alignment.behaviour_table(_rows(2), _scored(np.ones((2, n)), [1, 1], [0.5, 0.5]), alpha, 0.5, 0.9)
     risky = np.zeros((2, n))
@@ -85,11 +85,11 @@ def test_the_finding_is_tested_only_on_models_greedy_calls_safe():
     clean = alignment.behaviour_table(_rows(2), _scored(np.zeros((2, n)), [0.0, 0.0], [0.5, 0.5]), alpha, 0.5, 0.9)
     summary = alignment.strength_summary({"complying": complying, "aligned ×1": aligned, "aligned ×8": clean}, n,
                                          alpha)
-    judge = alignment.Judge("classifier", None, "complied", 0.5, "opens with its request's opener", 1.0, 4)
-    verdict = alignment.finding(summary, judge, alpha)
-    assert verdict["tested"] == ["aligned ×1", "aligned ×8"]
-    assert verdict["holding"] == ["aligned ×1"]
-    assert "1 of the 2" in verdict["text"] and "Agrees in part" in verdict["text"]
+    every = summary[summary["group"] == "all"].set_index("model")
+    assert every["greedy_safe_share"].tolist() == [0.0, 1.0, 1.0]
+    assert every.loc["aligned ×1", "risky_when_greedy_safe"] == pytest.approx(0.5)
+    assert every.loc["aligned ×8", "risky_when_greedy_safe"] == 0.0 and np.isnan(every.loc["complying",
+                                                                                             "risky_when_greedy_safe"])
 
 
 def test_adaptive_temperature_replaces_only_certain_requests_by_their_greedy_answer():

@@ -1,9 +1,11 @@
 """Wang et al.'s calibration (docs/metrics.md §5): the 10 %/50 % pass rule at its boundaries, coarse-to-fine
 calibration against a fake evaluate function with a known answer, the capped runs' settings, the evaluator that
-skips forget PS-similar where held-out retain already fails, and the verdicts, tables and records built from
+skips forget PS-similar where held-out retain already fails, and the tables and records built from
 calibrations."""
 
 from __future__ import annotations
+
+import math
 
 import numbers_only
 import numpy as np
@@ -161,8 +163,11 @@ def test_mixing_grid_sweep_table_and_best_settings():
     failing = calibration.sweep([0.8, 1.0], fake_mixing, "a", before=fake_mixing(0.0), tolerances=WANG, jobs=1)
     best = calibration.best_settings({"a": table, "t": failing})
     assert best["a"]["a"] == 0.5 and best["t"] is None
-    assert calibration.best_setting_lines({"a": table, "t": failing}) == [
-        "a: best passing a = 0.5, forget PS-exact 0.500", "t: no setting passes"]
+    shown = calibration.best_setting_table({"a": table, "t": failing})
+    assert shown.loc["a", "best setting"] == 0.5 and shown.loc["a", "forget PS-exact at best"] == pytest.approx(0.5)
+    assert math.isnan(shown.loc["t", "best setting"]) and math.isnan(shown.loc["t", "forget PS-exact at best"])
+    counts = calibration.status_counts({"a": table, "t": failing})
+    assert counts.loc["a"].tolist() == [2, 0, 1] and counts.loc["t", "pass"] == 0
 
 
 def test_capped_runs_are_distinct_gd_runs_with_the_cap():
@@ -270,15 +275,10 @@ def _calibration(best, uncontrolled_retain_exact, coarse_best=None):
                                    uncontrolled=_profile(retain_exact=uncontrolled_retain_exact))
 
 
-def test_verdicts_summary_table3_and_meta_follow_the_numbers():
+def test_summary_table3_and_meta_follow_the_numbers():
     calibrations = {"ga": _calibration(0.0, 0.4), "gd": _calibration(0.25, 0.76, coarse_best=0.2),
                     "npo": _calibration(None, 0.8)}
-    assert calibration.verdicts(calibrations, BEFORE, WANG) == [
-        "Uncontrolled GA loses 50% of held-out retain PS-exact: more than 10%, excessive unlearning.",
-        "Uncontrolled GD loses 5% of held-out retain PS-exact: no more than 10%.",
-        "ga: mixing found no passing setting with a > 0; the calibrated model is the target itself.",
-        "gd: mixing found a passing setting, a = 0.250.",
-        "npo: mixing found no passing setting with a > 0; the calibrated model is the target itself."]
+    assert [calibration.found_unlearning(c) for c in calibrations.values()] == [False, True, False]
     summary = calibration.calibration_summary(calibrations, BEFORE)
     assert summary.loc["ga", "uncontrolled retain PS-exact loss"] == pytest.approx(0.5)
     assert summary.loc["gd", "coarse a"] == 0.2 and summary.loc["gd", "settings evaluated"] == 2  # a = 0 and 0.25

@@ -131,11 +131,6 @@ def test_a_control_works_from_a_third_of_the_way():
     assert list(summary["uncertain"]) == [1, 0] and list(summary["pass"]) == [2, 2]
     # mixing moves held-out PS-exact by at most 0.75 between neighbours, stopping by 0.65: stopping is smoother here
     assert list(summary["largest held-out step"]) == pytest.approx([0.65, 0.75])
-    verdict = calibration.controls_verdict(summary)
-    assert verdict["works"] == {"idk": {"early stopping": False, "model mixing": True}}
-    assert verdict["mixing_smoothest"] == {"idk": False} and verdict["verdict"] == "partly"
-    text = calibration.controls_text(verdict)
-    assert "idk: works: model mixing; does not: early stopping" in text and text.endswith("Verdict: partly.")
     assert calibration.best_control(mc) == "a"  # t=5 leaves forget PS-exact at 0.8, a=0.5 at 0.7
     nothing = calibration.MethodControls("ga", "ga", {"a": _cal("a", [(0.0, PASS, 1.0, 1.0), (1.0, FAIL, 0.1, 0.2)])},
                                          uncontrolled)
@@ -205,15 +200,6 @@ def test_the_paper_profile_trains_wang_et_al_s_own_runs():
         "ga", "gd", "kl", "idk", "npo"}
 
 
-def test_splits_verdict_names_the_runs_mixing_works_for():
-    table = pd.DataFrame({"split": ["forget01", "forget01", "forget10"], "run": ["ga", "idk", "ga"],
-                          "forget items": [20, 20, 60], "share of the way": [0.8, 0.1, math.nan]})
-    assert calibration.splits_verdict(table) == {"forget01": ["ga"], "forget10": []}
-    text = calibration.splits_text(table)
-    assert text.splitlines()[0] == "forget01 (20 forget items): model mixing works for ga (share of the way: ga 80%, idk 10%)."
-    assert text.splitlines()[1].startswith("forget10 (60 forget items): model mixing works for no method")
-
-
 def test_retain_first_stops_at_a_held_out_exact_that_certainly_fails(monkeypatch):
     """Held-out PS-exact first: where it fails over its whole interval, held-out PS-perturb and forget PS-similar are
     not computed (the setting fails anyway); where it is only uncertain, everything but the gated search is."""
@@ -268,6 +254,3 @@ def test_stopping_by_run_reads_early_stopping_off_each_trace():
     tables["gd_lr1e-4"] = trace([(0, PASS, 1.0), (35, PASS, 0.95)])  # barely moves: "works", vacuously
     table = calibration.stopping_by_run(tables, params, BEFORE)
     assert table.loc["gd_lr1e-4", "works"] and not table.loc["gd_lr1e-4", "run unlearns"]
-    text = calibration.stopping_by_run_text(table)
-    assert text.splitlines()[-1].endswith("works, but only because the run itself barely unlearns.")
-    assert "gd_mild (lr 0.0003, forget weight 1): early stopping at t = 10 takes forget PS-exact to 0.60 against 0.30" in text

@@ -96,7 +96,7 @@ def test_paper_points_and_a_grid_without_the_profiles_rate(params):
         entropy.paper_points(no_paper, params)
 
 
-# --------------------------------------------------------------------------- eo_verdict
+# --------------------------------------------------------------------------- collapses
 
 
 def _sweep(rows) -> pd.DataFrame:
@@ -105,34 +105,21 @@ def _sweep(rows) -> pd.DataFrame:
                          for r, f, lr, sd, u in rows]).set_index("run")
 
 
-def test_eo_verdict_reproduced_at_the_papers_point():
+def test_a_point_collapses_against_its_run_alone_at_the_same_learning_rate():
     sweep = _sweep([("npo", 0.0, 1e-3, 0.06, 0.50), ("npo_eo", 1.0, 1e-3, 0.005, 0.49),
                     ("npo_f10", 10.0, 1e-3, 0.20, 0.50),
                     ("npo_lr", 0.0, 3e-4, 0.06, 0.55), ("npo_f1_lr", 1.0, 3e-4, 0.06, 0.55)])
-    verdict = entropy.eo_verdict(sweep, 1.0, 1e-3)
-    assert verdict.label == "reproduced" and verdict.text.startswith("Reproduced")
-    assert verdict.text.count("<- collapses") == 1
-
-
-def test_eo_verdict_elsewhere_when_only_a_larger_weight_collapses():
-    sweep = _sweep([("npo", 0.0, 1e-3, 0.06, 0.50), ("npo_eo", 1.0, 1e-3, 0.05, 0.50),
-                    ("npo_f10", 10.0, 1e-3, 0.01, 0.46)])
-    verdict = entropy.eo_verdict(sweep, 1.0, 1e-3)
-    assert verdict.label == "elsewhere" and "λf 10 / lr 0.001" in verdict.text
+    assert entropy.collapses(sweep, "lr").to_dict() == {"npo_eo": True, "npo_f10": False, "npo_f1_lr": False}
     # a cut of more than SD_CUT counts too, without reaching SD_NEAR_ZERO
     cut = _sweep([("npo", 0.0, 1e-3, 0.20, 0.50), ("npo_eo", 1.0, 1e-3, 0.15, 0.50),
                   ("npo_f10", 10.0, 1e-3, 0.04, 0.50)])
-    assert entropy.eo_verdict(cut, 1.0, 1e-3).label == "elsewhere"
+    assert entropy.collapses(cut, "lr").to_dict() == {"npo_eo": False, "npo_f10": True}
 
 
-def test_eo_verdict_not_when_the_collapse_costs_utility():
+def test_a_collapse_that_costs_utility_does_not_count_and_a_group_without_its_run_alone_is_left_out():
     sweep = _sweep([("npo", 0.0, 1e-3, 0.06, 0.50), ("npo_eo", 1.0, 1e-3, 0.0, 0.20),
-                    ("npo_f10", 10.0, 1e-3, 0.0, 0.05)])
-    verdict = entropy.eo_verdict(sweep, 1.0, 1e-3)
-    assert verdict.label == "not" and "<- collapses" not in verdict.text
-    # at the paper's weight but another learning rate than the paper's: elsewhere, not reproduced
-    other_lr = _sweep([("npo", 0.0, 3e-4, 0.06, 0.50), ("npo_eo", 1.0, 3e-4, 0.0, 0.50)])
-    assert entropy.eo_verdict(other_lr, 1.0, 1e-3).label == "elsewhere"
+                    ("npo_f10", 10.0, 1e-3, 0.0, 0.05), ("npo_f1_lr", 1.0, 3e-4, 0.0, 0.50)])
+    assert entropy.collapses(sweep, "lr").to_dict() == {"npo_eo": False, "npo_f10": False}
 
 
 # --------------------------------------------------------------------------- adaptive temperature
@@ -163,11 +150,6 @@ def test_adaptive_temperature_raises_m_bin_where_greedy_leaks_and_lowers_it_wher
     # c(x) = 0.99 is not above c_T = 0.99: plain sampling
     plain = sweep.loc[("npo", 0.99)]
     assert plain["greedy share"] == 0.0 and plain["M_bin"] == pytest.approx(plain["M_bin sampling"])
-
-    verdict = entropy.adaptive_verdict(sweep, 0.9, leaking="npo", eo_run="npo_eo")
-    assert verdict.label == "reproduced" and "100%" in verdict.text
-    assert entropy.adaptive_verdict(sweep, 0.9, leaking="npo_eo", eo_run="npo").label == "not"
-    assert entropy.adaptive_verdict(sweep, 0.9, leaking="npo", eo_run="npo").label == "partly"
 
 
 def test_an_uncertain_model_is_left_to_sampling():
@@ -270,37 +252,16 @@ def _table1_row(method, kind, greedy, mean, sd, rho=2.0):
                       "ED score": mean + rho * sd})
 
 
-def test_table1_check_reads_the_papers_claim_and_each_way_it_can_fail():
-    regime = entropy.REGIME
-    assert entropy.table1_check(_table1_row("ga", regime, 0.32, 0.31, 0.05), 0.05, 0.03).holds  # the paper's GA
-    # the sample mean far above greedy: not the paper's reading (it says they match)
-    assert not entropy.table1_check(_table1_row("ga", regime, 0.10, 0.30, 0.05), 0.05, 0.03).holds
-    # no spread: the ED score is greedy's
-    assert not entropy.table1_check(_table1_row("gd", regime, 0.33, 0.33, 0.01), 0.05, 0.03).holds
-    # with EO: the spread gone and ED = greedy holds, a spread left does not
-    assert entropy.table1_check(_table1_row("npo_eo", entropy.REGIME_EO, 0.20, 0.20, 0.0), 0.05, 0.03).holds
-    assert not entropy.table1_check(_table1_row("npo_eo", entropy.REGIME_EO, 0.20, 0.20, 0.06), 0.05, 0.03).holds
-
-
-def test_table1_verdict_counts_only_the_in_regime_models_of_the_papers_methods():
+def test_table1_gaps_count_only_the_in_regime_models_of_the_papers_methods():
     rows = {"ga_mild@18": _table1_row("ga", entropy.REGIME, 0.32, 0.31, 0.05),
             "npo_mild@18": _table1_row("npo", entropy.REGIME, 0.22, 0.22, 0.01),
             "ga": _table1_row("ga", entropy.FINAL, 0.0, 0.0, 0.0),  # notebook 02's final run: shown, never counted
             "npo_mild_eo1_all@18": _table1_row("npo_eo", entropy.REGIME_EO, 0.2, 0.2, 0.0)}
-    table = pd.DataFrame(rows).T
-    found = entropy.table1_verdict(table, 0.05, 0.03)
-    assert found.label == "partly" and "holds in full for 1 of 2 in-regime models (ga_mild@18)" in found.text
-    assert "for 1 of 2; the sampled mean minus greedy ranges from -0.01 to +0.00" in found.text
-    assert found.text.count("(not counted)") == 2
-    table.loc["npo_mild@18", "ED sd"], table.loc["npo_mild@18", "ED score"] = 0.06, 0.34
-    assert entropy.table1_verdict(table, 0.05, 0.03).label == "reproduced"
-    # the sampled mean far below greedy while the spread lifts the ED score above it: only the sampling part holds
-    below = table.copy()
-    below.loc[["ga_mild@18", "npo_mild@18"], "greedy ROUGE-L"] = 0.5
-    below.loc[["ga_mild@18", "npo_mild@18"], "ED score"] = 0.7
-    found = entropy.table1_verdict(below, 0.05, 0.03)
-    assert found.label == "partly" and "in full for 0 of 2" in found.text and "sampling" in found.text
-    assert entropy.table1_verdict(table.drop(index=["ga_mild@18", "npo_mild@18"]), 0.05, 0.03).label == "not"
+    gaps = entropy.table1_gaps(pd.DataFrame(rows).T)
+    assert gaps["counted"].tolist() == [True, True, False, False]
+    assert gaps.loc["ga_mild@18", "ED mean - greedy"] == pytest.approx(-0.01)
+    assert gaps.loc["ga_mild@18", "ED score - greedy"] == pytest.approx(0.31 + 0.1 - 0.32)
+    assert gaps.loc["npo_mild@18", "ED sd"] == pytest.approx(0.01) and gaps.loc["ga", "kind"] == entropy.FINAL
 
 
 # --------------------------------------------------------------------------- EO where the paper's models are
@@ -328,31 +289,26 @@ def _regime_table(rows):
                          for m, f, pos, sd, u, g in rows]).set_index("model")
 
 
-def test_regime_eo_verdict_says_which_placement_reproduces_the_collapse():
+def test_collapses_in_the_regime_are_read_against_the_base_run_alone():
     alone = ("npo_mild@18", 0.0, "none", 0.10, 0.60, 0.30)
     only_ours = _regime_table([alone, ("a@18", 1.0, "answer", 0.09, 0.60, 0.30), ("l@18", 1.0, "all", 0.08, 0.60, 0.30),
                                ("s@18", 1.0, "sampled", 0.01, 0.58, 0.32)])
-    found = entropy.regime_eo_verdict(only_ours)
-    assert found.label == "partly" and "own sampled answers" in found.text and found.text.count("<- sd") == 1
-    papers = _regime_table([alone, ("l@18", 3.0, "all", 0.02, 0.59, 0.31)])
-    assert entropy.regime_eo_verdict(papers).label == "reproduced"
-    # sd gone but utility lost, or the model stopped unlearning: not
+    assert entropy.collapses(only_ours, "base").to_dict() == {"a@18": False, "l@18": False, "s@18": True}
+    # sd gone but utility lost, or the model stopped unlearning: no collapse
     broken = _regime_table([alone, ("l@18", 1.0, "all", 0.0, 0.30, 0.30), ("a@18", 1.0, "answer", 0.0, 0.6, 0.9)])
-    assert entropy.regime_eo_verdict(broken).label == "not"
+    assert not entropy.collapses(broken, "base").any()
 
 
 def test_no_run_in_the_regime_leaves_eo_in_regime_untested_on_that_seed_instead_of_stopping_the_notebook():
     """Seed 3 of the study: notebook 05 put only ga_mild in the regime, none of eo_regime_runs, and notebook 06 stopped
-    with pandas' "None of ['model'] are in the columns". The table is empty with its columns, and the finding is not
-    tested on that seed (no part judged), never failed."""
+    with pandas' "None of ['model'] are in the columns". The table is empty with its columns, and no point is read
+    against a run alone on that seed."""
     table = entropy.regime_eo_table([], {}, {}, 0.01, 2.0)
     assert table.empty and table.index.name == "model" and {"ED sd", "lambda_f", "positions"} <= set(table.columns)
-    found = entropy.regime_eo_verdict(table, ["npo_mild", "gd_mild"])
-    assert found.parts == () and "npo_mild, gd_mild" in found.text and "not tested" in found.text
-    # a seed with in-regime points is judged as before
+    assert entropy.collapses(table, "base").empty  # nothing to read against a run alone on that seed
     alone = ("npo_mild@18", 0.0, "none", 0.10, 0.60, 0.30)
-    judged = entropy.regime_eo_verdict(_regime_table([alone, ("l@18", 3.0, "all", 0.02, 0.59, 0.31)]))
-    assert judged.parts == (("l@18", True),)
+    assert entropy.collapses(_regime_table([alone, ("l@18", 3.0, "all", 0.02, 0.59, 0.31)]), "base").to_dict() == {
+        "l@18": True}
 
 
 def test_table1_takes_only_the_runs_notebook_05_put_in_the_regime(monkeypatch):
@@ -403,3 +359,13 @@ def test_per_item_keeps_every_question_of_every_model():
     assert item["rouge_sd"][1] == 0.0 and abs(item["rouge_mean"][0] - 0.3) < 1e-12
     assert item["M_bin"][1] == pytest.approx(1 - 0.01 ** (1 / 4))  # no leak in 4 samples: the Clopper-Pearson floor
     assert json.loads(json.dumps(item)) == item
+
+
+def test_curve_bounds_give_each_curve_models_mean_m_gen_and_sd():
+    results = {"npo": _scores([1, 1], [20, 10], [0.5, 0.5]), "npo_eo": _scores([0, 0], [0, 0], [0.99, 0.99])}
+    found = entropy.curve_bounds(results, ALPHA, 0.5)
+    assert found.index.tolist() == ["npo", "npo_eo"] and found.index.name == "model"
+    # no sample above 0.5: M_gen sits at its floor, the one-sided DKW epsilon of 64 samples
+    assert found.loc["npo_eo", "M_gen"] == pytest.approx(np.sqrt(np.log(1 / ALPHA) / (2 * 64)))
+    assert found.loc["npo", "M_gen"] > found.loc["npo_eo", "M_gen"]
+    assert found.loc["npo_eo", "ED sd"] == pytest.approx(0.0, abs=1e-12)

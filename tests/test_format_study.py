@@ -1,5 +1,5 @@
 """Joshi et al.'s format-transformed evaluation as notebook 04 runs it (:mod:`unlearnkit.studies.formats` and
-its figures): the finding's definitions on hand-made scores, the tables, the disagreements, which models are
+its figures): the records' definitions on hand-made scores, the tables, the disagreements, which models are
 evaluated and the per-model cache in a temporary run store, and the thread policy the scoring runs under."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def small_items(small_corpus):
 
 
 # =============================================================================================
-# Tables and the finding, on hand-made scores.
+# Tables and the records, on hand-made scores.
 # =============================================================================================
 
 
@@ -79,56 +79,53 @@ def test_informative_formats_separate_target_from_retain_model(scores):
     assert study.separating_formats(scores, {**CHANCE, "odd_one_out_likelihood": 0.5}, 0.1) == []
 
 
-def test_findings_state_the_paper_finding_with_numbers(scores):
-    findings = {f["model"]: f for f in study.forgetting_findings(
+def test_model_records_hold_the_numbers_of_each_model(scores):
+    findings = {f["model"]: f for f in study.model_records(
         scores, QA, CHANCE, 0.1, ["suppressed", "gone", "untouched"], retain_model="retain90")}
     suppressed = findings["suppressed"]
     assert suppressed["qa_forgets"] is True and suppressed["qa_threshold"] == pytest.approx(0.65)
     assert [k["format"] for k in suppressed["kept"]] == ["cloze"]
     assert suppressed["kept"][0]["kept_share"] == pytest.approx((0.8 - 0.2) / (0.95 - 0.2))
-    assert suppressed["paper_finding"] is True
-    assert "Q&A suggests forgetting" in suppressed["statement"] and "cloze 0.80 vs retain model 0.20" in \
-        suppressed["statement"] and "the paper's finding" in suppressed["statement"]
+    assert suppressed["kept"][0]["score"] == pytest.approx(0.8) and suppressed["kept"][0]["retain_model"] == 0.2
     assert [s["format"] for s in suppressed["suppression"]] == ["comprehension_qa"]
     # odd-one-out at chance: the forget facts are as familiar as the retain ones, which is no proof of knowledge
-    # (a model that lost both is at chance too), so it is reported beside the finding, not in it
+    # (a model that lost both is at chance too), so it is reported beside the kept formats, not among them
     assert [(s["format"], s["separates"]) for s in suppressed["separation"]] == [("odd_one_out_likelihood", False)]
-    assert "does not tell forget from retain facts apart" in suppressed["statement"]
 
     gone = findings["gone"]
-    assert gone["qa_forgets"] is True and gone["kept"] == [] and gone["paper_finding"] is False
-    assert "consistent with forgetting" in gone["statement"]
-    assert gone["separation"][0]["separates"] and "tells forget from retain facts apart" in gone["statement"]
+    assert gone["qa_forgets"] is True and gone["kept"] == []
+    assert gone["separation"][0]["separates"]
 
     untouched = findings["untouched"]
-    assert untouched["qa_forgets"] is False and not untouched["paper_finding"]
-    assert "not unlearned in Q&A" in untouched["statement"]
+    assert untouched["qa_forgets"] is False
+    # numbers and the formats they name, no reading of them in words or as a label
+    assert not {"statement", "qa_reason", "paper_finding"} & {k for f in findings.values() for k in f}
 
 
-def test_judge_gathers_the_verdicts_the_notebook_reports(scores):
+def test_format_records_gather_what_the_notebook_shows_and_stores(scores):
     named = {"base": "b", "target": "t", "retain90": "r", "suppressed": "s", "gone": "g", "untouched": "u"}
     unlearned = study.unlearned_models(named, "retain90")
     assert unlearned == ["suppressed", "gone", "untouched"]
     n_items = {"cloze": {"forget": 8, "retain": 8}}
-    verdicts = study.judge(scores, QA, CHANCE, n_items, unlearned, "retain90", 0.1, 5)
-    assert verdicts.informative == ["mcqa_likelihood", "cloze"] and verdicts.too_few == []
-    assert verdicts.findings == study.forgetting_findings(scores, QA, CHANCE, 0.1, unlearned, "target", "retain90",
-                                                          n_items, 5)
-    text = study.verdicts_text(verdicts)
-    assert text.startswith("informative formats: mcqa_likelihood, cloze\nshown, not counted (fewer than 5 forget "
-                           "items): none\n")
-    assert all(f["statement"] in text for f in verdicts.findings)
-    # the disagreements are shown for the first model where the paper's finding holds
-    assert study.example_model(verdicts.findings, unlearned) == "suppressed"
+    records = study.format_records(scores, QA, CHANCE, n_items, unlearned, "retain90", 0.1, 5)
+    assert records.informative == ["mcqa_likelihood", "cloze"] and records.too_few == []
+    assert records.per_model == study.model_records(scores, QA, CHANCE, 0.1, unlearned, "target", "retain90",
+                                                    n_items, 5)
+    table = study.per_model_table(records.per_model)
+    assert list(table.index) == unlearned and table.loc["suppressed", "formats_keeping_forget"] == "cloze"
+    assert table.loc["gone", "formats_keeping_forget"] == "-" and "paper_finding" not in table
+    # the disagreements are shown for the first model that Q&A says forgot while a format keeps forget performance
+    assert study.example_model(records.per_model, unlearned) == "suppressed"
     assert study.example_model([], ["gone"]) == "gone" and study.example_model([], []) == "target"
-    strict = study.judge(scores, QA, CHANCE, n_items, unlearned, "retain90", 0.1, 30)
-    assert strict.too_few == ["cloze"] and "(fewer than 30 forget items): cloze" in study.verdicts_text(strict)
-    meta = study.results_meta(named, "retain90", CHANCE, n_items, verdicts, QA)
+    strict = study.format_records(scores, QA, CHANCE, n_items, unlearned, "retain90", 0.1, 30)
+    assert strict.too_few == ["cloze"]
+    meta = study.results_meta(named, "retain90", CHANCE, n_items, records, QA)
     assert list(meta) == ["models", "retain_model", "chance", "n_items", "informative_formats", "too_few_items",
                           "qa_rouge", "per_model"]
-    assert meta["per_model"] == study.stored(verdicts.findings) and meta["informative_formats"] == verdicts.informative
-    # results hold numbers and names: each model's numbers, without its statement or the paper's finding in words
-    assert [set(f) for f in meta["per_model"]] == [set(f) - set(study.NOT_STORED) for f in verdicts.findings]
+    assert meta["per_model"] == records.per_model and meta["informative_formats"] == records.informative
+    # the stored records keep their keys in the order they always had
+    assert list(meta["per_model"][0]) == ["model", "qa_rouge", "qa_target", "qa_retain_model", "qa_threshold",
+                                          "qa_forgets", "kept", "separation", "suppression", "informative_formats"]
     assert list(numbers_only.texts({"meta": meta})) == []
 
 
@@ -140,23 +137,24 @@ def test_formats_with_too_few_forget_items_are_never_evidence(scores):
     assert study.item_format("odd_one_out_likelihood") == "odd_one_out"
     assert study.too_few_items(scores, n_items, 30) == ["cloze"]
     assert study.informative_formats(scores, CHANCE, 0.1, n_items=n_items, min_items=30) == ["mcqa_likelihood"]
-    suppressed = study.forgetting_findings(scores, QA, CHANCE, 0.1, ["suppressed"], retain_model="retain90",
-                                           n_items=n_items, min_items=30)[0]
-    # the cloze lead alone made the paper's finding; on 8 items it does not count
-    assert suppressed["kept"] == [] and suppressed["paper_finding"] is False
+    suppressed = study.model_records(scores, QA, CHANCE, 0.1, ["suppressed"], retain_model="retain90",
+                                     n_items=n_items, min_items=30)[0]
+    # the cloze lead alone was a kept format; on 8 items it does not count
+    assert suppressed["kept"] == []
     assert study.informative_formats(scores, CHANCE, 0.1, n_items=n_items, min_items=5) == \
         ["mcqa_likelihood", "cloze"]
     few_odd = {**n_items, "odd_one_out": {"forget": 3, "retain": 3}}
     assert study.separating_formats(scores, CHANCE, 0.1, n_items=few_odd, min_items=30) == []
 
 
-def test_findings_say_when_qa_cannot_tell(scores):
+def test_records_say_when_qa_cannot_tell(scores):
     qa = {**QA, "retain90": {"forget": 0.9, "retain": 0.9}}
-    finding = study.forgetting_findings(scores, qa, CHANCE, 0.1, ["suppressed"], retain_model="retain90")[0]
-    assert finding["qa_forgets"] is None and not finding["paper_finding"]
-    assert "Q&A cannot tell" in finding["statement"] and "undetermined" in finding["statement"]
+    finding = study.model_records(scores, qa, CHANCE, 0.1, ["suppressed"], retain_model="retain90")[0]
+    assert finding["qa_forgets"] is None and finding["qa_threshold"] == pytest.approx(0.925)
+    missing = study.model_records(scores, {}, CHANCE, 0.1, ["suppressed"], retain_model="retain90")[0]
+    assert list(missing)[:2] == ["model", "qa_forgets"] and missing["qa_forgets"] is None
     with pytest.raises(ValueError, match="retain11"):
-        study.forgetting_findings(scores, QA, CHANCE, 0.1, ["gone"], retain_model="retain11")
+        study.model_records(scores, QA, CHANCE, 0.1, ["gone"], retain_model="retain11")
 
 
 def test_tables_and_figures(scores, small_items):
@@ -386,32 +384,29 @@ def test_comprehension_counts_only_where_the_retain_model_reads_its_passage():
     assert chance_only["agree"] and not chance_only["above_chance"] and not chance_only["reads"]
 
 
-def test_the_verdict_rests_on_transferring_readouts_of_one_family_and_read_passages(scores):
+def test_the_records_rest_on_transferring_readouts_of_one_family_and_read_passages(scores):
     scores["target"]["forget"]["mcqa"] = 0.9  # the lettered MCQA now separates target and retain model
     unlearned = ["suppressed", "gone", "untouched"]
     scores["suppressed"]["forget"]["mcqa"] = 0.8
-    paper = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["mcqa"], read=[],
+    paper = study.format_records(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["mcqa"], read=[],
                         scorers=study.PAPER_SCORERS)
     assert paper.informative == ["mcqa"]  # cloze has no test here: not among the transferring readouts
     assert paper.unread == ["comprehension_qa"]
-    suppressed = {f["model"]: f for f in paper.findings}["suppressed"]
-    assert [k["format"] for k in suppressed["kept"]] == ["mcqa"] and suppressed["paper_finding"]
+    suppressed = {f["model"]: f for f in paper.per_model}["suppressed"]
+    assert [k["format"] for k in suppressed["kept"]] == ["mcqa"] and suppressed["qa_forgets"]
     assert suppressed["suppression"] == []  # comprehension_qa's gap is not counted: the retain model does not read
-    text = study.verdicts_text(paper)
-    assert "the retain model does not read the passage: comprehension_qa" in text
-    ours = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["mcqa_likelihood"],
+    ours = study.format_records(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["mcqa_likelihood"],
                        scorers=study.LIKELIHOOD_SCORERS)
     assert ours.informative == ["mcqa_likelihood"]
-    assert all(s["format"].endswith("_likelihood") for f in ours.findings for s in f["separation"])
-    no_transfer = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=[],
+    assert all(s["format"].endswith("_likelihood") for f in ours.per_model for s in f["separation"])
+    no_transfer = study.format_records(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=[],
                               scorers=study.PAPER_SCORERS)
     assert no_transfer.informative == [] and no_transfer.not_transferring == ["mcqa"]
-    assert "no transfer): mcqa" in study.verdicts_text(no_transfer)
-    with_fill = study.judge(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["cloze_fill"],
+    with_fill = study.format_records(scores, QA, CHANCE, {}, unlearned, "retain90", 0.1, 0, transfers=["cloze_fill"],
                             scorers=study.PAPER_SCORERS)
     assert with_fill.informative == ["cloze"]  # the span probability counts where its greedy fill transfers
     meta = study.results_meta({}, "retain90", CHANCE, {}, paper, QA, transfer=[], reading={},
-                              likelihood_verdicts=ours)
+                              likelihood=ours)
     assert meta["scorers"] == "paper" and meta["likelihood"]["informative_formats"] == ["mcqa_likelihood"]
     with pytest.raises(ValueError, match="scorers"):
         study.informative_formats(scores, CHANCE, 0.1, scorers="letters")

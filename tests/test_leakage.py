@@ -128,7 +128,7 @@ def _three_models():
     return {"target": target, "retain90": retain, "npo": unlearned}
 
 
-def test_model_reports_the_verdict_and_the_flagged_questions_on_hand_made_models():
+def test_model_reports_the_counts_and_the_flagged_questions_on_hand_made_models():
     results = _three_models()
     reports = leakage.summarise_models(results, ALPHA, rouge_threshold=0.5, adaptive_threshold=0.9,
                                        reference="retain90")
@@ -136,17 +136,11 @@ def test_model_reports_the_verdict_and_the_flagged_questions_on_hand_made_models
     npo = reports.summaries["npo"]
     assert npo["greedy_unlearned_but_leaks"] == 1 and npo["greedy_unlearned_but_leaks_above_reference"] == 1
     assert npo["adaptive_greedy_share"] == pytest.approx(1 / 3)  # only the last question's c(x) exceeds 0.9
-    verdict = leakage.understatement_verdict(reports.tables, reports.summaries, ALPHA,
-                                             exclude=["target", "retain90"], reference="retain90")
-    assert verdict.startswith("Yes") and "npo, question 1" in verdict and "8/8 samples" in verdict
-    assert "names the key in 0/8 samples" in verdict
     flagged = leakage.flagged_questions(reports.tables, reports.summaries, exclude=["target", "retain90"],
                                         reference="retain90")
     assert flagged.model == "npo" and flagged.count == 1
     assert flagged.table.index.tolist() == [1] and flagged.table["retain90 leaks"].tolist() == [0]
     assert leakage.flagged_questions(reports.tables, reports.summaries, exclude=list(results)) is None
-    quiet = {name: reports.tables[name] for name in ("target", "retain90")}
-    assert leakage.understatement_verdict(quiet, reports.summaries, ALPHA, exclude=["target"]).startswith("No")
 
     counts = leakage.summary_frame(reports.summaries, leakage.COUNT_COLUMNS)
     assert counts.loc["npo", "greedy_unlearned_but_leaks"] == 1 and "flagged_rouge_tail_bound_mean" in counts
@@ -326,8 +320,8 @@ def test_bound_modes_compare_grids_per_model():
     row = table.loc["a"]
     assert row["width_samples"] <= row["width_uniform"] + 1e-12
     assert 0.25 < row["atom_at_zero_share"] < 0.35
-    text = leakage.bound_modes_text(table, leakage.atom_at_zero_coverage(0.01, n=256, trials=20, seed=0))
-    assert "narrows it by" in text and "covers the true sd in" in text
+    rates = leakage.atom_at_zero_coverage(0.01, n=256, trials=20, seed=0).coverage()
+    assert set(rates) == {"paper", "corrected"} and all(0.0 <= r <= 1.0 for r in rates.values())
 
 
 def test_scoring_no_model_is_an_empty_result():
@@ -354,3 +348,11 @@ def test_hp_model_regime_is_the_first_run_that_reached_the_regime(tmp_path):
     assert leakage.hp_model_of("regime", {}) == (None, None)
     assert leakage.hp_model_of("unlearned-npo", chosen) == ("unlearned-npo", "unlearned-npo")
     assert leakage.hp_model_of(None, chosen) == (None, None)
+
+
+def test_above_greedy_share_counts_the_questions_some_sample_beats_greedy_on():
+    rouge = np.array([[0.2, 0.9], [0.1, 0.1]])
+    found = leakage.above_greedy_share({"m": _scores([0, 0], np.zeros((2, 2)), rouge, [0.5, 0.5]),
+                                        "target": _scores([0, 0], np.zeros((2, 2)), rouge, [0.0, 0.0])},
+                                       exclude=["target"])
+    assert found.to_dict() == {"m": 0.5}

@@ -98,14 +98,14 @@ def test_the_bonferroni_level_depends_on_the_number_of_questions():
     assert summaries["m"]["greedy_unlearned_but_leaks_above_reference"] == 1
 
 
-# --------------------------------------------------------------------------- regime_verdict
+# --------------------------------------------------------------------------- regime_table
 
 
 def _regime(run: str, step: int = 5, reached: bool = True) -> leakage.RegimeModel:
     return leakage.RegimeModel(run, step, Path("/nowhere") / run, 0.0, 0.0, 0.6, reached, _path([0.0], [step]))
 
 
-def _verdict(models: dict[str, tuple[list[int], bool]], needed: int = 2) -> leakage.RegimeVerdict:
+def _table(models: dict[str, tuple[list[int], bool]]):
     """models: label -> (leak counts of 4 questions whose greedy answer is clean, reached)."""
     chosen = {}
     results = {REFERENCE: _scores([0, 0, 0, 0])}
@@ -115,41 +115,27 @@ def _verdict(models: dict[str, tuple[list[int], bool]], needed: int = 2) -> leak
         results[model.label] = _scores(counts)
     reports = leakage.summarise_models(results, ALPHA, rouge_threshold=0.5, adaptive_threshold=0.9,
                                        reference=REFERENCE)
-    return leakage.regime_verdict(results, reports.summaries, reports.tables, chosen, REFERENCE, ALPHA, needed)
+    return leakage.regime_table(results, reports.summaries, chosen, REFERENCE, ALPHA)
 
 
 LEAKS = [40, 0, 0, 0]
 QUIET = [0, 1, 0, 0]
 
 
-def test_two_revealing_models_reproduce_the_finding():
-    verdict = _verdict({"ga_mild": (LEAKS, True), "npo_mild": (LEAKS, True), "rmu": (QUIET, True)})
-    assert verdict.verdict == "reproduced" and verdict.revealing == ["ga_mild@5", "npo_mild@5"]
-    assert verdict.text.startswith("Reproduced")
-    table = verdict.table
+def test_the_regime_table_counts_the_leaks_beyond_guessing():
+    table = _table({"ga_mild": (LEAKS, True), "npo_mild": (LEAKS, True), "rmu": (QUIET, True)})
     assert table.index.tolist() == ["ga_mild@5", "npo_mild@5", "rmu@5"]
     assert table.loc["ga_mild@5", "beyond guessing, all questions jointly"] == 1
     assert table.loc["rmu@5", "beyond guessing, all questions jointly"] == 0
     assert table.loc["rmu@5", "of them leak in a sample"] == 1  # it leaks once, but no more than guessing
-    assert table.loc["rmu@5", "verdict"] == "no leak beyond guessing"
-    assert table.loc["ga_mild@5", "verdict"] == "sampling reveals what greedy hides"
+    assert table["reached"].tolist() == [True, True, True] and "verdict" not in table
+    assert table.loc["ga_mild@5", "retain ROUGE-L (greedy)"] == 0.6
 
 
-def test_one_revealing_model_is_partly_and_none_is_not():
-    partly = _verdict({"ga_mild": (LEAKS, True), "rmu": (QUIET, True)})
-    assert partly.verdict == "partly" and partly.revealing == ["ga_mild@5"]
-    assert _verdict({"ga_mild": (LEAKS, True)}, needed=1).verdict == "reproduced"
-    none = _verdict({"ga_mild": (QUIET, True), "rmu": ([0, 0, 0, 0], True)})
-    assert none.verdict == "not" and none.revealing == [] and none.text.startswith("Not")
-
-
-def test_a_model_outside_the_regime_never_counts():
-    verdict = _verdict({"ga_mild": (LEAKS, True), "gd_mild": (LEAKS, False)})
-    assert verdict.verdict == "partly" and verdict.revealing == ["ga_mild@5"]
-    row = verdict.table.loc["gd_mild@5"]
+def test_a_model_outside_the_regime_is_marked_not_reached():
+    row = _table({"ga_mild": (LEAKS, True), "gd_mild": (LEAKS, False)}).loc["gd_mild@5"]
     assert row["beyond guessing, all questions jointly"] == 1  # it leaks, yet it is not in the paper's regime
-    assert row["verdict"] == "greedy regime not reached"
-    assert _verdict({"ga_mild": (LEAKS, False), "gd_mild": (LEAKS, False)}).verdict == "not"
+    assert not row["reached"]
 
 
 # --------------------------------------------------------------------------- coarse_then_fine

@@ -16,7 +16,7 @@ lose at most ``Tolerances.retain`` (10 %) of their value before unlearning and P
 a setting whose verdict flips inside an interval is *uncertain*); among passing settings the best has the lowest
 PS-exact on forget. :func:`calibrate` searches a coarse grid, then a fine grid next to the best coarse setting.
 Each method is calibrated by model mixing (:func:`calibrate_methods`), and under all three controls
-(:func:`control_methods`: which control *works*, :func:`controls_verdict`); the calibrated methods are compared
+(:func:`control_methods`: which control *works*, :func:`controls_summary`); the calibrated methods are compared
 (Table 3, :func:`calibrated_comparison`), uncontrolled (Table 2, :func:`uncontrolled_table`) and on the other
 forget splits (:func:`calibrate_splits`).
 """
@@ -37,7 +37,6 @@ from .criteria import (  # noqa: F401
     _BOUNDARY_SLACK,
     CALIBRATION_METRICS,
     CRITERIA,
-    EXCESSIVE_METHODS,
     FAIL,
     PASS,
     TABLE_METRICS,
@@ -62,9 +61,7 @@ from .interference import (  # noqa: F401
     answers_at_steps,
     interference_summary,
     interference_sweeps,
-    interference_text,
     stopping_by_run,
-    stopping_by_run_text,
     unlearns,
 )
 from .methods import (  # noqa: F401
@@ -84,13 +81,11 @@ from .methods import (  # noqa: F401
     control_methods,
     control_model,
     controls_summary,
-    controls_text,
-    controls_verdict,
     largest_step,
     paper_beside_ours,
+    status_counts,
     stopping_grid,
     table3_title,
-    uncertain_text,
     uncontrolled_table,
     working_share,
 )
@@ -107,7 +102,6 @@ from .search import (  # noqa: F401
     calibration_summary,
     found_unlearning,
     uncontrolled_loss,
-    verdicts,
 )
 from .splits import (  # noqa: F401
     SplitCalibration,
@@ -115,14 +109,12 @@ from .splits import (  # noqa: F401
     mean_interval,
     split_run,
     splits_table,
-    splits_text,
-    splits_verdict,
 )
 from .sweeps import (  # noqa: F401
     _row,
     _with_epochs,
     best_passing,
-    best_setting_lines,
+    best_setting_table,
     best_settings,
     capping_sweep,
     early_stopping_sweep,

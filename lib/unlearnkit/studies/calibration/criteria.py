@@ -34,9 +34,6 @@ CRITERIA = (((HELDOUT, "ps_exact"), "retain"), ((HELDOUT, "ps_perturb"), "retain
             ((FORGET, "ps_similar"), "forget_similar"))
 #: Slack on the pass boundary, so that "loses exactly 10 %" passes despite 0.9·x rounding above x − 0.1·x.
 _BOUNDARY_SLACK = 1e-9
-#: The methods whose uncontrolled run the verdicts test for excessive unlearning: GA and GD, whose forget term
-#: (−NLL) has no bound.
-EXCESSIVE_METHODS = ("ga", "gd")
 
 
 # --------------------------------------------------------------------------- the pass criteria

@@ -92,46 +92,6 @@ def stopping_by_run(tables: Mapping[str, pd.DataFrame], params: Params, before: 
     return pd.DataFrame(rows).T
 
 
-def stopping_by_run_text(table: pd.DataFrame) -> str:
-    """Where early stopping works along the interference runs, with the numbers."""
-    lines = []
-    for run, row in table.iterrows():
-        if row["best passing t"] is None:
-            lines.append(f"{run} (lr {row['lr']:g}): early stopping finds no passing step.")
-            continue
-        vacuous = row["works"] and not row["run unlearns"]
-        lines.append(f"{run} (lr {row['lr']:g}, forget weight {row['forget weight']:g}): early stopping at t = "
-                     f"{row['best passing t']} takes forget PS-exact to {row['forget PS-exact at best']:.2f} "
-                     f"against {row['forget PS-exact at the end']:.2f} at the run's end, {row['share of the way']:.0%} "
-                     f"of the way: {'works' if row['works'] else 'does not work'}"
-                     + (", but only because the run itself barely unlearns." if vacuous else "."))
-    return "\n".join(lines)
-
-
-def interference_text(summary: pd.DataFrame, full: str = "gd") -> str:
-    """How much of the full run's held-out loss the retain term alone (forget weight 0) causes, and what the
-    learning rate changes, from :func:`interference_summary`."""
-    if full not in summary.index:
-        return ""
-    base = summary.loc[full]
-    lines = [f"{full} (forget weight {base['forget weight']:g}, lr {base['lr']:g}) ends losing "
-             f"{base['held-out PS-exact lost']:.0%} of held-out PS-exact and {base['held-out PS-perturb lost']:.0%} of "
-             f"PS-perturb, forget PS-exact {base['forget PS-exact']:.2f}."]
-    for run, row in summary.drop(index=full).iterrows():
-        if row["forget weight"] == 0:
-            share = (row["held-out PS-exact lost"] / base["held-out PS-exact lost"]
-                     if base["held-out PS-exact lost"] > 0 else float("nan"))
-            lines.append(f"{run} (retain term only, lr {row['lr']:g}): loses {row['held-out PS-exact lost']:.0%} of "
-                         f"held-out PS-exact and {row['held-out PS-perturb lost']:.0%} of PS-perturb, so the retain "
-                         f"term alone accounts for {share:.0%} of the full run's PS-exact loss and the forget term "
-                         f"for the rest.")
-        else:
-            lines.append(f"{run} (lr {row['lr']:g}): loses {row['held-out PS-exact lost']:.0%} of held-out PS-exact and "
-                         f"{row['held-out PS-perturb lost']:.0%} of PS-perturb, forget PS-exact "
-                         f"{row['forget PS-exact']:.2f}.")
-    return "\n".join(lines)
-
-
 # --------------------------------------------------------------------------- answers along a run (Table 1)
 
 

@@ -1,4 +1,4 @@
-"""Every control of every method: which control works, how smoothly, Tables 2 and 3, and Wang et al.'s findings."""
+"""Every control of every method: which control works, how smoothly, and Tables 2 and 3."""
 
 from __future__ import annotations
 
@@ -274,44 +274,12 @@ def paper_beside_ours(comparison: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def controls_verdict(summary: pd.DataFrame) -> dict[str, Any]:
-    """Wang et al.'s finding, that every control calibrates excessive unlearning and model mixing most smoothly,
-    judged from :func:`controls_summary`: per run, the controls that work; model mixing counts as smoothest for a
-    run when its largest held-out step is no larger than any other control's. ``reproduced`` when every control
-    works for every run, ``partly`` when some control works for some run, ``not`` when none does."""
-    works = {run: {c: bool(w) for c, w in zip(part["control"], part["works"])} for run, part in summary.groupby("run", sort=False)}
-    smoothest = {}
-    for run, part in summary.groupby("run", sort=False):
-        steps = dict(zip(part["control"], part["largest held-out step"]))
-        mixing, others = steps.get(CONTROL_NAMES["a"]), [v for c, v in steps.items() if c != CONTROL_NAMES["a"]]
-        smoothest[run] = bool(mixing is not None and mixing == mixing and all(mixing <= v for v in others if v == v))
-    all_work = all(all(c.values()) for c in works.values())
-    any_work = any(any(c.values()) for c in works.values())
-    return {"finding": "every control calibrates excessive unlearning (its best passing setting takes forget PS-exact "
-                       "at least a third of the way to the uncontrolled run), model mixing most smoothly",
-            "works": works, "mixing_smoothest": smoothest,
-            "verdict": "reproduced" if all_work and all(smoothest.values()) else "partly" if any_work else "not"}
-
-
-def controls_text(verdict: Mapping[str, Any]) -> str:
-    """The finding, what this run shows per run, and the verdict, in sentences."""
-    lines = [f"Wang et al.: {verdict['finding']}."]
-    for run, works in verdict["works"].items():
-        working = [c for c, ok in works.items() if ok]
-        failing = [c for c, ok in works.items() if not ok]
-        smooth = "model mixing moves the held-out memory in the smallest steps" if verdict["mixing_smoothest"][run] \
-            else "another control moves the held-out memory in smaller steps than mixing"
-        lines.append(f"{run}: works: {', '.join(working) or 'none'}; does not: {', '.join(failing) or 'none'}; {smooth}.")
-    lines.append(f"Verdict: {verdict['verdict']}.")
-    return "\n".join(lines)
-
-
-def uncertain_text(tables: Mapping[str, pd.DataFrame]) -> str:
-    """How many of the evaluated settings the bootstrap intervals leave uncertain, per sweep."""
-    parts = []
+def status_counts(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per sweep, how many of the evaluated settings pass, are uncertain or fail (the bootstrap intervals decide)."""
+    rows = {}
     for name, table in tables.items():
         if "status" in table:
             counts = table["status"].value_counts()
-            parts.append(f"{name}: {int(counts.get(PASS, 0))} pass, {int(counts.get(UNCERTAIN, 0))} uncertain, "
-                         f"{int(counts.get(FAIL, 0))} fail")
-    return "; ".join(parts)
+            rows[name] = {"pass": int(counts.get(PASS, 0)), "uncertain": int(counts.get(UNCERTAIN, 0)),
+                          "fail": int(counts.get(FAIL, 0))}
+    return pd.DataFrame(rows).T

@@ -19,7 +19,7 @@ from ...metrics.ps import (
 )
 from ...unlearning import mix_models
 from .controls import MixingControl, _key, _profiles, mixing_evaluator
-from .criteria import EXCESSIVE_METHODS, RetainFirst, Tolerances, relative_loss
+from .criteria import RetainFirst, Tolerances, relative_loss
 from .sweeps import _row, best_passing, mixing_grid
 
 # --------------------------------------------------------------------------- coarse-to-fine calibration
@@ -172,22 +172,3 @@ def calibration_summary(calibrations: Mapping[str, Calibration], before: PSProfi
                              "uncontrolled retain PS-exact loss": uncontrolled_loss(c, before)}
                          for m, c in calibrations.items()}).T
 
-
-def verdicts(calibrations: Mapping[str, Calibration], before: PSProfile, tolerances: Tolerances) -> list[str]:
-    """The findings in sentences, from the numbers: whether GA and GD uncontrolled unlearn excessively, and
-    what mixing found for each method."""
-    lines = []
-    for method in EXCESSIVE_METHODS:
-        if method in calibrations:
-            loss = uncontrolled_loss(calibrations[method], before)
-            excessive = loss > tolerances.retain
-            lines.append(f"Uncontrolled {method.upper()} loses {loss:.0%} of held-out retain PS-exact: "
-                         f"{'more' if excessive else 'no more'} than {tolerances.retain:.0%}"
-                         f"{', excessive unlearning' if excessive else ''}.")
-    for method, calibration in calibrations.items():
-        if found_unlearning(calibration):
-            lines.append(f"{method}: mixing found a passing setting, a = {calibration.best:.3f}.")
-        else:
-            lines.append(f"{method}: mixing found no passing setting with a > 0; the calibrated model is the "
-                         f"target itself.")
-    return lines

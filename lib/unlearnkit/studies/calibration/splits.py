@@ -19,7 +19,7 @@ from ...metrics.ps import (
     item_values,
 )
 from .criteria import Tolerances, _percentile_interval
-from .methods import WORKING_SHARE, working_share
+from .methods import working_share
 from .search import Calibration, calibrate_methods
 
 # --------------------------------------------------------------------------- the 1 % and 5 % forget splits
@@ -67,25 +67,6 @@ def calibrate_splits(params: Params, splits: Sequence[str], run_names: Sequence[
                                   split_evaluate, before, tolerances, coarse_points, fine_points, complete=False)
         out[split] = SplitCalibration(split, before, split_evaluate, {run: found[names[split, run]] for run in run_names})
     return {split: out[split] for split in splits if split in out}
-
-
-def splits_verdict(table: pd.DataFrame) -> dict[str, list[str]]:
-    """Per forget split, the runs for which model mixing works (its calibrated a takes forget PS-exact at least
-    :data:`WORKING_SHARE` of the way to the uncontrolled run), from :func:`splits_table`."""
-    return {split: [run for run, share in zip(part["run"], part["share of the way"]) if share >= WORKING_SHARE]
-            for split, part in table.groupby("split", sort=False)}
-
-
-def splits_text(table: pd.DataFrame) -> str:
-    """Per forget split: how many items, for which runs model mixing works and how far it gets."""
-    lines = []
-    working = splits_verdict(table)
-    for split, part in table.groupby("split", sort=False):
-        shares = ", ".join(f"{run} {share:.0%}" for run, share in zip(part["run"], part["share of the way"]))
-        runs_ = working[split]
-        lines.append(f"{split} ({int(part['forget items'].iloc[0])} forget items): model mixing works for "
-                     f"{', '.join(runs_) if runs_ else 'no method'} (share of the way: {shares}).")
-    return "\n".join(lines)
 
 
 def mean_interval(values: Sequence[float], tolerances: Tolerances) -> tuple[float, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -119,12 +120,11 @@ def best_settings(sweeps: Mapping[str, pd.DataFrame]) -> dict[str, pd.Series | N
     return {control: best_passing(table, control) for control, table in sweeps.items()}
 
 
-def best_setting_lines(sweeps: Mapping[str, pd.DataFrame]) -> list[str]:
-    """One sentence per control: its best passing setting and that setting's forget PS-exact."""
-    return [f"{control}: " + ("no setting passes" if best is None else
-                              f"best passing {control} = {best[control]:g}, forget PS-exact "
-                              f"{best[f'{FORGET}_ps_exact']:.3f}")
-            for control, best in best_settings(sweeps).items()]
+def best_setting_table(sweeps: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per control: its best passing setting and that setting's forget PS-exact (NaN where no setting passes)."""
+    return pd.DataFrame({control: {"best setting": math.nan if best is None else float(best[control]),
+                                   "forget PS-exact at best": math.nan if best is None else float(best[f"{FORGET}_ps_exact"])}
+                         for control, best in best_settings(sweeps).items()}).T
 
 
 def records(table: pd.DataFrame) -> list[dict[str, Any]]:

@@ -17,10 +17,26 @@ notebook shows:
    entropy on forget and retain answers along a run (:func:`entropy_along`); self-BLEU of samples on retain,
    real authors and world facts (:func:`diversity`); the same models at other temperatures
    (:func:`temperature_sweep`); the c_T sweep of adaptive temperature (:func:`adaptive_sweep`).
-4. **Verdicts** computed from those numbers (:func:`eo_verdict`, :func:`adaptive_verdict`).
+4. **Against the run alone**: which EO points collapse the forget distribution (:func:`collapses`), and Table 1's
+   gaps (:func:`table1_gaps`).
 """
 
 from ... import runs  # noqa: F401 (the run store, as tests reach it)
+from .collapse import (  # noqa: F401
+    COLLAPSE_ROUGE,
+    FINAL,
+    REGIME,
+    REGIME_EO,
+    TABLE1_METHODS,
+    Table1Model,
+    collapsed,
+    collapses,
+    curve_pair,
+    regime_of_leakage,
+    table1,
+    table1_gaps,
+    table1_models,
+)
 from .measures import (  # noqa: F401
     adaptive_sweep,
     diversity,
@@ -57,44 +73,16 @@ from .plan import (  # noqa: F401
     train,
 )
 from .readout import (  # noqa: F401
-    curves_text,
-    diversity_text,
-    ed_utility_text,
-    entropy_text,
-    eo_why,
+    curve_bounds,
     fig3_models,
     most_leaking,
     per_item,
     run_meta,
-    temperature_text,
 )
 from .regime import (  # noqa: F401
-    MIN_M_BIN_CHANGE,
-    PAPER_POSITIONS,
-    POSITION_NAMES,
-    adaptive_verdict,
     folder_utility,
     metrics_entries,
     regime_eo_points,
     regime_eo_table,
-    regime_eo_verdict,
 )
 from .study import StudyPlan, study_plan  # noqa: F401
-from .verdicts import (  # noqa: F401
-    COLLAPSE_ROUGE,
-    FINAL,
-    REGIME,
-    REGIME_EO,
-    TABLE1_METHODS,
-    Table1Check,
-    Table1Model,
-    Verdict,
-    collapsed,
-    curve_pair,
-    eo_verdict,
-    regime_of_leakage,
-    table1,
-    table1_check,
-    table1_models,
-    table1_verdict,
-)

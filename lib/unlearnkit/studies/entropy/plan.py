@@ -22,7 +22,7 @@ PAPER_TABLE1 = {"rmu": (0.70, 0.81, 0.10), "gd": (0.33, 0.42, 0.05), "ga": (0.32
 #: Evaluation sets (roles of :func:`unlearnkit.metrics.tofu.tofu_eval_splits`) whose samples' diversity Fig. 5a shows.
 DIVERSITY_ROLES = ("retain", "real_authors", "world_facts")
 
-#: What "EO collapses the forget distribution with little loss" means in the verdict: sampled sd at most
+#: What "EO collapses the forget distribution with little loss" means (:func:`collapses`): sampled sd at most
 #: ``SD_NEAR_ZERO`` or cut by ``SD_CUT`` against the method alone, with at least ``UTILITY_KEPT`` of its utility, and
 #: still unlearned: greedy ROUGE-L on forget at most ``ROUGE_SLACK`` above the method alone's (a model that stops
 #: unlearning is confident too, on the very answer it should forget).

@@ -1,4 +1,4 @@
-"""What notebook 06 says: the texts under its figures, and what metrics.json keeps (numbers and identifiers)."""
+"""What notebook 06 shows beside its figures, and what metrics.json keeps (numbers and identifiers)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pandas as pd
 from ... import bounds
 from ...metrics import scored as sampled_scores
 from ...metrics.sampling import SampledScores
-from .plan import UTILITY_KEPT, RegimePoint, SweepPoint
-from .verdicts import REGIME, curve_pair
+from .collapse import REGIME, curve_pair
+from .plan import RegimePoint, SweepPoint
 
 # --------------------------------------------------------------------------- texts and results
 
@@ -56,44 +56,13 @@ def per_item(results: Mapping[str, SampledScores], alpha: float) -> dict[str, di
     return out
 
 
-def curves_text(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> str:
-    """The mean general leakage bound at ``threshold`` of each curve model and its sampled sd; a value at the DKW
-    floor ε (no sample above the threshold on any question) is named as the floor, not read as a measured leak."""
-    parts = []
-    for name, result in curve_models.items():
-        at = float(bounds.general_leakage_bound(np.atleast_2d(result.rouge), threshold, alpha).mean())
-        floor = float(bounds.dkw_epsilon(result.rouge.shape[-1], alpha))
-        where = (f" (the DKW floor ε for {result.rouge.shape[-1]} samples: no sample above {threshold:g})"
-                 if abs(at - floor) < 5e-4 else "")
-        parts.append(f"{name}: mean M_gen({threshold:g}) {at:.3f}{where}, sampled sd "
-                     f"{result.rouge.std(axis=1).mean():.3f}")
-    return "; ".join(parts)
-
-
-def entropy_text(along: Mapping[str, pd.DataFrame]) -> str:
-    """Forget and retain entropy at the start and the end of each run."""
-    return "\n".join(f"{run}: forget entropy {f['forget'].iloc[0]:.3f} -> {f['forget'].iloc[-1]:.3f} "
-                     f"(peak {f['forget'].max():.3f}), retain {f['retain'].iloc[0]:.3f} -> {f['retain'].iloc[-1]:.3f}"
-                     for run, f in along.items())
-
-
-def eo_why(sweep: pd.DataFrame, along: Mapping[str, pd.DataFrame], eo_run: str, alone_run: str) -> str:
-    """What entropy optimisation did change, from the numbers: the teacher-forced forget entropy at the end of the run,
-    the certainty c(x) of the greedy continuation and the self-BLEU of the samples, against the method alone; and
-    how the sampled spread followed."""
-    eo, alone = sweep.loc[eo_run], sweep.loc[alone_run]
-    end = {run: float(frame["forget"].iloc[-1]) for run, frame in along.items()}
-    lines = [f"What EO changes ({eo_run} against {alone_run}): forget entropy on the true answers at the end of "
-             f"unlearning {end.get(eo_run, float('nan')):.3f} against {end.get(alone_run, float('nan')):.3f}; "
-             f"certainty c(x) on its own greedy answer {eo['certainty']:.3f} against {alone['certainty']:.3f}; "
-             f"self-BLEU of the forget samples {eo['self-BLEU']:.3f} against {alone['self-BLEU']:.3f}; sampled sd "
-             f"{eo['ED sd']:.3f} against {alone['ED sd']:.3f}."]
-    top = sweep.loc[sweep["lambda_f"].idxmax()]
-    lines.append(f"At the largest λf ({top['lambda_f']:g}, lr {top['lr']:g}): certainty {top['certainty']:.3f}, "
-                 f"self-BLEU {top['self-BLEU']:.3f}, sd {top['ED sd']:.3f}, greedy ROUGE-L {top['greedy ROUGE-L']:.2f}, "
-                 f"utility {top['model utility']:.3f}.")
-    return " ".join(lines)
-
+def curve_bounds(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> pd.DataFrame:
+    """Per curve model: the mean general leakage bound M_gen at ``threshold`` over its questions (its floor, the DKW ε
+    of its number of samples, is reached where no sample scores above ``threshold``) and its mean sampled sd."""
+    return pd.DataFrame({name: {"M_gen": float(bounds.general_leakage_bound(np.atleast_2d(result.rouge), threshold,
+                                                                            alpha).mean()),
+                                "ED sd": float(result.rouge.std(axis=1).mean())}
+                         for name, result in curve_models.items()}).T.rename_axis("model")
 
 def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
              scored: sampled_scores.Scored, lambda_f: Sequence[SweepPoint], lambda_r: Sequence[SweepPoint],
@@ -107,35 +76,3 @@ def run_meta(all_runs: Sequence[str], settings: Mapping[str, Any], rows: Sequenc
             "lambda_f_sweep": [p._asdict() for p in lambda_f], "lambda_r_sweep": [p._asdict() for p in lambda_r],
             "regime_eo": [{**p._asdict(), "label": p.label} for p in regime_points],
             "tables": {name: frame.reset_index().to_dict("records") for name, frame in (tables or {}).items()}}
-
-
-def temperature_text(table: pd.DataFrame) -> str:
-    """The sampled spread and leak rate at the lowest and highest temperature, per model."""
-    parts = []
-    for run, group in table.groupby(level="run", sort=False):
-        low, high = group.iloc[0], group.iloc[-1]
-        t_low, t_high = group.index.get_level_values("temperature")[[0, -1]]
-        parts.append(f"{run}: sd {low['ED sd']:.3f} at T = {t_low:g}, {high['ED sd']:.3f} at T = {t_high:g}; leak "
-                     f"rate {low['leak rate']:.3f} -> {high['leak rate']:.3f}")
-    return ("The paper: a lower temperature narrows every model's samples, EO narrows them at temperature 1. "
-            "Here: " + "; ".join(parts) + ".")
-
-
-def diversity_text(table: pd.DataFrame, lambda_r: Sequence[float]) -> str:
-    """Self-BLEU per set at each λ_r."""
-    parts = [f"{column.replace('_', ' ')}: " + ", ".join(f"{v:.3f}" for v in table[column]) for column in table.columns]
-    return (f"Self-BLEU at λr {', '.join(f'{x:g}' for x in lambda_r)} (lower is more diverse): " + "; ".join(parts)
-            + ".")
-
-
-def ed_utility_text(points: pd.DataFrame) -> str:
-    """The sweep point with the lowest ED score among those keeping the most utility, against the method alone."""
-    score = points["ED score"]
-    alone = points[points["lambda_f"] == 0]
-    kept = points[points["model utility"] >= UTILITY_KEPT * alone["model utility"].min()] if len(alone) else points
-    best = (score[kept.index]).idxmin()
-    parts = [f"the method alone: ED score {score[r]:.2f} at utility {points.loc[r, 'model utility']:.3f} (lr "
-             f"{points.loc[r, 'lr']:g})" for r in alone.index]
-    return (f"The paper finds EO lowering the ED score at little cost in utility. Here, of the points keeping "
-            f"{UTILITY_KEPT:.0%} of the method alone's utility, the lowest ED score is {score[best]:.2f} ({best}, utility "
-            f"{points.loc[best, 'model utility']:.3f}); " + "; ".join(parts) + ".")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...config import Params
+from .collapse import regime_of_leakage
 from .plan import RegimePoint, SweepPoint, lambda_f_points, lambda_r_points, paper_points
 from .regime import regime_eo_points
-from .verdicts import regime_of_leakage
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ The models (:func:`evaluated_models`)
     fine-tuning notebook) and every unlearning run whose model is saved; a list names models (``target``,
     ``retain90``) or runs (``npo``, the saved ``unlearned-npo``).
 
-The finding (:func:`forgetting_findings`), with ``margin = format_margin``
+The numbers per unlearned model (:func:`model_records`), with ``margin = format_margin``
     * Q&A suggests forgetting when the unlearned model's TOFU forget ROUGE-L recall is at most halfway from
       the target's down to the retain model's, and the target beats the retain model by more than the margin
       (otherwise the Q&A cannot tell).
@@ -26,8 +26,8 @@ The finding (:func:`forgetting_findings`), with ``margin = format_margin``
       collapsed model). It is reported on its own: where the retain model scores more than the margin above
       chance and above the target, an unlearned model *separates* forget from retain facts when it, too,
       scores more than the margin above chance.
-    * The paper's finding holds for a model when Q&A suggests forgetting and at least one format keeps forget
-      performance well above the retain model's.
+    * The paper's claim is about a model for which Q&A suggests forgetting and at least one format keeps forget
+      performance well above the retain model's; the registered claims (:mod:`unlearnkit.claims`) judge it.
     * A format with fewer than ``format_min_items`` forget items is shown but never counts as evidence, either
       way: a margin of 0.1 is within the noise of a handful of items.
     * Comprehension formats put the facts in the context, so they never count as keeping knowledge: a model
@@ -43,15 +43,15 @@ Transfer (:func:`transfer_tests`, before unlearning)
     model are tested against chance on forget and on retain by an exact one-sided binomial test (readouts with no
     chance level, the cloze fill, against the base model's rate: a model that never saw the authors). A readout
     *transfers* when the target is above its reference with p < ``format_alpha`` on both sets; one that does not
-    is left out of the verdict, with its numbers (:func:`informative_formats` ``transfers``).
+    is left out of the records, with its numbers (:func:`informative_formats` ``transfers``).
 
 The paper's scorers and ours (:data:`PAPER_SCORERS`, :data:`LIKELIHOOD_SCORERS`)
-    The verdict is computed twice: with the paper's own scorers (the lettered answer, the cloze, the
+    The records are computed twice: with the paper's own scorers (the lettered answer, the cloze, the
     comprehension answer), the headline, and with the option-likelihood readouts this workbook adds.
 
 The modules, one job each: :mod:`.readouts` (the sets, the scorers, the non-knowledge formats), :mod:`.items`
 (the heuristics' coverage), :mod:`.evaluation` (the models, scored and cached), :mod:`.tables`, :mod:`.transfer`
-(transfer and reading), :mod:`.finding` (the definitions above), :mod:`.verdicts` and :mod:`.examples`
+(transfer and reading), :mod:`.finding` (the definitions above), :mod:`.records` and :mod:`.examples`
 (examples and disagreements).
 """
 
@@ -67,39 +67,34 @@ from .evaluation import (
 from .examples import disagreement_examples, disagreement_rates, example_model, example_text
 from .finding import (
     forget_score,
-    forgetting_findings,
     informative_formats,
+    model_records,
     separating_formats,
     too_few_items,
 )
 from .items import CoverageReport, heuristic_coverage
 from .readouts import LIKELIHOOD_SCORERS, PAPER_SCORERS, QA_ROWS, SETS, item_format
+from .records import (
+    FormatRecords,
+    format_records,
+    per_model_table,
+    results_meta,
+    unlearned_models,
+)
 from .tables import chance_levels, format_order, qa_rouge, scores_table
 from .transfer import (
     passage_reading,
-    reading_text,
     score_interval,
     transfer_table,
     transfer_tests,
-    transfer_text,
     transferring_readouts,
-)
-from .verdicts import (  # noqa: F401
-    NOT_STORED,
-    FormatVerdicts,
-    findings_table,
-    judge,
-    results_meta,
-    stored,
-    unlearned_models,
-    verdicts_text,
 )
 
 __all__ = [
     "SETS",
     "QA_ROWS",
     "FormatEvaluation",
-    "FormatVerdicts",
+    "FormatRecords",
     "CoverageReport",
     "PAPER_SCORERS",
     "LIKELIHOOD_SCORERS",
@@ -121,14 +116,11 @@ __all__ = [
     "transfer_table",
     "transferring_readouts",
     "passage_reading",
-    "transfer_text",
-    "reading_text",
     "separating_formats",
-    "forgetting_findings",
+    "model_records",
     "unlearned_models",
-    "judge",
-    "verdicts_text",
-    "findings_table",
+    "format_records",
+    "per_model_table",
     "results_meta",
     "example_text",
     "example_model",

@@ -1,5 +1,5 @@
 """Examples and disagreements: one item of each format as the model sees it, and the facts on which the formats
-disagree for a model, with TOFU's Q&A verdict beside them."""
+disagree for a model, with TOFU's Q&A answer beside them."""
 
 from __future__ import annotations
 
@@ -30,10 +30,12 @@ def example_text(items_by_format, set_name: str = "forget", index: int = 0) -> s
     return "\n\n".join(blocks)
 
 
-def example_model(findings: Sequence[Mapping[str, Any]], unlearned: Sequence[str]) -> str:
-    """The model whose disagreements to show: the first where the paper's finding holds, else the first
-    unlearned model, else the target."""
-    return next((f["model"] for f in findings if f["paper_finding"]), unlearned[0] if unlearned else "target")
+def example_model(per_model: Sequence[Mapping[str, Any]], unlearned: Sequence[str]) -> str:
+    """The model whose disagreements to show: the first whose Q&A ROUGE-L is at or below the halfway threshold while
+    some informative format keeps forget performance (:func:`model_records`), else the first unlearned model, else the
+    target."""
+    return next((f["model"] for f in per_model if f["qa_forgets"] and f["kept"]),
+                unlearned[0] if unlearned else "target")
 
 
 def _qa_rows(params: config.Params, model: str) -> list[float] | None:
@@ -62,7 +64,7 @@ def disagreement_examples(per_item_of_model: Mapping[str, Any], formats: Sequenc
                           label: str | None = None, set_name: str = "forget", rouge_threshold: float = 0.5,
                           n: int = 8):
     """Facts of ``set_name`` on which the given formats disagree for one model (right in some, wrong in others),
-    with TOFU's Q&A verdict beside them (ROUGE-L recall at least ``rouge_threshold``) when ``params`` and the
+    with TOFU's Q&A answer beside them (right when ROUGE-L recall at least ``rouge_threshold``) when ``params`` and the
     model's ``label`` find it. Cloze counts its greedy fill (``cloze_fill``)."""
     import pandas as pd
 

@@ -1,6 +1,7 @@
-"""The finding: the informative formats (those that separate the target from the retain model on forget), the
-Q&A verdict, and for each unlearned model the formats that keep forget performance, separate forget from retain
-facts, or show suppression, with a statement in words (definitions in the package docstring)."""
+"""The numbers Joshi et al.'s claim is read from: the informative formats (those that separate the target from the
+retain model on forget), TOFU's Q&A ROUGE-L against its halfway threshold, and for each unlearned model the formats
+that keep forget performance, separate forget from retain facts, or show suppression (definitions in the package
+docstring). Numbers and the formats they name only: the notebook reads them."""
 
 from __future__ import annotations
 
@@ -58,18 +59,16 @@ def separating_formats(scores, chance: Mapping[str, float | None], margin: float
     return found
 
 
-def _qa_verdict(qa: Mapping[str, Mapping[str, float]], model: str, target: str, retain_model: str,
+def _qa_numbers(qa: Mapping[str, Mapping[str, float]], model: str, target: str, retain_model: str,
                 margin: float) -> dict[str, Any]:
+    """TOFU's Q&A forget ROUGE-L of the model, the target and the retain model, the halfway threshold and whether the
+    model is at or below it (None when a ROUGE is missing or the target is not above the retain model by ``margin``)."""
     if not all(m in qa for m in (model, target, retain_model)):
-        return {"qa_forgets": None, "qa_reason": "no TOFU Q&A ROUGE for this model, the target or the retain model"}
+        return {"qa_forgets": None}
     u, t, r = qa[model]["forget"], qa[target]["forget"], qa[retain_model]["forget"]
     threshold = r + 0.5 * (t - r)
-    verdict = {"qa_rouge": u, "qa_target": t, "qa_retain_model": r, "qa_threshold": threshold}
-    if t - r <= margin:
-        return {**verdict, "qa_forgets": None,
-                "qa_reason": f"the target's forget ROUGE ({t:.2f}) is not above the retain model's ({r:.2f}) by "
-                             f"more than {margin:.2f}"}
-    return {**verdict, "qa_forgets": u <= threshold, "qa_reason": ""}
+    numbers = {"qa_rouge": u, "qa_target": t, "qa_retain_model": r, "qa_threshold": threshold}
+    return {**numbers, "qa_forgets": None if t - r <= margin else u <= threshold}
 
 
 def _kept_formats(scores, model: str, formats: Sequence[str], chance, margin: float, target: str,
@@ -110,73 +109,31 @@ def _suppression(scores, model: str, retain_model: str, margin: float,
     return found
 
 
-def _statement(f: Mapping[str, Any], margin: float, formats: Sequence[str]) -> str:
-    name = f["model"]
-    if f["qa_forgets"] is None:
-        qa = f"Q&A cannot tell: {f['qa_reason']}."
-    else:
-        numbers = (f"TOFU forget ROUGE-L {f['qa_rouge']:.2f}; target {f['qa_target']:.2f}, retain model "
-                   f"{f['qa_retain_model']:.2f}, forgetting at or below {f['qa_threshold']:.2f}")
-        qa = f"Q&A {'suggests' if f['qa_forgets'] else 'does not suggest'} forgetting ({numbers})."
-    if not formats:
-        body = "No format separates the target from the retain model on forget, so none can show kept knowledge."
-    elif f["kept"]:
-        parts = []
-        for k in f["kept"]:
-            chance = f", chance {k['chance']:.2f}" if k["chance"] is not None else ""
-            parts.append(f"{k['format']} {k['score']:.2f} vs retain model {k['retain_model']:.2f} "
-                         f"(target {k['target']:.2f}{chance}; {k['kept_share']:.0%} of the way from the retain model to the "
-                         "target)")
-        body = (f"{len(f['kept'])} of {len(formats)} informative formats keep forget performance well above the "
-                f"retain model's (by more than {margin:.2f}): " + "; ".join(parts) + ".")
-    else:
-        body = (f"No informative format ({', '.join(formats)}) keeps forget performance more than {margin:.2f} "
-                "above the retain model's.")
-    if f["paper_finding"]:
-        verdict = "=> the paper's finding: forgotten in Q&A, still known in another format."
-    elif f["qa_forgets"] and not f["kept"] and formats:
-        verdict = "=> consistent with forgetting in every format measured."
-    elif f["qa_forgets"] is False:
-        verdict = "=> not unlearned in Q&A in the first place."
-    else:
-        verdict = "=> undetermined."
-    separation = "".join(
-        f" {s['format']} {s['score']:.2f} (retain model {s['retain_model']:.2f}, target {s['target']:.2f}, chance "
-        f"{s['chance']:.2f}): " + ("tells forget from retain facts apart, as the retain model does." if s["separates"]
-                                   else "does not tell forget from retain facts apart (neither does the target, "
-                                        "which knows both, nor a model that lost both).")
-        for s in f["separation"])
-    suppression = "".join(f" Suppression in {s['format']}: forget/retain gap {s['gap']:.2f} vs the retain model's "
-                          f"{s['retain_model_gap']:.2f}, with the facts in the context." for s in f["suppression"])
-    return f"{name}: {qa} {body} {verdict}{separation}{suppression}"
-
-
-def forgetting_findings(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
-                        margin: float, unlearned: Sequence[str], target: str = "target",
-                        retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
-                        min_items: int = 0, transfers: Sequence[str] | None = None,
-                        read: Sequence[str] | None = None, scorers: str | None = None) -> list[dict[str, Any]]:
-    """For each unlearned model, whether Q&A suggests forgetting while some format keeps forget performance
-    well above the retain model's (definitions in the package docstring), with the numbers and a ``statement``.
+def model_records(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping[str, float | None],
+                  margin: float, unlearned: Sequence[str], target: str = "target",
+                  retain_model: str = "retain90", n_items: Mapping[str, Mapping[str, int]] | None = None,
+                  min_items: int = 0, transfers: Sequence[str] | None = None,
+                  read: Sequence[str] | None = None, scorers: str | None = None) -> list[dict[str, Any]]:
+    """For each unlearned model, its numbers (definitions in the package docstring): TOFU's Q&A forget ROUGE-L against
+    the halfway threshold (``qa_forgets``), the informative formats that keep forget performance well above the
+    retain model's (``kept``), odd-one-out's separation and the suppression in comprehension.
     Formats with fewer than ``min_items`` forget items (``n_items`` as from ``formats.count_items``) are left out,
     as are readouts not in ``transfers`` (when given) and not of ``scorers``; suppression is looked for only in the
     comprehension readouts in ``read`` (when given: those the retain model reads, :func:`passage_reading`)."""
     if target not in scores or retain_model not in scores:
-        raise ValueError(f"the finding compares against {target!r} and {retain_model!r}; evaluate both "
+        raise ValueError(f"the records compare against {target!r} and {retain_model!r}; evaluate both "
                          f"(format_models: null does)")
     formats = informative_formats(scores, chance, margin, target, retain_model, n_items, min_items, transfers,
                                   scorers)
     separating = [f for f in separating_formats(scores, chance, margin, target, retain_model, n_items, min_items)
                   if _of_scorers(f, scorers)]
     read = None if read is None else [f for f in read if _of_scorers(f, scorers)]
-    findings = []
+    records = []
     for model in unlearned:
-        finding: dict[str, Any] = {"model": model, **_qa_verdict(qa, model, target, retain_model, margin)}
-        finding["kept"] = _kept_formats(scores, model, formats, chance, margin, target, retain_model)
-        finding["separation"] = _separation(scores, model, separating, chance, margin, target, retain_model)
-        finding["suppression"] = _suppression(scores, model, retain_model, margin, read)
-        finding["paper_finding"] = bool(finding["qa_forgets"]) and bool(finding["kept"])
-        finding["informative_formats"] = list(formats)
-        finding["statement"] = _statement(finding, margin, formats)
-        findings.append(finding)
-    return findings
+        record: dict[str, Any] = {"model": model, **_qa_numbers(qa, model, target, retain_model, margin)}
+        record["kept"] = _kept_formats(scores, model, formats, chance, margin, target, retain_model)
+        record["separation"] = _separation(scores, model, separating, chance, margin, target, retain_model)
+        record["suppression"] = _suppression(scores, model, retain_model, margin, read)
+        record["informative_formats"] = list(formats)
+        records.append(record)
+    return records

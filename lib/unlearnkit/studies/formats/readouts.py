@@ -12,7 +12,7 @@ QA_ROWS = "qa_rouge (TOFU)"
 _SEPARATION = ("odd_one_out", "odd_one_out" + LIKELIHOOD_SUFFIX)
 #: Formats that give the facts in the context: a forget/retain gap there is suppression, not knowledge.
 _COMPREHENSION = ("comprehension_qa", "comprehension_mcqa", "comprehension_mcqa" + LIKELIHOOD_SUFFIX)
-#: Which readouts a verdict rests on: Joshi et al.'s own scorers, or the option-likelihood readouts added here.
+#: Which readouts the records rest on: Joshi et al.'s own scorers, or the option-likelihood readouts added here.
 PAPER_SCORERS = "paper"
 LIKELIHOOD_SCORERS = "likelihood"
 

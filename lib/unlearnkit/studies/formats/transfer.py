@@ -110,42 +110,6 @@ def transferring_readouts(tests: Sequence[Mapping[str, Any]], label: str = "targ
     return [r for r, above in by_readout.items() if len(above) == len(SETS) and all(above)]
 
 
-def transfer_text(tests: Sequence[Mapping[str, Any]], alpha: float, label: str = "target") -> str:
-    """In words: the readouts in which the model ``label`` is above its reference on forget and retain, and those
-    where it is not, with the scores and p-values."""
-    transfers = transferring_readouts(tests, label)
-    lines = [f"{label} above chance (binomial test, p < {alpha:g}) on forget and retain, so these readouts transfer "
-             f"to facts seen only as Q&A: {', '.join(transfers) or 'none'}"]
-    for readout in dict.fromkeys(t["readout"] for t in tests if t["model"] == label):
-        if readout in transfers:
-            continue
-        parts = [f"{t['set']} {t['score']:.2f} (n {t['n']}, p {t['p_value']:.2g})" for t in tests
-                 if t["model"] == label and t["readout"] == readout]
-        reference = next(t for t in tests if t["readout"] == readout)
-        against = (f"chance {reference['reference']:.2f}" if reference["against"] == "chance"
-                   else f"the {reference['against']} model's rate")
-        lines.append(f"  does not transfer: {readout}: " + ", ".join(parts) + f" against {against}")
-    return "\n".join(lines)
-
-
-def reading_text(reading: Mapping[str, Mapping[str, Any]], model: str) -> str:
-    """In words: in which comprehension readouts ``model`` (the retain model) reads the passage, with the numbers."""
-    lines = []
-    for readout, found in reading.items():
-        f, r = found["forget"], found["retain"]
-        numbers = (f"forget {f['score']:.2f} [{f['low']:.2f}, {f['high']:.2f}], retain {r['score']:.2f} "
-                   f"[{r['low']:.2f}, {r['high']:.2f}]")
-        if found["reads"]:
-            verdict = "reads the passage: a forget/retain gap of an unlearned model here counts as suppression"
-        elif not found["agree"]:
-            verdict = ("does better on the set it knows, so it answers from memory, not from the passage: "
-                       "not counted")
-        else:
-            verdict = "is not above chance on either set: it reads nothing, not counted"
-        lines.append(f"{model} {readout}: {numbers}; {verdict}")
-    return "\n".join(lines) or "no comprehension readout scored"
-
-
 def passage_reading(per_item_of_model: Mapping[str, Any], chance: Mapping[str, float | None], alpha: float,
                     confidence: float = 0.95) -> dict[str, dict[str, Any]]:
     """For each comprehension readout of a model (the retain model): does it read the passage? Its forget and

@@ -16,7 +16,7 @@ paper's regime):
 5. **Greedy against sampling.** The questions greedy decoding calls unlearned although sampling leaks
    (:func:`greedy_vs_sampling`), measured against the retain model's rate of lucky guesses
    (:func:`compare_with_reference`, and jointly over the questions by :func:`beyond_guessing`), condensed per
-   model (:func:`model_summary`), with a verdict (:func:`regime_verdict`).
+   model (:func:`model_summary`), and per model in the regime (:func:`regime_table`).
 6. **Keyword Q&A** (Schwinn et al.'s Harry Potter questions, or their synthetic analogue): plainly or with the
    affirmative response as prefix, a keyword judge, M_bin per question (:func:`run_hp_qa`).
 
@@ -35,6 +35,10 @@ from ...metrics.scored import (  # noqa: F401 (the scoring of saved models, as n
     score_model_folder,
     score_models,
     score_saved_model,
+)
+from .guessing import (  # noqa: F401
+    beyond_guessing,
+    regime_table,
 )
 from .keyword import (  # noqa: F401
     REGIME,
@@ -61,7 +65,6 @@ from .results import (  # noqa: F401
     AtomCoverage,
     atom_at_zero_coverage,
     bound_modes,
-    bound_modes_text,
     keyword_prefix_comparison,
     metrics_entries,
     per_item,
@@ -81,6 +84,7 @@ from .shapes import (  # noqa: F401
     forget_rows,
 )
 from .tables import (  # noqa: F401
+    above_greedy_share,
     bound_table,
     bounds_vs_n,
     bounds_vs_n_curves,
@@ -95,17 +99,4 @@ from .tables import (  # noqa: F401
     summarise_models,
     summary_frame,
     understatement_summary,
-)
-from .texts import (  # noqa: F401
-    binary_bounds_text,
-    bounds_vs_n_text,
-    greedy_vs_samples_text,
-    keyword_text,
-    regime_text,
-)
-from .verdict import (  # noqa: F401
-    RegimeVerdict,
-    beyond_guessing,
-    regime_verdict,
-    understatement_verdict,
 )

@@ -121,17 +121,3 @@ def atom_at_zero_coverage(alpha: float, n: int = 1024, trials: int = 200, atom: 
     true_sd = math.sqrt(second - mean ** 2)
     return AtomCoverage(true_sd, bounds.std_bound(draws, alpha, mode="paper"), bounds.std_bound(draws, alpha), n,
                         alpha, atom)
-
-
-def bound_modes_text(table: pd.DataFrame, coverage: AtomCoverage) -> str:
-    """What the comparison shows, from its numbers."""
-    gain = 1 - table["width_samples"] / table["width_uniform"]
-    rates = coverage.coverage()
-    lines = [f"Expectation interval: the exact sample grid narrows it by {gain.mean():.0%} on average over the models "
-             f"(from {gain.min():.0%} to {gain.max():.0%}) against the uniform grid; the paper's 99-bin grid and our "
-             f"100 bins differ by {float((table['width_paper'] - table['width_uniform']).abs().max()):.4f} at most.",
-             f"Std bound with an atom at 0 (P(X = 0) = {coverage.atom}, n = {coverage.n}, true sd "
-             f"{coverage.true_sd:.3f}): the paper's form covers the true sd in {rates['paper']:.0%} of the "
-             f"{len(coverage.paper)} trials, the corrected form in {rates['corrected']:.0%} (it must be at least "
-             f"{1 - coverage.alpha:.0%})."]
-    return "\n".join(lines)

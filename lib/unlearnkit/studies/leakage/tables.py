@@ -292,3 +292,10 @@ def flagged_questions(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str
     if reference in tables:
         shown[f"{reference} leaks"] = tables[reference].loc[flagged.index, "leaks"]
     return FlaggedQuestions(worst, len(flagged), shown.sort_values("leak_lower", ascending=False).head(limit))
+
+
+def above_greedy_share(results: Mapping[str, SampledScores], exclude: Sequence[str] = ()) -> pd.Series:
+    """Per model (those not in ``exclude``, with ROUGE-L scores): the share of questions on which some sampled answer
+    scores a higher ROUGE-L than the greedy one."""
+    return pd.Series({name: float((r.rouge.max(axis=1) > r.greedy_rouge + 1e-9).mean())
+                      for name, r in results.items() if name not in exclude and r.rouge is not None}, dtype=float)
