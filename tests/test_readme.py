@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 from unlearnkit import paths, report, runner
+from unlearnkit.claims.freeze import FROZEN
 
 README = paths.README
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
@@ -134,15 +135,32 @@ def _close(shown: str, value: float) -> bool:
     return math.isclose(float(shown), value, rel_tol=6e-3, abs_tol=1e-9)
 
 
+SET_CELL = re.compile(r"\*\*([a-z ]+)\*\*, (no testable seed|([-+][\d.e+-]+)(?: \[([-+][\d.e+-]+), ([-+][\d.e+-]+)\])? "
+                      r"over (\d+) seeds?), leans (with|against|none)")
+
+
+def _set_cell(text: str) -> dict | None:
+    """A verdict column's cell ("**reproduced**, +0.998 [+0.995, +1] over 6 seeds, leans with"), parsed; None for
+    "not run yet"."""
+    if text == "not run yet":
+        return None
+    m = SET_CELL.fullmatch(text)
+    assert m, text
+    effect = None if m.group(2) == "no testable seed" else (m.group(3), m.group(4), m.group(5), int(m.group(6)))
+    return {"verdict": m.group(1), "effect": effect, "lean": m.group(7)}
+
+
 def _readme_rows() -> dict[str, dict]:
+    """The README's claims table: per claim the needs, the confirmatory and exploratory cells (parsed), the lean in
+    words and the power of six new seeds."""
     section = README.read_text().split(report.START, 1)[1].split(report.END, 1)[0]
-    header = "| paper | finding | effect [95 % interval] | needs | verdict | lean | figure |"
-    table = section.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    start = section.index("| paper | finding | needs | confirmatory")
+    table = section[start:].split("\n\n", 1)[0].strip().splitlines()[2:]
     rows = {}
     for line in table:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        rows[cells[1].split(":", 1)[0]] = {"effect": cells[2], "needs": cells[3], "verdict": cells[4].strip("*"),
-                                           "lean": cells[5]}
+        rows[cells[1].split(":", 1)[0]] = {"needs": cells[2], "confirmatory": _set_cell(cells[3]),
+                                           "exploratory": _set_cell(cells[4]), "lean": cells[5], "power": cells[6]}
     return rows
 
 
@@ -151,27 +169,38 @@ def test_every_number_the_readme_shows_follows_from_the_summary_by_a_second_path
     rows = _readme_rows()
     claims = {c["id"]: c for c in summary["claims"]}
     assert set(rows) == set(claims), "the README's table and the summary name other claims"
+    exploratory, confirmatory = summary["sets"]["exploratory"], summary["sets"]["confirmatory"]
+    assert exploratory == json.loads(FROZEN.read_text())["seeds"]
     for cid, shown in rows.items():
-        want = _recomputed(claims[cid])
-        assert shown["verdict"] == want["verdict"], cid
-        effect, minimal = claims[cid]["effect"], claims[cid]["minimal_effect"]["value"]
+        row = claims[cid]
+        for name, seeds in (("exploratory", exploratory), ("confirmatory", confirmatory)):
+            cell = shown[name]
+            if name == "confirmatory" and not seeds:
+                assert cell is None, cid
+                continue
+            subset = {**row, "per_seed": [r for r in row["per_seed"] if r["seed"] in seeds]}
+            want = _recomputed(subset)
+            assert cell["verdict"] == want["verdict"], (cid, name)
+            assert cell["lean"] == _lean(subset, want), (cid, name)
+            if want["effect"] is None:
+                assert cell["effect"] is None, (cid, name)
+                continue
+            mean, interval, n = want["effect"]
+            assert _close(cell["effect"][0], mean) and cell["effect"][3] == n, (cid, name)
+            if interval:
+                assert _close(cell["effect"][1], interval[0]) and _close(cell["effect"][2], interval[1]), (cid, name)
+        headline = shown["confirmatory"] or shown["exploratory"]
+        assert row["verdict"] == headline["verdict"], cid
+        effect, minimal = row["effect"], row["minimal_effect"]["value"]
         assert shown["needs"].startswith(f"{effect['side']} {effect['no_effect']:g}"), cid
         assert (f"by at least {minimal:g}" in shown["needs"]) == (minimal > 0), cid
-        assert shown["lean"].split(":", 1)[0] in {"leans with the paper", "leans against the paper", "no lean"}, cid
         assert shown["lean"].startswith({"with": "leans with", "against": "leans against", "none": "no lean"}[
-            _lean(claims[cid], want)]), cid
-        if want["effect"] is None:
-            assert shown["effect"] == "no testable seed", cid
-            continue
-        mean, interval, n = want["effect"]
-        numbers = re.fullmatch(r"([-+][\d.e+-]+)(?: \[([-+][\d.e+-]+), ([-+][\d.e+-]+)\])?, (\d+) seeds?",
-                               shown["effect"])
-        assert numbers, (cid, shown["effect"])
-        assert _close(numbers.group(1), mean) and int(numbers.group(4)) == n, cid
-        if interval:
-            assert _close(numbers.group(2), interval[0]) and _close(numbers.group(3), interval[1]), cid
+            headline["lean"]]), cid
+        assert shown["power"] == row["sets"]["power"]["words"], cid
     # the story's counts and names, from the recomputed verdicts of the findings (setup checks and questions apart)
-    verdicts = {cid: _recomputed(c)["verdict"] for cid, c in claims.items() if c["kind"] == "finding"}
+    headline_seeds = confirmatory or exploratory
+    verdicts = {cid: _recomputed({**c, "per_seed": [r for r in c["per_seed"] if r["seed"] in headline_seeds]})["verdict"]
+                for cid, c in claims.items() if c["kind"] == "finding"}
     story = README.read_text().split("## What the findings say", 1)[1].split("| paper |", 1)[0]
     told = re.search(r"the (\d+) quoted findings come to: ([^.]+)\.", story)
     assert told and int(told.group(1)) == len(verdicts)
@@ -182,7 +211,7 @@ def test_every_number_the_readme_shows_follows_from_the_summary_by_a_second_path
         expected = sorted(cid for cid, v in verdicts.items() if v == verdict)
         assert sorted(re.findall(r"([\w.]+) \(", named.group(1)) if named else []) == expected, verdict
     seeds = re.search(r"training seeds? ([\d, ]+) of", story).group(1)
-    assert [int(s) for s in seeds.split(", ")] == sorted({r["seed"] for c in claims.values() for r in c["per_seed"]})
+    assert [int(s) for s in seeds.split(", ")] == sorted(headline_seeds)
 
 
 @pytest.mark.parametrize("broken", ["verdict", "mean"])
