@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import runs
 from .judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
-from .summary import RULE, SCHEMA_VERSION, counts, records, untested_records  # noqa: F401
+from .summary import RULE
 
 #: The registered claims at a glance, above their table (``make readme`` draws it from the summary).
 CLAIMS_OVERVIEW = f"{runs.FINDINGS}_claims"

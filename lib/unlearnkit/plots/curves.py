@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
-from .labels import _labels_apart
+from .labels import labels_apart
 
 
 def loss_curves(histories: Mapping[str, Sequence[Mapping[str, float]]], title: str = "Training loss",
@@ -82,10 +82,10 @@ def tradeoff(table, x: str = "model_utility", y: str = "forget_quality", log_y: 
 
 
 def tradeoff_labels(ax, table, x: str = "model_utility", y: str = "forget_quality") -> None:
-    """The name of each point of :func:`tradeoff`, clear of the markers and of each other (:func:`_labels_apart`)."""
+    """The name of each point of :func:`tradeoff`, clear of the markers and of each other (:func:`labels_apart`)."""
     import numpy as np
 
-    _labels_apart(ax, [(row[x], row[y], str(name), 60.0) for name, row in table.iterrows()
+    labels_apart(ax, [(row[x], row[y], str(name), 60.0) for name, row in table.iterrows()
                        if np.isfinite(row[x]) and np.isfinite(row[y]) and (row[y] > 0 or ax.get_yscale() != "log")])
 
 

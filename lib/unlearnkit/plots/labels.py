@@ -21,7 +21,7 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
-def _labels_apart(ax, points: Sequence[tuple[float, float, str, float]], fontsize: float = 10.0) -> None:
+def labels_apart(ax, points: Sequence[tuple[float, float, str, float]], fontsize: float = 10.0) -> None:
     """Name each point (x, y, name, marker size in points², as ``scatter``'s ``s``) beside it, clear of every
     marker and of every label placed before: right of its marker if that is free, else left, above, below, a
     diagonal, then further up or down with a thin line back to its point (the runs of a comparison crowd in a few

@@ -9,7 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from .curves import run_colors, step_curves, tradeoff, tradeoff_labels
-from .labels import _labels_apart
+from .labels import labels_apart
 
 
 def unlearning_terms(history: Sequence[Mapping[str, float]], method: str):
@@ -138,5 +138,5 @@ def ou_summary(table, reference: str | None = None, options: Mapping[str, Any] |
                                    + ", ".join(f"{k} {v}" for k, v in options.items()), 130), fontsize=11)
     fig.tight_layout()
     for ax, points in zip(axes[:2], scattered):
-        _labels_apart(ax, points)
+        labels_apart(ax, points)
     return fig

@@ -19,7 +19,7 @@ from ...results import SeedResults
 from .. import judge, registry
 from ..judge import NOT_TESTABLE, ClaimVerdict
 from ..registry import Claim, Registry
-from . import calibration, formats, recovery, sampling, trust, unlearning  # noqa: F401  (each registers its claims)
+from . import calibration, formats, recovery, sampling, trust, unlearning  # each registers its claims
 from .base import EXTRACTORS, NotTestable, effect_on_seed
 
 
@@ -48,4 +48,6 @@ def judge_claims(profile: str, seeds: Sequence[int] | None = None, reg: Registry
 
 
 __all__ = ["EXTRACTORS", "NotTestable", "effect_on_seed", "judge_claims", "judged_claims", "untested",
-           "NOT_TESTABLE"]
+           "NOT_TESTABLE",
+           # the modules imported for their claims' registration, one per notebook the claims read
+           "calibration", "formats", "recovery", "sampling", "trust", "unlearning"]
