@@ -95,3 +95,12 @@ def test_notebooks_05_06_and_07_store_numbers_and_names():
     split = alignment.BehaviourSplit([{"goal": "g"}], [{"goal": "h", "group": "seen"}])
     metrics = alignment.metrics_entries(summary, judge, split, {"aligned ×8": {"seconds": 2.0}})
     assert list(numbers_only.texts({"meta": metrics.meta, **metrics.results})) == []
+
+
+def test_the_only_free_text_a_committed_seed_keeps_is_the_codes_own_list_of_what_was_not_measured():
+    """09's ``not_measured`` passes the check as scope, not as a reading: every committed seed holds exactly the
+    code's constant there, whatever its numbers."""
+    from unlearnkit.studies import trust
+
+    for path in sorted((paths.RESULTS / config.BASE_PROFILE).glob("seed-*/09_metric_trust/metrics.json")):
+        assert json.loads(path.read_text())["meta"]["not_measured"] == trust.NOT_MEASURED, path
