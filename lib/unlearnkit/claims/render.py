@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import runs
 from .judge import CONSISTENT, INCONCLUSIVE, INCONSISTENT, NOT_TESTABLE
-from .summary import RULE
+from .summary import RULE, seeds_span
 
 #: The registered claims at a glance, above their table (``make readme`` draws it from the summary).
 CLAIMS_OVERVIEW = f"{runs.FINDINGS}_claims"
@@ -84,22 +84,15 @@ def amended_text(row: Mapping[str, Any]) -> str:
                    for a in row.get("amended") or ())
 
 
-def _seeds_span(seeds: Sequence[int]) -> str:
-    seeds = sorted(seeds)
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ", ".join(map(str, seeds))
-
-
 def set_headers(summary: Mapping[str, Any]) -> tuple[str, str] | None:
     """The two verdict columns' headers on a summary that judges the exploratory and confirmatory seeds apart
     (#58), e.g. ("confirmatory (seeds 6-11)", "exploratory (seeds 0-5)"); None where it does not."""
     sets = summary.get("sets")
     if not sets:
         return None
-    confirmatory = (f"confirmatory (seeds {_seeds_span(sets['confirmatory'])})" if sets["confirmatory"]
+    confirmatory = (f"confirmatory (seeds {seeds_span(sets['confirmatory'])})" if sets["confirmatory"]
                     else "confirmatory")
-    return confirmatory, f"exploratory (seeds {_seeds_span(sets['exploratory'])})"
+    return confirmatory, f"exploratory (seeds {seeds_span(sets['exploratory'])})"
 
 
 def confirmatory_text(row: Mapping[str, Any]) -> str:

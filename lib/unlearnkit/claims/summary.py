@@ -33,12 +33,12 @@ RULE = ("Per registered claim (docs/claims.yaml), each seed's effect on the pape
 
 #: The size of a confirmatory set whose power the summary states (#58: six new seeds).
 CONFIRMATORY_SEEDS = 6
-SETS_RULE = ("Seeds 0-5 are exploratory: they shaped the registry, which was then frozen (docs/claims.frozen.json). "
+SETS_RULE = ("Seeds {exploratory} are exploratory: they shaped the registry, which was then frozen (docs/claims.frozen.json). "
              "Every other seed is confirmatory: each claim is judged on each set apart by the same rule, and the "
              "headline verdict is the confirmatory one wherever the claim's registry entry and exploratory effects "
              "are as frozen (else the exploratory one, and the row says why). The power of six confirmatory seeds "
              "is computed from the exploratory seeds' outcome shares, taken as per-seed probabilities (a plug-in "
-             "estimate from six seeds: six of six consistent gives probability 1), with a bootstrap interval.")
+             "estimate: a claim consistent on every exploratory seed gets probability 1), with a bootstrap interval.")
 
 def records(reg: Registry, judged: Sequence[ClaimVerdict], sets: Mapping[str, Mapping[str, Any]] | None = None
             ) -> list[dict[str, Any]]:
@@ -111,6 +111,14 @@ def _brief(v: ClaimVerdict) -> dict[str, Any]:
             "sign_n": v.sign_n, "sign_p": v.sign_p, "lean": v.lean, "lean_text": v.lean_text}
 
 
+def seeds_span(seeds: Sequence[int]) -> str:
+    """"0-5" for a run of consecutive seeds, else "0, 2, 5"."""
+    seeds = sorted(int(s) for s in seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def _or_none(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
@@ -176,7 +184,8 @@ def build(profile: str, claims: Sequence[ClaimVerdict], seed_study: Mapping[str,
         claims, sets = two_sets(reg, claims, exploratory, status.get("moved"))
         out["freeze"] = status
         out["sets"] = {"exploratory": [s for s in seeds if s in set(exploratory)],
-                       "confirmatory": [s for s in seeds if s not in set(exploratory)], "rule": SETS_RULE}
+                       "confirmatory": [s for s in seeds if s not in set(exploratory)],
+                       "rule": SETS_RULE.format(exploratory=seeds_span(exploratory))}
     rows = records(reg, claims, sets)
     out.update({"claims_counts": counts(rows), "claims_leans": leans(rows), "claims": rows,
                 "untested": untested_records(reg)})
