@@ -221,6 +221,7 @@ def frame(rows: Sequence[Mapping[str, Any]]):
                           "quote": f"“{r['quote']}” ({r['section']})" if r.get("quote") else "",
                           "effect over the seeds": effect_text(r), "needs": needs_text(r),
                           "per seed": seeds_text(r), "verdict": r["verdict"], "lean": lean_text(r),
+                          "figure": figure(r) or "",
                           **({"exploratory": exploratory_text(r).replace("**", ""), "six new seeds": power_text(r)}
                              if r.get("sets") else {})} for r in rows])
 
