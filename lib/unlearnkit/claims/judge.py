@@ -318,7 +318,8 @@ class ClaimVerdict:
         return cls(**values)
 
 
-def _or_none(x: float) -> float | None:
+def finite_or_none(x: Any) -> float | None:
+    """``x`` as a float where it is a finite number, else None (what the summary stores for a missing effect)."""
     return float(x) if _finite(x) else None
 
 
@@ -335,15 +336,15 @@ def judge(claim: str, results: Sequence[SeedResult], side: str, null: float) -> 
     n = len(counted)
     tally = {o: sum(r.outcome == o for r in counted) for o in COUNTED}
     pooled = [r.support for r in counted]
-    lean = lean_of(_or_none(low), _or_none(high), k, n_sign, p, side, null)
+    lean = lean_of(finite_or_none(low), finite_or_none(high), k, n_sign, p, side, null)
     return ClaimVerdict(
         claim, verdict_of([r.outcome for r in results]), seeds_words(results), results, n, tally[CONSISTENT],
         tally[INCONSISTENT], tally[INCONCLUSIVE], tuple(r.seed for r in results if r.outcome == NOT_TESTABLE),
         clopper_pearson_lower(tally[CONSISTENT], n, RULE_ALPHA) if n else 0.0,
         clopper_pearson_lower(tally[INCONSISTENT], n, RULE_ALPHA) if n else 0.0,
-        _or_none(mean), _or_none(low), _or_none(high), k, n_sign, p,
+        finite_or_none(mean), finite_or_none(low), finite_or_none(high), k, n_sign, p,
         (sum(s[0] for s in pooled), sum(s[1] for s in pooled)), lean,
-        lean_words(lean, _or_none(low), _or_none(high), k, n_sign, p, side, null))
+        lean_words(lean, finite_or_none(low), finite_or_none(high), k, n_sign, p, side, null))
 
 
 # --------------------------------------------------------------------------- power (#58 item 4)

@@ -95,29 +95,36 @@ def set_headers(summary: Mapping[str, Any]) -> tuple[str, str] | None:
     return confirmatory, f"exploratory (seeds {seeds_span(sets['exploratory'])})"
 
 
+def effect_interval(brief: Mapping[str, Any]) -> str:
+    """A verdict's effect as the tables show it: "+0.12 [+0.03, +0.21]" (mean [95 % t-interval]), or "no testable
+    seed"."""
+    if brief.get("mean") is None:
+        return "no testable seed"
+    interval = "" if brief.get("low") is None else f" [{_num(brief['low'])}, {_num(brief['high'])}]"
+    return f"{_num(brief['mean'])}{interval}"
+
+
+def _set_text(brief: Mapping[str, Any]) -> str:
+    """One set's verdict, effect [interval] over its seeds, and lean."""
+    effect = effect_interval(brief)
+    if brief.get("mean") is not None:
+        effect += f" over {brief['n']} seed{'s' if brief['n'] != 1 else ''}"
+    return f"**{brief['verdict']}**, {effect}, leans {brief['lean']}"
+
+
 def confirmatory_text(row: Mapping[str, Any]) -> str:
     """The confirmatory verdict with its effect [interval] and lean; "not run yet" before any confirmatory seed; the
     reason where the claim moved since the freeze (judged on the exploratory set only)."""
     sets = row.get("sets") or {}
     if sets.get("moved"):
         return f"judged on the exploratory seeds only: {sets['moved']}"
-    c = sets.get("confirmatory")
-    if not c:
-        return "not run yet"
-    return f"**{c['verdict']}**, {_set_effect(c)}, leans {c['lean']}"
-
-
-def _set_effect(c: Mapping[str, Any]) -> str:
-    if c.get("mean") is None:
-        return "no testable seed"
-    interval = "" if c.get("low") is None else f" [{_num(c['low'])}, {_num(c['high'])}]"
-    return f"{_num(c['mean'])}{interval} over {c['n']} seed{'s' if c['n'] != 1 else ''}"
+    return _set_text(sets["confirmatory"]) if sets.get("confirmatory") else "not run yet"
 
 
 def exploratory_text(row: Mapping[str, Any]) -> str:
     """The exploratory verdict (seeds frozen with the registry) with its effect [interval] and lean."""
     e = (row.get("sets") or {}).get("exploratory")
-    return f"**{e['verdict']}**, {_set_effect(e)}, leans {e['lean']}" if e else ""
+    return _set_text(e) if e else ""
 
 
 def power_text(row: Mapping[str, Any]) -> str:
@@ -130,8 +137,7 @@ def pooled_text(row: Mapping[str, Any]) -> str:
     p = (row.get("sets") or {}).get("pooled")
     if not p or p.get("mean") is None:
         return ""
-    interval = "" if p.get("low") is None else f" [{_num(p['low'])}, {_num(p['high'])}]"
-    return f"pooled over {len(p['seeds'])} seeds, for reference only: {_num(p['mean'])}{interval}"
+    return f"pooled over {len(p['seeds'])} seeds, for reference only: {effect_interval(p)}"
 
 
 def readme_lines(summary: Mapping[str, Any]) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,10 +118,6 @@ def seeds_span(seeds: Sequence[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
-def _or_none(x: Any) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
 def _subset(v: ClaimVerdict, seeds: Sequence[int], side: str, null: float) -> ClaimVerdict:
     return judge.judge(v.claim, [r for r in v.per_seed if r.seed in set(seeds)], side, null)
 
@@ -153,8 +148,8 @@ def two_sets(reg: Registry, claims: Sequence[ClaimVerdict], exploratory: Sequenc
         sets["judged_on"] = "confirmatory" if sets["confirmatory"] else "exploratory"
         if confirmatory:
             mean, low, high = judge.t_interval([r.effect for r in v.per_seed if r.outcome in judge.COUNTED])
-            sets["pooled"] = {"seeds": seeds, "mean": _or_none(mean), "low": _or_none(low),
-                              "high": _or_none(high)}
+            sets["pooled"] = {"seeds": seeds, "mean": judge.finite_or_none(mean), "low": judge.finite_or_none(low),
+                              "high": judge.finite_or_none(high)}
         if explored.per_seed:
             power = judge.power(explored.per_seed, confirmatory_size)
             sets["power"] = {**power.as_dict(), "words": power.words()}

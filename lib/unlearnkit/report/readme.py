@@ -79,6 +79,8 @@ def sets_rule(summary: Mapping[str, Any]) -> list[str]:
 def story(summary: Mapping[str, Any]) -> list[str]:
     """What the findings say, in sentences rendered from the summary's numbers: the seeds, the counts by verdict, the
     findings reproduced, contradicted and not testable, by name."""
+    from ..claims.render import effect_interval
+
     rows = [r for r in summary.get("claims") or [] if r["kind"] == "finding"]
     seeds = summary.get("seeds", [])
     counts = summary.get("claims_counts") or {}
@@ -104,8 +106,8 @@ def story(summary: Mapping[str, Any]) -> list[str]:
         ids = [r["id"] for r in rows if r["verdict"] == "inconclusive" and r.get("lean") == lean]
         if ids:
             named.append(f"**Inconclusive, leaning {lean} the paper**: {', '.join(ids)}.")
-    changed = [f"{r['id']} ({r['sets']['exploratory']['verdict']}, {_effect(r['sets']['exploratory'])} on the "
-               f"exploratory seeds; {r['sets']['confirmatory']['verdict']}, {_effect(r['sets']['confirmatory'])} on the "
+    changed = [f"{r['id']} ({r['sets']['exploratory']['verdict']}, {effect_interval(r['sets']['exploratory'])} on the "
+               f"exploratory seeds; {r['sets']['confirmatory']['verdict']}, {effect_interval(r['sets']['confirmatory'])} on the "
                f"confirmatory)" for r in rows if (r.get("sets") or {}).get("confirmatory")
                and r["sets"]["exploratory"]["verdict"] != r["sets"]["confirmatory"]["verdict"]]
     if changed:
@@ -115,13 +117,6 @@ def story(summary: Mapping[str, Any]) -> list[str]:
         named.append(f"By the exploratory seeds, six confirmatory seeds cannot decide {len(undecidable)} of the "
                      f"{len(rows)} findings (a probability below 80 % of reproducing or contradicting them).")
     return [opening, "", " ".join(named)] if named else [opening]
-
-
-def _effect(brief: Mapping[str, Any]) -> str:
-    if brief.get("mean") is None:
-        return "no testable seed"
-    interval = "" if brief.get("low") is None else f" [{brief['low']:+.3g}, {brief['high']:+.3g}]"
-    return f"{brief['mean']:+.3g}{interval}"
 
 
 def readme_section(summary: Mapping[str, Any]) -> str:
