@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 from unlearnkit import config, paths
+from unlearnkit import seedstudy as seed_study
 from unlearnkit.claims import extractors
 from unlearnkit.results import SeedResults
-from unlearnkit.studies import seeds as seed_study
 
 
 def effects_of(runs_dir: Path, seeds: list[int], profile: str, **overrides) -> dict[int, list[dict]]:

@@ -136,7 +136,7 @@ def test_the_committed_registry_gives_every_judged_claim_a_power():
 
 def test_flips_count_method_pairs_whose_order_changes_with_the_seed():
     import pandas as pd
-    from unlearnkit.studies import seeds as seed_study
+    from unlearnkit import seedstudy as seed_study
 
     rows = []
     for seed, (a, b, c) in enumerate([(3, 2, 1), (3, 1, 2), (3, 2, 1)]):  # b and c swap on seed 1

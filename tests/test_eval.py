@@ -11,7 +11,10 @@ import re
 import pytest
 from unlearnkit import config, models, paths, runner, runs
 from unlearnkit.data.synthetic import generate_synthetic_tofu
-from unlearnkit.studies import own_cost, own_model, own_results
+from unlearnkit.ownmodel import cost as own_cost
+from unlearnkit.ownmodel import outputs as own_results
+from unlearnkit.ownmodel import reference as own_reference
+from unlearnkit.ownmodel import suites as own_model
 
 pytestmark = pytest.mark.usefixtures("tiny_model_threads")
 
@@ -101,10 +104,10 @@ def test_a_stated_request_prints_its_cost_and_runs_into_the_stores_eval_folder(p
 
 def test_the_estimate_grows_with_the_model_and_refuses_hours_unless_asked():
     params = config.Params.load("default")
-    small = own_model.estimate_seconds(params, 10_000_000, own_model.SUITES, True, 400)
-    large = own_model.estimate_seconds(params, 1_400_000_000, own_model.SUITES, True, 400)
+    small = own_cost.estimate_seconds(params, 10_000_000, own_model.SUITES, True, 400)
+    large = own_cost.estimate_seconds(params, 1_400_000_000, own_model.SUITES, True, 400)
     assert all(large[s] == pytest.approx(140 * small[s]) for s in own_model.SUITES)
-    assert max(large.values()) > own_model.CPU_LIMIT_S > max(small.values())
+    assert max(large.values()) > own_cost.CPU_LIMIT_S > max(small.values())
 
 
 def test_the_estimate_is_calibrated_on_the_rates_measured_here_for_a_model_that_size(plain_folder, tofu_folder,
@@ -114,7 +117,7 @@ def test_the_estimate_is_calibrated_on_the_rates_measured_here_for_a_model_that_
     estimate by the median measured/estimated of earlier evaluations here of a model within a factor 2 of this size,
     counting no suite that came from the cache, no other machine and no other size."""
     params = config.Params.load("smoke")
-    size = own_model.parameter_count(str(plain_folder))
+    size = own_cost.parameter_count(str(plain_folder))
 
     def earlier(name, factor, machine=None, parameters=size, computed=1.0):
         folder = runs_eval(params) / name
@@ -226,7 +229,7 @@ def test_a_lora_adapter_folder_is_evaluated_on_its_base_and_identified_by_its_ow
     lora.save_pretrained(adapter)
     params = config.Params.load("eval-tiny")
     request = own_model.check_request(params, str(adapter), str(small_corpus.folder), None, "tofu", "phi")
-    assert own_model.parameter_count(str(adapter)) == sum(p.numel() for p in tiny_model.parameters())
+    assert own_cost.parameter_count(str(adapter)) == sum(p.numel() for p in tiny_model.parameters())
     first = runs.model_identity(adapter)
     own_model.state_template(request)
     tofu, _ = own_model.tofu_suite(params, request, own_model.corpus(params, request))
@@ -553,12 +556,12 @@ def test_an_evaluation_is_tabulable_with_a_flat_summary_and_open_unlearnings_fil
     assert summary["model_utility"] == 0.4 and summary["forget_quality"] is None and summary["sampled.ed_score"] == 0.125
     frame = pd.DataFrame([summary], dtype=float)
     assert all(pd.api.types.is_float_dtype(t) for t in frame.dtypes)
-    ours = own_results.read_ou_eval(written.parent / "TOFU_EVAL.json")
+    ours = own_reference.read_ou_eval(written.parent / "TOFU_EVAL.json")
     assert ours["forget_truth_ratio"] == [0.5, 0.75, 1.5] and ours["forget_Q_A_ROUGE"] == [1.0, 0.5, 0.0]
     ou_summary = json.loads((written.parent / "TOFU_SUMMARY.json").read_text())
     assert ou_summary["forget_truth_ratio"] == 0.6 and ou_summary["model_utility"] == 0.4
     (store / "TOFU_EVAL.json").write_text(json.dumps(OU_EVAL_FIXTURE, indent=4))
-    theirs = own_results.read_ou_eval(store / "TOFU_EVAL.json")
+    theirs = own_reference.read_ou_eval(store / "TOFU_EVAL.json")
     assert theirs == {"forget_Q_A_Prob": [0.3, 0.5], "forget_truth_ratio": [0.55, 0.8]}
     frame = own_results.evaluations_frame(params)
     assert list(frame.index) == ["my-model-0123456789"] and frame.loc["my-model-0123456789", "model_utility"] == 0.4
@@ -578,7 +581,7 @@ def runs_eval(params):
 def test_a_received_tofu_eval_is_checked_as_data_in_one_line(payload, message, tmp_path):
     (tmp_path / "TOFU_EVAL.json").write_text(json.dumps(payload))
     with pytest.raises(ValueError) as e:
-        own_results.read_ou_eval(tmp_path / "TOFU_EVAL.json")
+        own_reference.read_ou_eval(tmp_path / "TOFU_EVAL.json")
     assert message in str(e.value) and len(str(e.value).splitlines()) == 1
 
 
@@ -617,7 +620,6 @@ def test_a_reference_given_as_open_unlearnings_results_gives_forget_quality_and_
     of OU_EVAL_FIXTURE) instead of weights: forget quality is the KS test against its forget truth ratios, privleak
     is taken against its mia_min_k, the reference's own row is its aggregates, and no suite loads it as a model."""
     from unlearnkit.metrics.tofu import forget_quality
-    from unlearnkit.studies import own_reference
 
     params = config.Params.load("eval-tiny")
     n = own_reference.forget_items(params, small_corpus)
@@ -645,7 +647,6 @@ def test_a_reference_given_as_open_unlearnings_results_gives_forget_quality_and_
 ])
 def test_a_reference_given_as_results_is_checked_as_data_before_any_work(edit, message, plain_folder, small_corpus,
                                                                          store, monkeypatch, capsys):
-    from unlearnkit.studies import own_reference
 
     n = own_reference.forget_items(config.Params.load("smoke"), small_corpus)
     ou = _ou_reference(store / "ou-retain", n, **edit(n))

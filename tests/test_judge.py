@@ -50,7 +50,7 @@ def test_the_t_interval_is_scipys_and_wider_than_a_percentile_bootstrap_over_six
     mean, low, high = judge.t_interval(values)
     expected = stats.t.interval(0.95, len(values) - 1, loc=sum(values) / 6, scale=stats.sem(values))
     assert (low, high) == pytest.approx(expected) and mean == pytest.approx(sum(values) / 6)
-    from unlearnkit.studies.seeds import bootstrap_interval
+    from unlearnkit.seedstudy import bootstrap_interval
 
     b_low, b_high = bootstrap_interval(values)
     assert high - low > b_high - b_low

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from unlearnkit import config, pipeline
+from unlearnkit import seedstudy as seed_study
 from unlearnkit.metrics import meta_eval
 from unlearnkit.runs.committed import results_dir
-from unlearnkit.studies import seeds as seed_study
 from unlearnkit.studies import trust
 
 

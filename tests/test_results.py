@@ -136,10 +136,10 @@ UNREADABLE = {1: "unreadable 01_tofu_finetune/metrics.json: target/forget: '0.98
 def test_a_spoiled_file_costs_its_own_seeds_claims_on_it_and_the_other_seeds_are_judged(crafted):
     """Before, seed 1's text stopped the judge with "TypeError: string indices must be integers" and the NaN and 1e308
     were judged as numbers; now each file is checked against docs/metrics.schema.json at read."""
+    from unlearnkit import seedstudy as seed_study
     from unlearnkit.claims import extractors as effects
     from unlearnkit.claims import summary as claim_summary
     from unlearnkit.claims.judge import NOT_TESTABLE, OUTCOMES
-    from unlearnkit.studies import seeds as seed_study
 
     judged = effects.judge_claims("default", [0, 1, 2, 3])
     clean = {v.claim: v.per_seed[0] for v in effects.judge_claims("default", [0])}

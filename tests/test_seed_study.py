@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 from unlearnkit import config, paths, runs
-from unlearnkit.studies import seeds as seed_study
+from unlearnkit import seedstudy as seed_study
 
 SMOKE = config.Params.load("smoke")
 METHODS = ("ga", "npo", "simnpo", "rmu", "wga")

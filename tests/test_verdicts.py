@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 from unlearnkit import config, paths, plots, report, runs
+from unlearnkit import seedstudy as seed_study
 from unlearnkit.claims import judge
 from unlearnkit.claims import render as claim_render
 from unlearnkit.claims import summary as claim_summary
-from unlearnkit.studies import seeds as seed_study
 
 #: The run store of the hand-made runs (under a temporary runs/): the smoke profile's seed 0.
 SMOKE = config.Params.load("smoke")

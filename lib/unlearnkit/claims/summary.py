@@ -162,7 +162,7 @@ def build(profile: str, claims: Sequence[ClaimVerdict], seed_study: Mapping[str,
           reg: Registry | None = None) -> dict[str, Any]:
     """The one summary of a profile's seeds, built once by notebook 10: the schema version, the seeds, the rule, the
     registered claims judged over the seeds (:func:`records`) with their counts and leans, the claims not testable
-    here, the seed study (``seed_study``, :func:`unlearnkit.studies.seeds.study`) and, on the default profile, the
+    here, the seed study (``seed_study``, :func:`unlearnkit.seedstudy.study`) and, on the default profile, the
     frozen registry's status and each claim judged on the exploratory (frozen) and confirmatory seeds apart
     (:func:`two_sets`), with the power of a confirmatory set. Each verdict can be recomputed from the file alone."""
     from . import registry

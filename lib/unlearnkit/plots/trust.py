@@ -43,7 +43,7 @@ def plot_trust_table(table: pd.DataFrame):
 def plot_trust_vs_published(rows, published, seeds: int):
     """The workbook's meta-evaluation over seeds beside the published one (one seed, Llama-3.2-1B): per metric,
     faithfulness and overall in each variant, ours as the mean with its 95 % t-interval over ``seeds`` seeds, theirs
-    as a cross where the published table has the metric. ``rows``: :func:`unlearnkit.studies.seeds.metric_trust`'s
+    as a cross where the published table has the metric. ``rows``: :func:`unlearnkit.seedstudy.metric_trust`'s
     ``metrics``; ``published``: :func:`unlearnkit.studies.trust.published`."""
     panels = [("faithfulness", "symmetric", "faithfulness (P/N AUC)"),
               ("overall one_directional", "one_directional", "overall, one-directional R and Q"),

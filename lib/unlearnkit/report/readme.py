@@ -184,7 +184,7 @@ def spread_section(spread: Mapping[str, Any] | None) -> list[str]:
     if not spreads:  # a file written before they were stored: its table, counted by the same function
         import pandas as pd
 
-        from ..studies.seed_spread import variant_spreads
+        from ..seedstudy.variants import variant_spreads
 
         spreads = variant_spreads(pd.DataFrame(spread["table"]), spread["changes"])
     for label in spread["variants"]:
@@ -261,7 +261,7 @@ def _num(x: Any) -> str:
 def seed_study_section(study: Mapping[str, Any] | None) -> list[str]:
     """The README's lines on the seed study (docs/metrics.md §8.2): the workbook's own questions, with its answers
     computed from the summary; nothing when the summary has none."""
-    from ..studies import seeds as seed_study
+    from .. import seedstudy as seed_study
 
     if not study or "kendall" not in study:
         return []

@@ -14,7 +14,7 @@ from .lines import Refused, project_relative, run_label
 from .notebooks import eval_notebook
 from .progress import PROGRESS_LOG, forwarded
 
-#: runner eval's options (:func:`unlearnkit.studies.own_model.front_door` checks them).
+#: runner eval's options (:func:`unlearnkit.ownmodel.suites.front_door` checks them).
 EVAL_OPTIONS = {
     "--model": {"required": True, "help": "a model folder, a run or saved model of the store, or a Hub name"},
     "--data": {"help": "the data it was unlearned on: a folder of TOFU JSON Lines, locuslab/TOFU, or 'profile' "
@@ -54,7 +54,7 @@ def _whole(value: str | None, flag: str) -> int | None:
 
 def flag_overrides(limit: str | None, batch_size: str | None) -> dict[str, int]:
     """The profile keys ``--limit`` and ``--batch-size`` set (refused in one line when not a count; ``auto`` sets
-    nothing here: the kernel finds the batch on the model, :func:`unlearnkit.studies.own_cost.auto_batch`)."""
+    nothing here: the kernel finds the batch on the model, :func:`unlearnkit.ownmodel.cost.auto_batch`)."""
     n = _whole(limit, "--limit")
     batch = None if batch_size == AUTO else _whole(batch_size, "--batch-size")
     return {**({k: n for k in LIMITED} if n is not None else {}), **({"eval_batch_size": batch} if batch else {})}
@@ -84,11 +84,11 @@ def choose_device(device: str | None) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """Every suite of the workbook on one model (:mod:`unlearnkit.studies.own_model`): the request and its cost checked
+    """Every suite of the workbook on one model (:mod:`unlearnkit.ownmodel.suites`): the request and its cost checked
     in one line, then notebooks/eval_model.ipynb executed into the evaluation's folder of the store."""
     from papermill.exceptions import PapermillExecutionError
 
-    from ..studies import own_model
+    from ..ownmodel import suites as own_model
 
     overrides = {**set_overrides(args), **({"dtype": args.dtype} if args.dtype else {}),
                  **flag_overrides(args.limit, args.batch_size)}

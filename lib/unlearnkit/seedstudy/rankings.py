@@ -10,7 +10,7 @@ bootstrap interval over seeds (:func:`bootstrap_interval`).
 
 These are the workbook's own questions, not a paper's: no paper reports a ranking over training seeds. Pure arithmetic
 on the run store's metrics.json files; no model is loaded. A setting against the seeds' spread (the training seed
-against the rest) is :mod:`unlearnkit.studies.seed_spread`'s, re-exported here.
+against the rest) is :mod:`unlearnkit.seedstudy.variants`'s.
 """
 
 from __future__ import annotations
@@ -26,16 +26,6 @@ import pandas as pd
 
 from .. import results, runs
 from ..config import Params
-from .seed_spread import (  # noqa: F401 (the names notebook 10, the README and benchmarks reach here)
-    SPREAD_TOLERANCE,
-    against_the_rest,
-    outcome_changes,
-    quantity_values,
-    rest_sentence,
-    spread_table,
-    variant_spreads,
-    within_spread,
-)
 
 #: The percentile bootstrap over seeds: resamples, confidence, and the seed of its numpy Generator.
 BOOTSTRAP_RESAMPLES, BOOTSTRAP_CONFIDENCE, BOOTSTRAP_SEED = 2000, 0.95, 0
@@ -319,7 +309,7 @@ def study(params: Params, seeds: Sequence[int]) -> dict[str, Any]:
     out: dict[str, Any] = {"seeds": sorted(int(s) for s in used["seed"].unique()) if len(used) else [],
                            "methods": sorted(used["method"].unique()) if len(used) else [],
                            "tau_stable": TAU_STABLE, "pair_level": PAIR_LEVEL}
-    from .trust import seed_tables  # the meta-evaluation of metrics over the same seeds (#57)
+    from ..studies.trust import seed_tables  # the meta-evaluation of metrics over the same seeds (#57)
 
     out["metric_trust"] = metric_trust(seed_tables(params.profile, seeds))
     if len(out["seeds"]) < 2:
@@ -405,7 +395,7 @@ def metric_trust(tables: Mapping[int, pd.DataFrame]) -> dict[str, Any]:
     (1 best), each metric's mean, best and worst rank, and the rankings' agreement over seeds, Kendall's W with its
     Friedman p (the seed study's tool), over the metrics ranked on every seed."""
     from ..claims.judge import t_interval
-    from .trust import OVER_SEEDS, POOL_METRICS, RANKED_BY
+    from ..studies.trust import OVER_SEEDS, POOL_METRICS, RANKED_BY
 
     if not tables:
         return {"seeds": [], "note": "no seed holds notebook 09's results"}

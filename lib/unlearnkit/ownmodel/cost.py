@@ -1,4 +1,4 @@
-"""What ``runner eval`` costs (:mod:`unlearnkit.studies.own_model`): each suite's seconds on a CPU estimated from the
+"""What ``runner eval`` costs (:mod:`unlearnkit.ownmodel.suites`): each suite's seconds on a CPU estimated from the
 FLOPs it needs before any work, calibrated on the rates earlier evaluations measured on this machine, and the
 measurement each evaluation records for that."""
 
@@ -103,7 +103,7 @@ SIZE_FACTOR = 2.0
 
 
 def calibration(n_parameters: int, root: Path | None = None) -> tuple[dict[str, float], int]:
-    """Each suite's factor from the FLOP estimate (:func:`unlearnkit.studies.own_model.request_estimate`) to the
+    """Each suite's factor from the FLOP estimate (:func:`unlearnkit.ownmodel.suites.request_estimate`) to the
     seconds measured here: the median, over the evaluations of the run store (``root``: every profile and seed) made
     on this machine (:func:`machine`) on a CPU, of a model within :data:`SIZE_FACTOR` of ``n_parameters``, of measured
     over estimated seconds, where the suite computed (not read from the cache: :data:`COMPUTED_SHARE`); and how many

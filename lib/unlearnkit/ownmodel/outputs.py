@@ -1,4 +1,4 @@
-"""What an evaluation of ``runner eval`` writes (:mod:`unlearnkit.studies.own_model` runs it): the tables the notebook
+"""What an evaluation of ``runner eval`` writes (:mod:`unlearnkit.ownmodel.suites` runs it): the tables the notebook
 shows, metrics.json's entries and meta, and the per-item samples of ``--log-samples``."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from .. import config, paths, runs
-from . import own_reference
-from .own_cost import machine
-from .own_model import MODEL, REFERENCE, Request, eval_folder, named
-from .own_reference import OU_METRICS, OU_SUMMARY, RESULTS_FILE, ou_eval, read_ou_eval  # noqa: F401 (OU's layout)
+from .cost import machine
+from .reference import RESULTS_FILE, ou_eval
+from .reference import identity as reference_identity
+from .suites import MODEL, REFERENCE, Request, eval_folder, named
 
 
 def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -40,7 +40,7 @@ def attack_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 def format_table(format_scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
     """The format scores (metrics.json's ``{model: {set: {format: score}}}``) as notebook 04's table: one row per
     (format, set), one column per model."""
-    from .formats import scores_table
+    from ..studies.formats import scores_table
 
     return scores_table(format_scores)
 
@@ -68,7 +68,7 @@ def metrics_entries(tofu: Mapping[str, Any] | None = None, leak_summaries: Mappi
     notebook 02 writes them, ``sampled`` as notebook 05's forget summary, ``leak_at_k`` as notebook 09's entry of a
     model (``ks``, ``n``, ``leak_at_k``: the mean over questions per k; from :func:`leak_curves`), ``formats`` as
     notebook 04's, and the attacks as notebook 08's (``relearned``, ``quantised <scheme>``)."""
-    from .trust import leak_entries
+    from ..studies.trust import leak_entries
 
     entries: dict[str, dict[str, Any]] = {}
     for label, result in (tofu or {}).items():
@@ -118,8 +118,8 @@ def log_samples(params: config.Params, request: Request, suite: str, per_item: M
 def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = None, device: str | None = None,
              estimated: Mapping[str, float] | None = None, auto_batch: int | None = None) -> dict[str, Any]:
     """What metrics.json records beside the parameters: the request (the model by its identity), each suite's time
-    (``seconds`` as :func:`unlearnkit.studies.own_cost.measured` keeps them: the wall seconds, and the seconds it computed), the FLOP estimate
-    of each (``estimated``) and the machine, by which later estimates here are calibrated (:func:`unlearnkit.studies.own_cost.calibration`),
+    (``seconds`` as :func:`unlearnkit.ownmodel.cost.measured` keeps them: the wall seconds, and the seconds it computed), the FLOP estimate
+    of each (``estimated``) and the machine, by which later estimates here are calibrated (:func:`unlearnkit.ownmodel.cost.calibration`),
     the quick-look and hardware flags (``--limit``, ``--device``, the batch ``--batch-size auto`` found:
     ``auto_batch``) and the notes a reader needs (a limited run is not comparable with a whole one)."""
     notes = [f"not comparable: at most {limit} items per split and suite (--limit {limit})"] if limit else []
@@ -128,7 +128,7 @@ def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = N
     if request.reference and REFERENCE not in named(request):
         notes.append(f"reference given as results ({RESULTS_FILE}): forget quality and privleak are taken against "
                      "them; the leakage, formats and attacks suites ran on the model alone")
-    from .own_cost import parameter_count
+    from .cost import parameter_count
 
     timing = {"suite_seconds": {k: v for k, v in seconds.items() if k != "computed"},
               "computed_seconds": dict(seconds.get("computed", {})), "estimated_seconds": dict(estimated or {}),
@@ -138,7 +138,7 @@ def run_meta(request: Request, seconds: Mapping[str, Any], limit: int | None = N
                           "data": request.data, "suites": list(request.suites),
                           "reference": (paths.shown(request.reference) if request.reference
                                         and Path(request.reference).is_absolute() else request.reference),
-                          "reference_identity": own_reference.identity(request.reference) if request.reference else None,
+                          "reference_identity": reference_identity(request.reference) if request.reference else None,
                           "reference_given_as": None if not request.reference else "weights" if REFERENCE in named(request)
                           else "results"}}
 
@@ -189,14 +189,14 @@ def flat_summary(entries: Mapping[str, Any], label: str = MODEL) -> dict[str, fl
 
 def write_evaluation(params: config.Params, request: Request, entries: Mapping[str, Any], meta: Mapping[str, Any],
                      tofu_items: Mapping[str, Any] | None = None) -> Path:
-    """The evaluation's files in its folder (:func:`unlearnkit.studies.own_model.eval_folder`): metrics.json (numbers
+    """The evaluation's files in its folder (:func:`unlearnkit.ownmodel.suites.eval_folder`): metrics.json (numbers
     or null, the reasons in ``meta.notes``; the data recorded as given), ``summary.json`` (the model's
     :func:`flat_summary`) and, where the tofu suite ran, open-unlearning's ``TOFU_EVAL.json`` and
     ``TOFU_SUMMARY.json`` of the model (:func:`ou_eval`), so that its ``retain_logs_path`` can read ours. Returns
     metrics.json's path."""
     import json
 
-    from .own_model import PROFILE_DATA, notebook_name
+    from .suites import PROFILE_DATA, notebook_name
 
     folder = eval_folder(params, request)
     table, notes = tabulable(entries)

@@ -1,4 +1,4 @@
-"""The retain model of ``runner eval`` (``--reference``; :mod:`unlearnkit.studies.own_model` runs the evaluation):
+"""The retain model of ``runner eval`` (``--reference``; :mod:`unlearnkit.ownmodel.suites` runs the evaluation):
 given as weights, its scores are computed once per reference and reused by every later evaluation against it (its
 own cache folder, keyed on the reference's content and the scoring settings); given as results (a retain model's
 evaluation folder, ours or open-unlearning's, or its ``TOFU_EVAL.json``), its per-item forget scores stand in for the

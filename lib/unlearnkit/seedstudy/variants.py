@@ -2,7 +2,7 @@
 setting stays inside the range the training seeds (widened by another machine's spread) span, and how far each
 variant of the training seed (another corpus draw, another instruction set) moves it against that range
 (benchmarks/seed_spread.py writes docs/seed_spread.json from these; notebook 10 and the README show it).
-:mod:`unlearnkit.studies.seeds` re-exports every name."""
+:mod:`unlearnkit.seedstudy` re-exports every name."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import config, models, paths, refusals, runs, stations
-from . import own_reference
-from .own_cost import CPU_FLOPS, CPU_LIMIT_S, estimate_seconds, parameter_count  # noqa: F401 (the door's cost)
-from .own_reference import MODEL, REFERENCE
+from .cost import CPU_LIMIT_S, estimate_seconds, parameter_count
+from .reference import MODEL, REFERENCE, check_results, reference_notebook, results_file, tofu_scores
+from .reference import identity as reference_identity
 
 #: The suites, in the order they run: TOFU's metrics with open-unlearning's memorisation and privacy metrics,
 #: sampled leakage with the high-probability bounds and the ED score, the format-transformed evaluation, and the
@@ -111,10 +111,10 @@ def check_request(params: config.Params, model: str, data: str | None, reference
         found_retain = runs.retain_model(params, None)  # the one notebook 01 used, or none
         located = runs.locate(params, found_retain) if found_retain else None
         reference = str(located) if located is not None else None
-    elif reference is not None and own_reference.results_file(reference) is not None:  # a retain model's results
+    elif reference is not None and results_file(reference) is not None:  # a retain model's results
         if data_read:
             with found.check():
-                own_reference.check_results(params, reference, _corpus(params, data))
+                check_results(params, reference, _corpus(params, data))
     elif reference is not None:
         located = runs.locate(params, reference) if paths.NAME.fullmatch(reference) else None
         reference = str(located) if located is not None else reference
@@ -226,7 +226,7 @@ def identity(params: config.Params, request: Request) -> str:
     retain model's identity, the data and every parameter (the dtype, a --set value), as a short hash (the folder's
     suffix): two evaluations that could differ never share a folder."""
     return config.params_hash({"model": runs.model_identity(request.model), "template": request.template,
-                               "reference": own_reference.identity(request.reference) if request.reference else None,
+                               "reference": reference_identity(request.reference) if request.reference else None,
                                "data": request.data, "params": config.params_hash(dict(params))}, length=10)
 
 
@@ -256,8 +256,8 @@ def notebook_name(params: config.Params, request: Request) -> str:
 
 def request_estimate(params: config.Params, request: Request, source=None) -> dict[str, float]:
     """:func:`estimate_seconds` of a checked request (its model's parameters, its reference, its forget split), on
-    the FLOP rates of :data:`CPU_FLOPS`: what an evaluation records as ``meta.estimated_seconds``, and what the
-    door scales by this machine's measured rates (:func:`unlearnkit.studies.own_cost.calibration`)."""
+    the FLOP rates of :data:`.cost.CPU_FLOPS`: what an evaluation records as ``meta.estimated_seconds``, and what the
+    door scales by this machine's measured rates (:func:`unlearnkit.ownmodel.cost.calibration`)."""
     source = corpus(params, request) if source is None else source
     return estimate_seconds(params, parameter_count(request.model), request.suites, REFERENCE in named(request),
                             len(source.load(params.forget_split)))
@@ -273,7 +273,7 @@ def front_door(params: config.Params, model: str, data: str | None, reference: s
     GPU)."""
     import torch
 
-    from .own_cost import calibration
+    from .cost import calibration
 
     request = chosen(params, check_request(params, model, data, reference, suites, template, revision), output_path)
     n_parameters = parameter_count(request.model)
@@ -388,24 +388,24 @@ def describe(request: Request) -> str:
 
 def named(request: Request) -> dict[str, str]:
     """The models to run: the model, and the reference where it was given as weights (not as results)."""
-    weights = request.reference and own_reference.results_file(request.reference) is None
+    weights = request.reference and results_file(request.reference) is None
     return {MODEL: request.model, **({REFERENCE: request.reference} if weights else {})}
 
 
 def cache_notebook(params: config.Params, request: Request, label: str) -> str:
     """Where a model's scores are cached: the evaluation's own folder, the reference's shared one
-    (:func:`unlearnkit.studies.own_reference.reference_notebook`): a retain model is scored once for every
+    (:func:`unlearnkit.ownmodel.reference.reference_notebook`): a retain model is scored once for every
     evaluation against it."""
-    return own_reference.reference_notebook(request.reference) if label == REFERENCE else notebook_name(params, request)
+    return reference_notebook(request.reference) if label == REFERENCE else notebook_name(params, request)
 
 
 def tofu_suite(params: config.Params, request: Request, source) -> tuple[dict[str, Any], dict[str, Any]]:
     """TOFU's metrics on the forget split, retain, real authors and world facts, forget quality against the retain
     model, and open-unlearning's memorisation and privacy metrics (privleak against the retain model): the retain
     model's scores computed once for every evaluation against it, or read from the results given
-    (:func:`unlearnkit.studies.own_reference.tofu_scores`)."""
+    (:func:`unlearnkit.ownmodel.reference.tofu_scores`)."""
     with stations.step("tofu"):
-        return own_reference.tofu_scores(params, request.model, request.reference, request.data, source, NO_REFERENCE)
+        return tofu_scores(params, request.model, request.reference, request.data, source, NO_REFERENCE)
 
 
 #: The leakage suite's cache entries are named ``<label>.leakage``: the formats suite's share the folder (the
@@ -418,7 +418,7 @@ def leakage_suite(params: config.Params, request: Request, source):
     """Sampled leakage with the high-probability bounds (Scholten et al.) and the ED score, on the forget questions."""
     from ..metrics.sampling import sampling_settings
     from ..metrics.scored import Scored
-    from . import leakage
+    from ..studies import leakage
 
     rows = leakage.forget_rows(source, params)
     settings = sampling_settings(params, "leakage")
@@ -440,7 +440,7 @@ def leakage_suite(params: config.Params, request: Request, source):
 def formats_suite(params: config.Params, request: Request, source):
     """The format-transformed evaluation (Joshi et al.): MCQA, cloze, analogy, odd-one-out and comprehension."""
     from ..data import formats
-    from . import formats as study
+    from ..studies import formats as study
 
     scores = {}
     with stations.step("formats"):
@@ -455,7 +455,7 @@ def formats_suite(params: config.Params, request: Request, source):
 
 def attacks_suite(params: config.Params, request: Request, source) -> dict[str, dict[str, Any]]:
     """The robustness attacks (relearning, held-out facts, quantisation, input probes) on the model and its control."""
-    from . import recovery
+    from ..studies import recovery
 
     found = {}
     with stations.step("attacks"):
