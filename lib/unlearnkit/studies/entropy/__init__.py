@@ -32,7 +32,6 @@ from .collapse import (  # noqa: F401
     collapsed,
     collapses,
     curve_pair,
-    regime_of_leakage,
     table1,
     table1_gaps,
     table1_models,
@@ -61,6 +60,7 @@ from .plan import (  # noqa: F401
     SD_NEAR_ZERO,
     UTILITY_KEPT,
     RegimePoint,
+    StudyPlan,
     SweepPoint,
     forget_rows,
     kept_step,
@@ -68,7 +68,10 @@ from .plan import (  # noqa: F401
     lambda_r_points,
     model_folders,
     paper_points,
+    regime_eo_points,
+    regime_of_leakage,
     score_runs,
+    study_plan,
     sweep_run,
     train,
 )
@@ -82,7 +85,5 @@ from .readout import (  # noqa: F401
 from .regime import (  # noqa: F401
     folder_utility,
     metrics_entries,
-    regime_eo_points,
     regime_eo_table,
 )
-from .study import StudyPlan, study_plan  # noqa: F401
