@@ -75,7 +75,7 @@ from .plan import (  # noqa: F401
     sweep_run,
     train,
 )
-from .readout import (  # noqa: F401
+from .records import (  # noqa: F401
     curve_bounds,
     fig3_models,
     most_leaking,
