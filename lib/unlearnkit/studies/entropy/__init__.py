@@ -19,10 +19,15 @@ notebook shows:
    (:func:`temperature_sweep`); the c_T sweep of adaptive temperature (:func:`adaptive_sweep`).
 4. **Against the run alone**: which EO points collapse the forget distribution (:func:`collapses`), and Table 1's
    gaps (:func:`table1_gaps`).
+
+The modules, by the studies' one scheme (docs/design.md, [9]): :mod:`.plan` (the runs, settings and questions),
+:mod:`.measures`, :mod:`.tables` (what the notebook shows beside its figures), :mod:`.records` (metrics.json and
+per_item.json), and by the paper's concept :mod:`.collapse` (EO against the run alone, Table 1) and :mod:`.regime`
+(EO where the paper's models are).
 """
 
-from ... import runs  # noqa: F401 (the run store, as tests reach it)
-from .collapse import (  # noqa: F401
+from ... import runs  # the run store, as tests reach it
+from .collapse import (
     COLLAPSE_ROUGE,
     FINAL,
     REGIME,
@@ -36,7 +41,7 @@ from .collapse import (  # noqa: F401
     table1_gaps,
     table1_models,
 )
-from .measures import (  # noqa: F401
+from .measures import (
     adaptive_sweep,
     diversity,
     diversity_rows,
@@ -50,7 +55,7 @@ from .measures import (  # noqa: F401
     temperature_table,
     utility,
 )
-from .plan import (  # noqa: F401
+from .plan import (
     DIVERSITY_ROLES,
     ENTROPY_VERSION,
     PAPER_LAMBDA_F,
@@ -75,15 +80,17 @@ from .plan import (  # noqa: F401
     sweep_run,
     train,
 )
-from .records import (  # noqa: F401
-    curve_bounds,
-    fig3_models,
-    most_leaking,
-    per_item,
-    run_meta,
-)
-from .regime import (  # noqa: F401
-    folder_utility,
-    metrics_entries,
-    regime_eo_table,
-)
+from .records import metrics_entries, per_item, run_meta
+from .regime import folder_utility, regime_eo_table
+from .tables import curve_bounds, fig3_models, most_leaking
+
+__all__ = [
+    "COLLAPSE_ROUGE", "DIVERSITY_ROLES", "ENTROPY_VERSION", "FINAL", "PAPER_LAMBDA_F", "PAPER_TABLE1", "REGIME",
+    "REGIME_EO", "ROUGE_SLACK", "RegimePoint", "SD_CUT", "SD_NEAR_ZERO", "StudyPlan", "SweepPoint", "TABLE1_METHODS",
+    "Table1Model", "UTILITY_KEPT", "adaptive_sweep", "collapsed", "collapses", "curve_bounds", "curve_pair",
+    "diversity", "diversity_rows", "ed_score", "entropy_along", "entropy_along_runs", "fig3_models", "folder_utility",
+    "forget_rows", "kept_step", "lambda_f_points", "lambda_r_points", "metrics_entries", "model_folders", "model_row",
+    "most_leaking", "paper_points", "per_item", "regime_eo_points", "regime_eo_table", "regime_of_leakage",
+    "run_meta", "runs", "sample_stats", "score_runs", "study_plan", "sweep_run", "sweep_table", "table1",
+    "table1_gaps", "table1_models", "temperature_sweep", "temperature_table", "train", "utility",
+]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ... import workers
@@ -40,14 +39,3 @@ def folder_utility(params: Params, named_folders: Mapping[str, Any], source) -> 
     found = workers.side_by_side(utility_of_folder, [(params, name, named_folders[name], source)
                                                     for name in names], jobs, desc="utility")
     return dict(zip(names, found))
-
-
-def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame, *more: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """``{model: {"forget": Table 1 row}}`` for metrics.json, sweep points included (with their setting)."""
-    entries: dict[str, dict[str, Any]] = {}
-    for frame in (table, sweep, *more):
-        for run, row in frame.iterrows():
-            values = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
-                      if not isinstance(v, str)}
-            entries.setdefault(str(run), {}).setdefault("forget", {}).update(values)
-    return entries
