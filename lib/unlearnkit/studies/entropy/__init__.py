@@ -1,7 +1,7 @@
 """Entropy optimisation and adaptive temperature (Scholten et al., "A Probabilistic Perspective on Unlearning and
 Alignment for Large Language Models", section 5; docs/metrics.md section 3).
 
-The paper's finding: adding λ_f · E_forget[entropy] (+ λ_r · E_retain[entropy], λ_r ≤ 0) to an unlearning loss
+The paper's claim: adding λ_f · E_forget[entropy] (+ λ_r · E_retain[entropy], λ_r ≤ 0) to an unlearning loss
 makes the model confident on forget questions, so its sampled answers collapse onto one (sd of the sampled
 ROUGE-L near 0) with little loss of utility or of diversity elsewhere; and adaptive temperature (decode greedily
 where the model is certain) then bounds what sampling can leak. This module trains and samples what the

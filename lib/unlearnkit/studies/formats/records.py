@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .finding import informative_formats, model_records, too_few_items
 from .readouts import COMPREHENSION_FORMATS, SEPARATION_FORMATS, of_scorers
+from .suppression import informative_formats, model_records, too_few_items
 from .tables import format_order
 from .transfer import is_graded
 
