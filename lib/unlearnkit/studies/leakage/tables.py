@@ -118,7 +118,7 @@ def understatement_summary(table: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _keys_text(keys: Sequence[Any]) -> list[str]:
+def keys_text(keys: Sequence[Any]) -> list[str]:
     """A key entity as it is, a list of keywords joined by commas."""
     return [k if isinstance(k, str) else ", ".join(k) for k in keys]
 
@@ -135,7 +135,7 @@ def model_summary(result: SampledScores, alpha: float, rouge_threshold: float, a
     flags = greedy_vs_sampling(alpha, result.greedy_rouge, result.rouge, result.greedy_leak, result.leak,
                                rouge_threshold)
     table = per_question.join(flags.drop(columns=[c for c in flags if c in per_question]))
-    table.insert(0, "key", _keys_text(result.keys))
+    table.insert(0, "key", keys_text(result.keys))
     table.insert(0, "question_text", result.questions)
     table["greedy_answer"] = result.greedy_answers
     table["certainty"] = result.certainty
@@ -274,7 +274,7 @@ def example_answers(results: Mapping[str, SampledScores], question: int = 0, cou
     first = next(iter(results.values()))
     answers = pd.DataFrame({name: {"greedy": r.greedy_answers[question], "samples": r.examples[question][:samples]}
                             for name, r in list(results.items())[:count]}).T
-    return Example(first.questions[question], _keys_text(first.keys)[question], answers)
+    return Example(first.questions[question], keys_text(first.keys)[question], answers)
 
 
 def flagged_questions(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]],
