@@ -51,6 +51,19 @@ from .keyword import (  # noqa: F401
     run_hp_qa_both,
     strongest_keyword_leaks,
 )
+from .plan import (  # noqa: F401
+    COUNT_COLUMNS,
+    FLAGGED_COLUMNS,
+    KEYWORD_COLUMNS,
+    LEAK_COLUMNS,
+    Example,
+    FlaggedQuestions,
+    KeywordQA,
+    LeakCurves,
+    ModelReport,
+    Reports,
+    forget_rows,
+)
 from .regime import (  # noqa: F401
     REGIME_VERSION,
     RegimeModel,
@@ -69,19 +82,6 @@ from .results import (  # noqa: F401
     metrics_entries,
     per_item,
     run_meta,
-)
-from .shapes import (  # noqa: F401
-    COUNT_COLUMNS,
-    FLAGGED_COLUMNS,
-    KEYWORD_COLUMNS,
-    LEAK_COLUMNS,
-    Example,
-    FlaggedQuestions,
-    KeywordQA,
-    LeakCurves,
-    ModelReport,
-    Reports,
-    forget_rows,
 )
 from .tables import (  # noqa: F401
     above_greedy_share,

@@ -15,7 +15,7 @@ from ...config import Params
 from ...data.hp_qa import SYNTHETIC, hp_qa_rows
 from ...metrics.sampling import SampledScores, model_for, sample_and_score_with, split_sampler
 from ...metrics.scored import evenly_spaced, score_model_folder, score_saved_model
-from .shapes import KEYWORD_COLUMNS, KeywordQA, ModelReport
+from .plan import KEYWORD_COLUMNS, KeywordQA, ModelReport
 from .tables import bound_table, keys_text
 
 # --------------------------------------------------------------------------- keyword Q&A (Harry Potter)

@@ -13,8 +13,8 @@ import pandas as pd
 from ... import bounds, paths
 from ...metrics.sampling import SampledScores
 from ...metrics.scored import Scored
+from .plan import KeywordQA
 from .regime import RegimeModel
-from .shapes import KeywordQA
 
 # --------------------------------------------------------------------------- results
 

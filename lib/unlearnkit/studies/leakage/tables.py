@@ -11,7 +11,7 @@ import pandas as pd
 
 from ... import bounds
 from ...metrics.sampling import SampledScores, adaptive_view
-from .shapes import FLAGGED_COLUMNS, Example, FlaggedQuestions, LeakCurves, ModelReport, Reports
+from .plan import FLAGGED_COLUMNS, Example, FlaggedQuestions, LeakCurves, ModelReport, Reports
 
 # --------------------------------------------------------------------------- scores -> bounds
 
