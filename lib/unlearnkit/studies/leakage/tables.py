@@ -11,7 +11,7 @@ import pandas as pd
 
 from ... import bounds
 from ...metrics.sampling import SampledScores, adaptive_view
-from .plan import FLAGGED_COLUMNS, Example, FlaggedQuestions, LeakCurves, ModelReport, Reports
+from .plan import FLAGGED_COLUMNS, Example, FlaggedQuestions, KeywordQA, LeakCurves, ModelReport, Reports
 
 # --------------------------------------------------------------------------- scores -> bounds
 
@@ -299,3 +299,12 @@ def above_greedy_share(results: Mapping[str, SampledScores], exclude: Sequence[s
     scores a higher ROUGE-L than the greedy one."""
     return pd.Series({name: float((r.rouge.max(axis=1) > r.greedy_rouge + 1e-9).mean())
                       for name, r in results.items() if name not in exclude and r.rouge is not None}, dtype=float)
+
+
+def keyword_prefix_comparison(plain: KeywordQA, prefixed: KeywordQA) -> pd.DataFrame:
+    """The keyword Q&A asked plainly (the paper's setting) and with the affirmative response prefilled (an attack
+    the paper does not describe: the model only continues "Sure, ..."), side by side."""
+    columns = ("greedy_leak_rate", "leak_rate", "questions_with_a_leak", "greedy_unlearned_but_leaks",
+               "binary_leak_bound_mean", "share_binary_leak_bound_above_0.1")
+    return pd.DataFrame({"asked plainly": {c: plain.summary[c] for c in columns},
+                         "affirmative response prefilled": {c: prefixed.summary[c] for c in columns}})
