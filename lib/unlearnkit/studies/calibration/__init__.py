@@ -19,6 +19,10 @@ Each method is calibrated by model mixing (:func:`calibrate_methods`), and under
 (:func:`control_methods`: which control *works*, :func:`controls_summary`); the calibrated methods are compared
 (Table 3, :func:`calibrated_comparison`), uncontrolled (Table 2, :func:`uncontrolled_table`) and on the other
 forget splits (:func:`calibrate_splits`).
+
+The modules, by the studies' one scheme (docs/design.md, [9]): :mod:`.records` (metrics.json and per_item.json),
+and by the paper's concept :mod:`.controls`, :mod:`.criteria`, :mod:`.sweeps`, :mod:`.search`, :mod:`.methods`
+(every control of every method, Tables 2 and 3), :mod:`.splits` and :mod:`.interference`.
 """
 
 from ... import models, runs  # the modules the study uses, as tests reach them
