@@ -19,22 +19,23 @@ Each method is calibrated by model mixing (:func:`calibrate_methods`), and under
 (:func:`control_methods`: which control *works*, :func:`controls_summary`); the calibrated methods are compared
 (Table 3, :func:`calibrated_comparison`), uncontrolled (Table 2, :func:`uncontrolled_table`) and on the other
 forget splits (:func:`calibrate_splits`).
+
+The modules, by the studies' one scheme (docs/design.md, [9]): :mod:`.records` (metrics.json and per_item.json),
+and by the paper's concept :mod:`.controls`, :mod:`.criteria`, :mod:`.sweeps`, :mod:`.search`, :mod:`.methods`
+(every control of every method, Tables 2 and 3), :mod:`.splits` and :mod:`.interference`.
 """
 
-from ... import models, runs  # noqa: F401 (the modules the study uses, as tests reach them)
-from .controls import (  # noqa: F401
+from ... import models, runs  # the modules the study uses, as tests reach them
+from .controls import (
     CappedRun,
     ControlEvaluator,
     MixingControl,
-    _key,
-    _profiles,
     capped_run,
     capping_evaluator,
     early_stopping_evaluator,
     mixing_evaluator,
 )
-from .criteria import (  # noqa: F401
-    _BOUNDARY_SLACK,
+from .criteria import (
     CALIBRATION_METRICS,
     CRITERIA,
     FAIL,
@@ -43,10 +44,6 @@ from .criteria import (  # noqa: F401
     UNCERTAIN,
     RetainFirst,
     Tolerances,
-    _criterion,
-    _holds,
-    _percentile_interval,
-    _status,
     certainly_fails,
     criteria,
     loss_interval,
@@ -55,7 +52,7 @@ from .criteria import (  # noqa: F401
     retain_holds,
     setting_status,
 )
-from .interference import (  # noqa: F401
+from .interference import (
     UNLEARNS_SHARE,
     answer_steps,
     answers_at_steps,
@@ -64,13 +61,12 @@ from .interference import (  # noqa: F401
     stopping_by_run,
     unlearns,
 )
-from .methods import (  # noqa: F401
+from .methods import (
     CONTROL_NAMES,
     NOT_CAPPED,
     PAPER_VALUES,
     WORKING_SHARE,
     MethodControls,
-    _as_calibration,
     best_control,
     best_row,
     calibrate_capping,
@@ -89,13 +85,12 @@ from .methods import (  # noqa: F401
     uncontrolled_table,
     working_share,
 )
-from .records import (  # noqa: F401
+from .records import (
     per_item_tables,
     run_meta,
 )
-from .search import (  # noqa: F401
+from .search import (
     Calibration,
-    _fine_values,
     calibrate,
     calibrate_methods,
     calibrate_mixing,
@@ -103,16 +98,14 @@ from .search import (  # noqa: F401
     found_unlearning,
     uncontrolled_loss,
 )
-from .splits import (  # noqa: F401
+from .splits import (
     SplitCalibration,
     calibrate_splits,
     mean_interval,
     split_run,
     splits_table,
 )
-from .sweeps import (  # noqa: F401
-    _row,
-    _with_epochs,
+from .sweeps import (
     best_passing,
     best_setting_table,
     best_settings,
@@ -124,3 +117,19 @@ from .sweeps import (  # noqa: F401
     stopping_judge,
     sweep,
 )
+
+__all__ = [
+    "models", "runs", "CappedRun", "ControlEvaluator", "MixingControl", "capped_run", "capping_evaluator",
+    "early_stopping_evaluator", "mixing_evaluator", "CALIBRATION_METRICS", "CRITERIA", "FAIL", "PASS",
+    "TABLE_METRICS", "UNCERTAIN", "RetainFirst", "Tolerances", "certainly_fails", "criteria", "loss_interval",
+    "passes", "relative_loss", "retain_holds", "setting_status", "UNLEARNS_SHARE", "answer_steps", "answers_at_steps",
+    "interference_summary", "interference_sweeps", "stopping_by_run", "unlearns", "CONTROL_NAMES", "NOT_CAPPED",
+    "PAPER_VALUES", "WORKING_SHARE", "MethodControls", "best_control", "best_row", "calibrate_capping",
+    "calibrate_early_stopping", "calibrated_comparison", "calibration_from_sweep", "comparison_profiles",
+    "control_methods", "control_model", "controls_summary", "largest_step", "paper_beside_ours", "status_counts",
+    "stopping_grid", "table3_title", "uncontrolled_table", "working_share", "per_item_tables", "run_meta",
+    "Calibration", "calibrate", "calibrate_methods", "calibrate_mixing", "calibration_summary", "found_unlearning",
+    "uncontrolled_loss", "SplitCalibration", "calibrate_splits", "mean_interval", "split_run", "splits_table",
+    "best_passing", "best_setting_table", "best_settings", "capping_sweep", "early_stopping_sweep", "mixing_grid",
+    "passing_rows", "records", "stopping_judge", "sweep",
+]

@@ -19,8 +19,9 @@ from .criteria import RetainFirst
 # --------------------------------------------------------------------------- a control as a function
 
 
-def _key(value: float) -> float:
-    return round(float(value), 10)  # 0.1 * 3 and 0.3 are one setting
+def setting_key(value: float) -> float:
+    """A control value as the key of its setting (rounded, so that 0.1 * 3 and 0.3 are one setting)."""
+    return round(float(value), 10)
 
 
 class ControlEvaluator:
@@ -32,7 +33,7 @@ class ControlEvaluator:
                  known: Mapping[float, PSProfile] | None = None, allowed: Sequence[float] | None = None):
         self.name = name
         self._profile_of = profile_of
-        self.results: dict[float, PSProfile] = {_key(v): p for v, p in (known or {}).items()}
+        self.results: dict[float, PSProfile] = {setting_key(v): p for v, p in (known or {}).items()}
         self.allowed = None if allowed is None else sorted(float(v) for v in allowed)
 
     def __call__(self, value: float) -> PSProfile:
@@ -43,15 +44,15 @@ class ControlEvaluator:
         ``jobs`` worker processes (:func:`unlearnkit.workers.side_by_side`; 1: here, in order)."""
         values = [float(v) for v in values]
         for value in values:
-            if self.allowed is not None and _key(value) not in {_key(v) for v in self.allowed}:
+            if self.allowed is not None and setting_key(value) not in {setting_key(v) for v in self.allowed}:
                 raise ValueError(f"{self.name} = {value} is not an available setting; available: {self.allowed}")
-        todo = [v for v in dict.fromkeys(_key(v) for v in values) if v not in self.results]
+        todo = [v for v in dict.fromkeys(setting_key(v) for v in values) if v not in self.results]
         found = workers.side_by_side(self._profile_of, [(v,) for v in todo], jobs, desc=f"settings of {self.name}")
         self.results.update(zip(todo, found))
-        return [self.results[_key(v)] for v in values]
+        return [self.results[setting_key(v)] for v in values]
 
 
-def _profiles(evaluate: Callable[[float], PSProfile], values: Sequence[float], jobs: int | None) -> list[PSProfile]:
+def profiles_at(evaluate: Callable[[float], PSProfile], values: Sequence[float], jobs: int | None) -> list[PSProfile]:
     """``evaluate`` at every value: side by side where it is a :class:`ControlEvaluator`, else one after the other."""
     if isinstance(evaluate, ControlEvaluator):
         return evaluate.many(values, jobs)

@@ -81,8 +81,10 @@ def _holds(before: float, after: float, tolerance: float) -> bool:
     return after >= (1.0 - tolerance) * before - _BOUNDARY_SLACK
 
 
-def _percentile_interval(samples: tuple[np.ndarray, ...], statistic: Callable, tolerances: Tolerances,
-                         paired: bool = False) -> tuple[float, float]:
+def percentile_interval(samples: tuple[np.ndarray, ...], statistic: Callable, tolerances: Tolerances,
+                        paired: bool = False) -> tuple[float, float]:
+    """A percentile-bootstrap interval (scipy.stats.bootstrap) of ``statistic`` over ``samples`` (``paired``: resampled
+    together) at the confidence, number of resamples and seed of ``tolerances``."""
     result = stats.bootstrap(samples, statistic, paired=paired, vectorized=True, method="percentile",
                              confidence_level=tolerances.confidence, n_resamples=tolerances.resamples,
                              random_state=np.random.default_rng(tolerances.seed))
@@ -105,7 +107,7 @@ def loss_interval(before_items: Sequence[float], after_items: Sequence[float], t
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(mean_before > 0, (mean_before - a.mean(axis=axis)) / mean_before, 0.0)
 
-    return _percentile_interval((before_items, after_items), loss, tolerances, paired=True)
+    return percentile_interval((before_items, after_items), loss, tolerances, paired=True)
 
 
 #: What a criterion or a setting is called once its loss interval is known: it holds (or the setting passes) over

@@ -24,7 +24,7 @@ from ...unlearning import CAPPABLE_METHODS, mix_models
 from .controls import capped_run, capping_evaluator, early_stopping_evaluator
 from .criteria import FAIL, PASS, TABLE_METRICS, UNCERTAIN, RetainFirst, Tolerances
 from .search import Calibration, calibrate
-from .sweeps import _with_epochs, best_passing
+from .sweeps import best_passing, with_epochs
 
 # --------------------------------------------------------------------------- every control of every method
 
@@ -74,7 +74,7 @@ def calibrate_early_stopping(params: Params, run: str, evaluate: Callable[[Any],
     control = early_stopping_evaluator(params, run, evaluate, before)
     result = calibrate(stopping_grid(control.allowed, every), control, fine_points, before, tolerances, control="t",
                        jobs=jobs)
-    result.table = _with_epochs(result.table, params, run)
+    result.table = with_epochs(result.table, params, run)
     return result
 
 

@@ -18,9 +18,9 @@ from ...metrics.ps import (
     PSProfile,
 )
 from ...unlearning import mix_models
-from .controls import MixingControl, _key, _profiles, mixing_evaluator
+from .controls import MixingControl, mixing_evaluator, profiles_at, setting_key
 from .criteria import RetainFirst, Tolerances, relative_loss
-from .sweeps import _row, best_passing, mixing_grid
+from .sweeps import best_passing, judged_row, mixing_grid
 
 # --------------------------------------------------------------------------- coarse-to-fine calibration
 
@@ -82,7 +82,7 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
         raise ValueError(f"fine_points must be >= 0, got {fine_points}")
     control = control or getattr(evaluate, "name", "value")
     allowed = allowed if allowed is not None else getattr(evaluate, "allowed", None)
-    coarse = sorted({_key(v) for v in control_values_coarse}, reverse=stronger == "lower")  # weak -> strong
+    coarse = sorted({setting_key(v) for v in control_values_coarse}, reverse=stronger == "lower")  # weak -> strong
     if not coarse:
         raise ValueError("no coarse values to calibrate over")
 
@@ -90,25 +90,25 @@ def calibrate(control_values_coarse: Sequence[float], evaluate: Callable[[float]
 
     def evaluate_rows(values: Sequence[float], stage: str) -> list[dict[str, Any]]:
         rows = []
-        for v, profile in zip(values, _profiles(evaluate, values, jobs)):
-            profiles[_key(v)] = profile
-            rows.append(_row(control, v, profile, before, tolerances, stage))
+        for v, profile in zip(values, profiles_at(evaluate, values, jobs)):
+            profiles[setting_key(v)] = profile
+            rows.append(judged_row(control, v, profile, before, tolerances, stage))
         return rows
 
     rows = evaluate_rows(coarse, "coarse")
     coarse_best = best_passing(pd.DataFrame(rows), control)
     region = None
     if coarse_best is not None:
-        position = coarse.index(_key(coarse_best[control]))
+        position = coarse.index(setting_key(coarse_best[control]))
         if position + 1 < len(coarse):
             region = (coarse[position], coarse[position + 1])
-            seen = {_key(r[control]) for r in rows}
-            fine = [v for v in _fine_values(*region, fine_points, allowed) if _key(v) not in seen]
+            seen = {setting_key(r[control]) for r in rows}
+            fine = [v for v in _fine_values(*region, fine_points, allowed) if setting_key(v) not in seen]
             rows += evaluate_rows(fine, "fine")
     table = pd.DataFrame(rows)
     best = best_passing(table, control)
     best_value = None if best is None else float(best[control])
-    return Calibration(control=control, best=best_value, profile=None if best is None else profiles[_key(best_value)],
+    return Calibration(control=control, best=best_value, profile=None if best is None else profiles[setting_key(best_value)],
                        table=table, region=region,
                        coarse_best=None if coarse_best is None else float(coarse_best[control]))
 

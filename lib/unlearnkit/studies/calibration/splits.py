@@ -18,7 +18,7 @@ from ...metrics.ps import (
     PSProfile,
     item_values,
 )
-from .criteria import Tolerances, _percentile_interval
+from .criteria import Tolerances, percentile_interval
 from .methods import working_share
 from .search import Calibration, calibrate_methods
 
@@ -74,7 +74,7 @@ def mean_interval(values: Sequence[float], tolerances: Tolerances) -> tuple[floa
     values = np.asarray(values, float)
     if len(values) < 2 or np.all(values == values[0]):
         return (float(values.mean()),) * 2 if len(values) else (math.nan, math.nan)
-    return _percentile_interval((values,), np.mean, tolerances)
+    return percentile_interval((values,), np.mean, tolerances)
 
 
 def splits_table(split_calibrations: Mapping[str, SplitCalibration], tolerances: Tolerances) -> pd.DataFrame:

@@ -18,14 +18,16 @@ from ...metrics.ps import (
     flatten,
     merge_profiles,
 )
-from .controls import _profiles, capping_evaluator, early_stopping_evaluator
+from .controls import capping_evaluator, early_stopping_evaluator, profiles_at
 from .criteria import PASS, RetainFirst, Tolerances, criteria, setting_status
 
 # --------------------------------------------------------------------------- sweeps
 
 
-def _row(control: str, value: float, profile: PSProfile, before: PSProfile, tolerances: Tolerances,
-         stage: str | None = None) -> dict[str, Any]:
+def judged_row(control: str, value: float, profile: PSProfile, before: PSProfile, tolerances: Tolerances,
+               stage: str | None = None) -> dict[str, Any]:
+    """One setting of a sweep judged: the control value (and ``stage``), the flattened profile, each criterion's
+    relative loss with its interval, ``passes`` (on the means) and ``status`` (over the intervals)."""
     row: dict[str, Any] = {control: float(value)}
     if stage is not None:
         row["stage"] = stage
@@ -44,8 +46,8 @@ def sweep(values: Iterable[float], evaluate: Callable[[float], PSProfile], contr
     ``before`` and ``passes``; the settings evaluated side by side in up to ``jobs`` worker processes."""
     control = control or getattr(evaluate, "name", "value")
     values = list(values)
-    return pd.DataFrame([_row(control, v, profile, before, tolerances)
-                         for v, profile in zip(values, _profiles(evaluate, values, jobs))])
+    return pd.DataFrame([judged_row(control, v, profile, before, tolerances)
+                         for v, profile in zip(values, profiles_at(evaluate, values, jobs))])
 
 
 def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerances: Tolerances,
@@ -60,7 +62,8 @@ def stopping_judge(evaluate: PSEvaluator, original, before: PSProfile, tolerance
     return RetainFirst(judge, before, tolerances, settle_early=False), before
 
 
-def _with_epochs(table: pd.DataFrame, params: Params, run: str) -> pd.DataFrame:
+def with_epochs(table: pd.DataFrame, params: Params, run: str) -> pd.DataFrame:
+    """``table``, a sweep over the steps ``t`` of ``run``, with the epoch of each step inserted beside it."""
     epochs = {0: 0.0, **{step: runs.saved_recipe(folder).get("epoch")
                          for step, folder in runs.trajectory_steps(params, run)}}
     table.insert(1, "epoch", [epochs.get(int(t)) for t in table["t"]])
@@ -76,7 +79,7 @@ def early_stopping_sweep(params: Params, run: str, evaluate: PSEvaluator, origin
     judge, before = stopping_judge(evaluate, original, before, tolerances, risks)
     control = early_stopping_evaluator(params, run, judge, before)
     steps = [0] + [step for step, _ in runs.sparse_steps(params, run, every)]
-    return _with_epochs(sweep(steps, control, "t", before, tolerances, jobs), params, run)
+    return with_epochs(sweep(steps, control, "t", before, tolerances, jobs), params, run)
 
 
 def capping_sweep(params: Params, deltas: Iterable[float], evaluate: Callable[[Any], PSProfile],

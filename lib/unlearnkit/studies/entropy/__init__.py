@@ -1,7 +1,7 @@
 """Entropy optimisation and adaptive temperature (Scholten et al., "A Probabilistic Perspective on Unlearning and
 Alignment for Large Language Models", section 5; docs/metrics.md section 3).
 
-The paper's finding: adding λ_f · E_forget[entropy] (+ λ_r · E_retain[entropy], λ_r ≤ 0) to an unlearning loss
+The paper's claim: adding λ_f · E_forget[entropy] (+ λ_r · E_retain[entropy], λ_r ≤ 0) to an unlearning loss
 makes the model confident on forget questions, so its sampled answers collapse onto one (sd of the sampled
 ROUGE-L near 0) with little loss of utility or of diversity elsewhere; and adaptive temperature (decode greedily
 where the model is certain) then bounds what sampling can leak. This module trains and samples what the
@@ -19,10 +19,15 @@ notebook shows:
    (:func:`temperature_sweep`); the c_T sweep of adaptive temperature (:func:`adaptive_sweep`).
 4. **Against the run alone**: which EO points collapse the forget distribution (:func:`collapses`), and Table 1's
    gaps (:func:`table1_gaps`).
+
+The modules, by the studies' one scheme (docs/design.md, [9]): :mod:`.plan` (the runs, settings and questions),
+:mod:`.measures`, :mod:`.tables` (what the notebook shows beside its figures), :mod:`.records` (metrics.json and
+per_item.json), and by the paper's concept :mod:`.collapse` (EO against the run alone, Table 1) and :mod:`.regime`
+(EO where the paper's models are).
 """
 
-from ... import runs  # noqa: F401 (the run store, as tests reach it)
-from .collapse import (  # noqa: F401
+from ... import runs  # the run store, as tests reach it
+from .collapse import (
     COLLAPSE_ROUGE,
     FINAL,
     REGIME,
@@ -32,12 +37,11 @@ from .collapse import (  # noqa: F401
     collapsed,
     collapses,
     curve_pair,
-    regime_of_leakage,
     table1,
     table1_gaps,
     table1_models,
 )
-from .measures import (  # noqa: F401
+from .measures import (
     adaptive_sweep,
     diversity,
     diversity_rows,
@@ -51,7 +55,7 @@ from .measures import (  # noqa: F401
     temperature_table,
     utility,
 )
-from .plan import (  # noqa: F401
+from .plan import (
     DIVERSITY_ROLES,
     ENTROPY_VERSION,
     PAPER_LAMBDA_F,
@@ -61,6 +65,7 @@ from .plan import (  # noqa: F401
     SD_NEAR_ZERO,
     UTILITY_KEPT,
     RegimePoint,
+    StudyPlan,
     SweepPoint,
     forget_rows,
     kept_step,
@@ -68,21 +73,24 @@ from .plan import (  # noqa: F401
     lambda_r_points,
     model_folders,
     paper_points,
+    regime_eo_points,
+    regime_of_leakage,
     score_runs,
+    study_plan,
     sweep_run,
     train,
 )
-from .readout import (  # noqa: F401
-    curve_bounds,
-    fig3_models,
-    most_leaking,
-    per_item,
-    run_meta,
-)
-from .regime import (  # noqa: F401
-    folder_utility,
-    metrics_entries,
-    regime_eo_points,
-    regime_eo_table,
-)
-from .study import StudyPlan, study_plan  # noqa: F401
+from .records import metrics_entries, per_item, run_meta
+from .regime import folder_utility, regime_eo_table
+from .tables import curve_bounds, fig3_models, most_leaking
+
+__all__ = [
+    "COLLAPSE_ROUGE", "DIVERSITY_ROLES", "ENTROPY_VERSION", "FINAL", "PAPER_LAMBDA_F", "PAPER_TABLE1", "REGIME",
+    "REGIME_EO", "ROUGE_SLACK", "RegimePoint", "SD_CUT", "SD_NEAR_ZERO", "StudyPlan", "SweepPoint", "TABLE1_METHODS",
+    "Table1Model", "UTILITY_KEPT", "adaptive_sweep", "collapsed", "collapses", "curve_bounds", "curve_pair",
+    "diversity", "diversity_rows", "ed_score", "entropy_along", "entropy_along_runs", "fig3_models", "folder_utility",
+    "forget_rows", "kept_step", "lambda_f_points", "lambda_r_points", "metrics_entries", "model_folders", "model_row",
+    "most_leaking", "paper_points", "per_item", "regime_eo_points", "regime_eo_table", "regime_of_leakage",
+    "run_meta", "runs", "sample_stats", "score_runs", "study_plan", "sweep_run", "sweep_table", "table1",
+    "table1_gaps", "table1_models", "temperature_sweep", "temperature_table", "train", "utility",
+]

@@ -42,16 +42,6 @@ def collapses(frame: pd.DataFrame, by: str) -> pd.Series:
 # --------------------------------------------------------------------------- Table 1 as the paper defines it
 
 
-def regime_of_leakage(params: Params) -> dict[str, tuple[str, int]]:
-    """The models of the paper's regime that notebook 05 found: ``{label: (run, step)}``, e.g.
-    ``{"npo_mild@18": ("npo_mild", 18)}``, from its metrics.json (run notebook 05 first). A run whose greedy leak
-    rate never came down to the retain model's (``reached`` false: notebook 05 took its lowest step instead) is not in
-    the regime, and is left out."""
-    meta = runs.read_metrics(params, runs.LEAKAGE)["meta"]
-    return {label: (str(m["run"]), int(m["step"])) for label, m in (meta.get("regime") or {}).items()
-            if m.get("reached", True)}
-
-
 class Table1Model(NamedTuple):
     """One model of the Table 1 analogue: its label, the paper's method it stands for, what kind of model it is
     (``regime``: the step of a gentle run where greedy decoding says unlearned, notebook 05; ``final``: notebook 02's

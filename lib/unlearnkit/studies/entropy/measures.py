@@ -32,10 +32,11 @@ def utility(params: Params, run_names: Sequence[str], source) -> dict[str, float
 
 
 def _utility_of(params: Params, run: str, source) -> float:
-    return _utility_of_folder(params, run, runs.model_dir(params, runs.unlearned_name(run)), source)
+    return utility_of_folder(params, run, runs.model_dir(params, runs.unlearned_name(run)), source)
 
 
-def _utility_of_folder(params: Params, run: str, folder, source) -> float:
+def utility_of_folder(params: Params, run: str, folder, source) -> float:
+    """:func:`utility` of the model in ``folder`` (a saved model or a step kept along a run), cached under ``run``."""
     def measure() -> dict[str, Any]:
         model, tokenizer, template = models.load_model(folder, dtype="float32", template=None)
         with models.cpu_threads(model):

@@ -1,9 +1,11 @@
 """Notebook 06's plan: the paper's constants, the questions and sampling settings, the unlearning runs it trains (the
-λ_f and λ_r sweeps, the paper's point within them, EO on the in-regime runs) and the kept steps it reads."""
+λ_f and λ_r sweeps, the paper's point within them, EO on the runs notebook 05 put in the paper's regime), the kept
+steps it reads, and all of it decided in one place from the profile (:func:`study_plan`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ... import pipeline, runs
@@ -178,3 +180,79 @@ class RegimePoint(NamedTuple):
 
     def folder(self, params: Params):
         return kept_step(params, self.run, self.step)
+
+
+# --------------------------------------------------------------------------- EO where the paper's models are
+
+
+def regime_of_leakage(params: Params) -> dict[str, tuple[str, int]]:
+    """The models of the paper's regime that notebook 05 found: ``{label: (run, step)}``, e.g.
+    ``{"npo_mild@18": ("npo_mild", 18)}``, from its metrics.json (run notebook 05 first). A run whose greedy leak
+    rate never came down to the retain model's (``reached`` false: notebook 05 took its lowest step instead) is not in
+    the regime, and is left out."""
+    meta = runs.read_metrics(params, runs.LEAKAGE)["meta"]
+    return {label: (str(m["run"]), int(m["step"])) for label, m in (meta.get("regime") or {}).items()
+            if m.get("reached", True)}
+
+
+def regime_eo_points(params: Params, regime: Mapping[str, tuple[str, int]]) -> tuple[Params, list[RegimePoint]]:
+    """EO added where the paper's models are: each run of ``eo_regime_runs`` that notebook 05 put in the regime,
+    alone (λ_f 0) and with each λ_f of ``eo_regime_lambda_f_grid`` (λ_r = ``eo_lambda_r``) at each entropy placement
+    of ``eo_positions``, on the run's own schedule and learning rate, compared at its regime step (the EO runs keep
+    their weights every that many steps). Returns the parameters that know the new runs, and the points."""
+    steps = {run: step for run, step in regime.values()}
+    points = []
+    for base in params.eo_regime_runs:
+        if base not in steps:
+            continue
+        step = steps[base]
+        own = pipeline.own_settings(params, base,
+                                    without=("lambda_f", "lambda_r", "entropy_positions", "unlearn_save_every"))
+        method = pipeline.unlearning_settings(params, base)["method"]
+        points.append(RegimePoint(base, base, method, 0.0, 0.0, "none", step))
+        for lambda_f in params.eo_regime_lambda_f_grid:
+            for positions in params.eo_positions:
+                name = f"{base}_eo{lambda_f:g}_{positions}"
+                params = pipeline.with_run(params, name, **{**own, "lambda_f": float(lambda_f),
+                                                            "lambda_r": float(params.eo_lambda_r),
+                                                            "entropy_positions": positions,
+                                                            "unlearn_save_every": int(step)})
+                points.append(RegimePoint(name, base, method, float(lambda_f), float(params.eo_lambda_r), positions,
+                                          step))
+    return params, points
+
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """The runs of notebook 06. ``params`` knows every run the sweeps add (its ``method_settings`` holds them)."""
+
+    params: Params
+    #: notebook 05's models in the paper's regime: {label: (run, step)}
+    regime: dict[str, tuple[str, int]]
+    lambda_f_points: list[SweepPoint]
+    lambda_r_points: list[SweepPoint]
+    regime_points: list[RegimePoint]
+    #: the paper's setting within the λ_f grid (λ_f 1 at the profile's learning rate) and the method alone beside it
+    paper_point: SweepPoint
+    alone_point: SweepPoint
+    #: runs compared at their last step: the Table 1 runs and both sweeps
+    final_runs: list[str]
+    #: every run the notebook trains: those and the in-regime EO runs
+    all_runs: list[str]
+
+
+def study_plan(params: Params) -> StudyPlan:
+    """The plan of notebook 06 for ``params``: ``eo_table_runs``, the sweeps of ``eo_method`` and the EO runs of
+    ``eo_regime_runs``."""
+    regime = regime_of_leakage(params)
+    params, f_points = lambda_f_points(params)
+    params, r_points = lambda_r_points(params)
+    params, in_regime = regime_eo_points(params, regime)
+    paper_point, alone_point = paper_points(f_points, params)
+    final_runs = list(dict.fromkeys([*params.eo_table_runs, *(p.run for p in f_points), *(p.run for p in r_points)]))
+    all_runs = list(dict.fromkeys([*final_runs, *(p.run for p in in_regime)]))
+    return StudyPlan(params, regime, f_points, r_points, in_regime, paper_point, alone_point, final_runs, all_runs)

@@ -1,48 +1,20 @@
-"""Entropy optimisation where the paper's models are (the in-regime runs of notebook 05) and utility of kept steps."""
+"""Entropy optimisation where the paper's models are (the in-regime runs of notebook 05, planned by
+:func:`.plan.regime_eo_points`): their table and the utility of kept steps."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ... import pipeline, workers
+from ... import workers
 from ...config import Params
 from ...metrics.sampling import SampledScores
-from .measures import _utility_of_folder, model_row
+from .measures import model_row, utility_of_folder
 from .plan import RegimePoint
 
 # --------------------------------------------------------------------------- EO where the paper's models are
-
-
-def regime_eo_points(params: Params, regime: Mapping[str, tuple[str, int]]) -> tuple[Params, list[RegimePoint]]:
-    """EO added where the paper's models are: each run of ``eo_regime_runs`` that notebook 05 put in the regime,
-    alone (λ_f 0) and with each λ_f of ``eo_regime_lambda_f_grid`` (λ_r = ``eo_lambda_r``) at each entropy placement
-    of ``eo_positions``, on the run's own schedule and learning rate, compared at its regime step (the EO runs keep
-    their weights every that many steps). Returns the parameters that know the new runs, and the points."""
-    steps = {run: step for run, step in regime.values()}
-    points = []
-    for base in params.eo_regime_runs:
-        if base not in steps:
-            continue
-        step = steps[base]
-        own = pipeline.own_settings(params, base,
-                                    without=("lambda_f", "lambda_r", "entropy_positions", "unlearn_save_every"))
-        method = pipeline.unlearning_settings(params, base)["method"]
-        points.append(RegimePoint(base, base, method, 0.0, 0.0, "none", step))
-        for lambda_f in params.eo_regime_lambda_f_grid:
-            for positions in params.eo_positions:
-                name = f"{base}_eo{lambda_f:g}_{positions}"
-                params = pipeline.with_run(params, name, **{**own, "lambda_f": float(lambda_f),
-                                                            "lambda_r": float(params.eo_lambda_r),
-                                                            "entropy_positions": positions,
-                                                            "unlearn_save_every": int(step)})
-                points.append(RegimePoint(name, base, method, float(lambda_f), float(params.eo_lambda_r), positions,
-                                          step))
-    return params, points
-
 
 #: The columns :func:`collapses` reads, which an empty :func:`regime_eo_table` still has.
 EMPTY_COLUMNS = ("base", "lambda_f", "lambda_r", "positions", "ED sd", "ED score", "greedy ROUGE-L", "leak rate",
@@ -64,17 +36,6 @@ def folder_utility(params: Params, named_folders: Mapping[str, Any], source) -> 
     """:func:`utility` of models given by folder (a step kept along a run), keyed by their labels."""
     jobs = params.jobs
     names = list(named_folders)
-    found = workers.side_by_side(_utility_of_folder, [(params, name, named_folders[name], source)
-                                                     for name in names], jobs, desc="utility")
+    found = workers.side_by_side(utility_of_folder, [(params, name, named_folders[name], source)
+                                                    for name in names], jobs, desc="utility")
     return dict(zip(names, found))
-
-
-def metrics_entries(table: pd.DataFrame, sweep: pd.DataFrame, *more: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """``{model: {"forget": Table 1 row}}`` for metrics.json, sweep points included (with their setting)."""
-    entries: dict[str, dict[str, Any]] = {}
-    for frame in (table, sweep, *more):
-        for run, row in frame.iterrows():
-            values = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
-                      if not isinstance(v, str)}
-            entries.setdefault(str(run), {}).setdefault("forget", {}).update(values)
-    return entries

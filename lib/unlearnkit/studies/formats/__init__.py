@@ -4,7 +4,7 @@ fact forgotten, or only unsaid in the format unlearning was trained on?
 Unlearning is trained and usually judged in the Q&A format. The same forget and retain facts are asked here as
 MCQA, cloze, analogy, odd-one-out and comprehension items (:mod:`unlearnkit.data.formats`) and scored
 (:mod:`unlearnkit.metrics.formats`, with the option-likelihood readout ``<format>_likelihood`` for models that
-cannot read lettered options) for the base, target, retain and unlearned models. The paper's finding is that a
+cannot read lettered options) for the base, target, retain and unlearned models. The paper's claim is that a
 method can look forgotten in Q&A while another format still shows the facts.
 
 The models (:func:`evaluated_models`)
@@ -49,30 +49,25 @@ The paper's scorers and ours (:data:`PAPER_SCORERS`, :data:`LIKELIHOOD_SCORERS`)
     The records are computed twice: with the paper's own scorers (the lettered answer, the cloze, the
     comprehension answer), the headline, and with the option-likelihood readouts this workbook adds.
 
-The modules, one job each: :mod:`.readouts` (the sets, the scorers, the non-knowledge formats), :mod:`.items`
-(the heuristics' coverage), :mod:`.evaluation` (the models, scored and cached), :mod:`.tables`, :mod:`.transfer`
-(transfer and reading), :mod:`.finding` (the definitions above), :mod:`.records` and :mod:`.examples`
+The modules, one job each, by the studies' one scheme (docs/design.md, [9]): :mod:`.measures` (the models, each
+scored in every format and cached), :mod:`.tables` (what the notebook shows), :mod:`.records` (what metrics.json keeps),
+and by the paper's concept :mod:`.readouts` (the sets, the scorers, the non-knowledge formats), :mod:`.items` (the
+heuristics' coverage), :mod:`.transfer` (transfer and reading), :mod:`.suppression` (the definitions above: the
+informative formats, and which formats keep, separate or suppress forget performance) and :mod:`.examples`
 (examples and disagreements).
 """
 
 from __future__ import annotations
 
-from .evaluation import (
+from .examples import disagreement_examples, disagreement_rates, example_model, example_text
+from .items import CoverageReport, heuristic_coverage
+from .measures import (
     FormatEvaluation,
     evaluate_all,
     evaluate_model,
     evaluated_models,
     metrics_payload,
 )
-from .examples import disagreement_examples, disagreement_rates, example_model, example_text
-from .finding import (
-    forget_score,
-    informative_formats,
-    model_records,
-    separating_formats,
-    too_few_items,
-)
-from .items import CoverageReport, heuristic_coverage
 from .readouts import LIKELIHOOD_SCORERS, PAPER_SCORERS, QA_ROWS, SETS, item_format
 from .records import (
     FormatRecords,
@@ -80,6 +75,13 @@ from .records import (
     per_model_table,
     results_meta,
     unlearned_models,
+)
+from .suppression import (
+    forget_score,
+    informative_formats,
+    model_records,
+    separating_formats,
+    too_few_items,
 )
 from .tables import chance_levels, format_order, qa_rouge, scores_table
 from .transfer import (

@@ -9,15 +9,17 @@ SETS = ("forget", "retain")
 #: TOFU's own Q&A ROUGE-L, shown beside the formats.
 QA_ROWS = "qa_rouge (TOFU)"
 #: Formats high when a model knows one set and not the other: a separation, not knowledge (package docstring).
-_SEPARATION = ("odd_one_out", "odd_one_out" + LIKELIHOOD_SUFFIX)
+SEPARATION_FORMATS = ("odd_one_out", "odd_one_out" + LIKELIHOOD_SUFFIX)
 #: Formats that give the facts in the context: a forget/retain gap there is suppression, not knowledge.
-_COMPREHENSION = ("comprehension_qa", "comprehension_mcqa", "comprehension_mcqa" + LIKELIHOOD_SUFFIX)
+COMPREHENSION_FORMATS = ("comprehension_qa", "comprehension_mcqa", "comprehension_mcqa" + LIKELIHOOD_SUFFIX)
 #: Which readouts the records rest on: Joshi et al.'s own scorers, or the option-likelihood readouts added here.
 PAPER_SCORERS = "paper"
 LIKELIHOOD_SCORERS = "likelihood"
 
 
-def _of_scorers(fmt: str, scorers: str | None) -> bool:
+def of_scorers(fmt: str, scorers: str | None) -> bool:
+    """Whether ``fmt`` is one of ``scorers``' readouts: the paper's own scorers (:data:`PAPER_SCORERS`) or the
+    option-likelihood readouts (:data:`LIKELIHOOD_SCORERS`); None: any."""
     if scorers is None:
         return True
     if scorers not in (PAPER_SCORERS, LIKELIHOOD_SCORERS):

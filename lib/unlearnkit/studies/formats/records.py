@@ -8,10 +8,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .finding import informative_formats, model_records, too_few_items
-from .readouts import _COMPREHENSION, _SEPARATION, _of_scorers
+from .readouts import COMPREHENSION_FORMATS, SEPARATION_FORMATS, of_scorers
+from .suppression import informative_formats, model_records, too_few_items
 from .tables import format_order
-from .transfer import _graded
+from .transfer import is_graded
 
 
 def unlearned_models(named_models: Sequence[str], retain_model: str) -> list[str]:
@@ -37,16 +37,17 @@ def format_records(scores, qa: Mapping[str, Mapping[str, float]], chance: Mappin
                    read: Sequence[str] | None = None, scorers: str | None = None) -> FormatRecords:
     """Each unlearned model's record against the target and the retain model (``margin`` is ``format_margin``,
     ``min_items`` ``format_min_items``; ``transfers``, ``read`` and ``scorers`` as in :func:`model_records`)."""
-    knowledge = [f for f in format_order(scores) if f not in _COMPREHENSION + _SEPARATION and _of_scorers(f, scorers)]
-    comprehension = [f for f in _COMPREHENSION if f in format_order(scores) and _of_scorers(f, scorers)]
+    knowledge = [f for f in format_order(scores)
+                 if f not in COMPREHENSION_FORMATS + SEPARATION_FORMATS and of_scorers(f, scorers)]
+    comprehension = [f for f in COMPREHENSION_FORMATS if f in format_order(scores) and of_scorers(f, scorers)]
     return FormatRecords(
         informative=informative_formats(scores, chance, margin, "target", retain_model, n_items, min_items,
                                         transfers, scorers),
-        too_few=[f for f in too_few_items(scores, n_items, min_items) if _of_scorers(f, scorers)],
+        too_few=[f for f in too_few_items(scores, n_items, min_items) if of_scorers(f, scorers)],
         per_model=model_records(scores, qa, chance, margin, unlearned, "target", retain_model, n_items,
                                 min_items, transfers, read, scorers),
         min_items=min_items, scorers=scorers,
-        not_transferring=[] if transfers is None else [f for f in knowledge if not _graded(f) and f not in transfers],
+        not_transferring=[] if transfers is None else [f for f in knowledge if not is_graded(f) and f not in transfers],
         unread=[] if read is None else [f for f in comprehension if f not in read])
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .readouts import _COMPREHENSION, SETS, item_format
+from .readouts import COMPREHENSION_FORMATS, SETS, item_format
 
 
-def _transfers(readout: str, transfers: Sequence[str] | None) -> bool:
+def is_transferring(readout: str, transfers: Sequence[str] | None) -> bool:
     """Whether a readout is among ``transfers`` (None: no test made); the cloze's span probability goes with its
     greedy fill, the right/wrong readout of the same items."""
     if transfers is None:
@@ -26,7 +26,7 @@ def _per_item_rows(per_item_of_model: Mapping[str, Any], readout: str, set_name:
     return list(per_item_of_model.get(key, {}).get(set_name, []))
 
 
-def _graded(readout: str) -> bool:
+def is_graded(readout: str) -> bool:
     """Readouts scored on a scale per item (span probability, ROUGE), not right/wrong."""
     return readout in ("cloze", "comprehension_qa")
 
@@ -38,7 +38,7 @@ def score_interval(per_item_of_model: Mapping[str, Any], readout: str, set_name:
     rows = _per_item_rows(per_item_of_model, readout, set_name)
     if not rows:
         return {"n": 0, "k": None, "score": float("nan"), "low": float("nan"), "high": float("nan")}
-    if _graded(readout):
+    if is_graded(readout):
         values = np.array([float(r["score"]) for r in rows])
         mean = float(values.mean())
         half = (float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
@@ -67,7 +67,7 @@ def transfer_tests(per_item: Mapping[str, Mapping[str, Any]], chance: Mapping[st
     cloze. Each row carries the score's exact 95 % interval (``low``, ``high``); ``above`` means p < ``alpha``."""
     rows = []
     for readout in chance:
-        if _graded(readout):
+        if is_graded(readout):
             continue
         for set_name in SETS:
             reference, against = chance.get(readout), "chance"
@@ -118,7 +118,7 @@ def passage_reading(per_item_of_model: Mapping[str, Any], chance: Mapping[str, f
     ``alpha`` on both sets (exact binomial test; one-sided t-test of the mean ROUGE for comprehension Q&A): a model
     at chance on both sets reads nothing, though its two scores agree."""
     found = {}
-    for readout in _COMPREHENSION:
+    for readout in COMPREHENSION_FORMATS:
         forget, retain = (score_interval(per_item_of_model, readout, s, confidence) for s in SETS)
         if not forget["n"] or not retain["n"]:
             continue
@@ -126,7 +126,7 @@ def passage_reading(per_item_of_model: Mapping[str, Any], chance: Mapping[str, f
         level = chance.get(readout)
         if level is None:
             above = True
-        elif _graded(readout):  # one-sided t-test of the mean score against the chance level
+        elif is_graded(readout):  # one-sided t-test of the mean score against the chance level
             above = all(float(stats.ttest_1samp([float(r["score"]) for r in _per_item_rows(per_item_of_model,
                                                  readout, s)], level, alternative="greater").pvalue) < alpha
                         for s in SETS)

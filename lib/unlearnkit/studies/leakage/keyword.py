@@ -15,8 +15,8 @@ from ...config import Params
 from ...data.hp_qa import SYNTHETIC, hp_qa_rows
 from ...metrics.sampling import SampledScores, model_for, sample_and_score_with, split_sampler
 from ...metrics.scored import evenly_spaced, score_model_folder, score_saved_model
-from .shapes import KEYWORD_COLUMNS, KeywordQA, ModelReport
-from .tables import _keys_text, bound_table
+from .plan import KEYWORD_COLUMNS, KeywordQA, ModelReport
+from .tables import bound_table, keys_text
 
 # --------------------------------------------------------------------------- keyword Q&A (Harry Potter)
 
@@ -38,7 +38,7 @@ def hp_table(result: SampledScores, alpha: float) -> ModelReport:
     """Per-question table and summary of a keyword Q&A run: the question, its keywords, the greedy answer,
     S, S/n, the Clopper-Pearson lower bound and M_bin, and whether greedy is clean while sampling leaks."""
     table = bound_table(None, alpha, result.leak)
-    table.insert(0, "keywords", _keys_text(result.keys))
+    table.insert(0, "keywords", keys_text(result.keys))
     table.insert(0, "question_text", result.questions)
     table["greedy_answer"] = result.greedy_answers
     table["greedy_leak"] = result.greedy_leak.astype(int)

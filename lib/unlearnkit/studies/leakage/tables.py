@@ -11,7 +11,7 @@ import pandas as pd
 
 from ... import bounds
 from ...metrics.sampling import SampledScores, adaptive_view
-from .shapes import FLAGGED_COLUMNS, Example, FlaggedQuestions, LeakCurves, ModelReport, Reports
+from .plan import FLAGGED_COLUMNS, Example, FlaggedQuestions, KeywordQA, LeakCurves, ModelReport, Reports
 
 # --------------------------------------------------------------------------- scores -> bounds
 
@@ -118,7 +118,7 @@ def understatement_summary(table: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _keys_text(keys: Sequence[Any]) -> list[str]:
+def keys_text(keys: Sequence[Any]) -> list[str]:
     """A key entity as it is, a list of keywords joined by commas."""
     return [k if isinstance(k, str) else ", ".join(k) for k in keys]
 
@@ -135,7 +135,7 @@ def model_summary(result: SampledScores, alpha: float, rouge_threshold: float, a
     flags = greedy_vs_sampling(alpha, result.greedy_rouge, result.rouge, result.greedy_leak, result.leak,
                                rouge_threshold)
     table = per_question.join(flags.drop(columns=[c for c in flags if c in per_question]))
-    table.insert(0, "key", _keys_text(result.keys))
+    table.insert(0, "key", keys_text(result.keys))
     table.insert(0, "question_text", result.questions)
     table["greedy_answer"] = result.greedy_answers
     table["certainty"] = result.certainty
@@ -274,7 +274,7 @@ def example_answers(results: Mapping[str, SampledScores], question: int = 0, cou
     first = next(iter(results.values()))
     answers = pd.DataFrame({name: {"greedy": r.greedy_answers[question], "samples": r.examples[question][:samples]}
                             for name, r in list(results.items())[:count]}).T
-    return Example(first.questions[question], _keys_text(first.keys)[question], answers)
+    return Example(first.questions[question], keys_text(first.keys)[question], answers)
 
 
 def flagged_questions(tables: Mapping[str, pd.DataFrame], summaries: Mapping[str, Mapping[str, Any]],
@@ -299,3 +299,12 @@ def above_greedy_share(results: Mapping[str, SampledScores], exclude: Sequence[s
     scores a higher ROUGE-L than the greedy one."""
     return pd.Series({name: float((r.rouge.max(axis=1) > r.greedy_rouge + 1e-9).mean())
                       for name, r in results.items() if name not in exclude and r.rouge is not None}, dtype=float)
+
+
+def keyword_prefix_comparison(plain: KeywordQA, prefixed: KeywordQA) -> pd.DataFrame:
+    """The keyword Q&A asked plainly (the paper's setting) and with the affirmative response prefilled (an attack
+    the paper does not describe: the model only continues "Sure, ..."), side by side."""
+    columns = ("greedy_leak_rate", "leak_rate", "questions_with_a_leak", "greedy_unlearned_but_leaks",
+               "binary_leak_bound_mean", "share_binary_leak_bound_above_0.1")
+    return pd.DataFrame({"asked plainly": {c: plain.summary[c] for c in columns},
+                         "affirmative response prefilled": {c: prefixed.summary[c] for c in columns}})

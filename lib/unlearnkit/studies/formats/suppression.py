@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .readouts import _COMPREHENSION, _SEPARATION, _of_scorers, item_format
+from .readouts import COMPREHENSION_FORMATS, SEPARATION_FORMATS, item_format, of_scorers
 from .tables import format_order
-from .transfer import _transfers
+from .transfer import is_transferring
 
 
 def forget_score(scores, model: str, fmt: str) -> float:
@@ -40,8 +40,9 @@ def informative_formats(scores, chance: Mapping[str, float | None], margin: floa
     whether an unlearned model kept the facts. With ``transfers`` (:func:`transferring_readouts`), only those
     readouts, and with ``scorers`` only the paper's or only the likelihood readouts."""
     few = set(too_few_items(scores, n_items, min_items))
-    return [fmt for fmt in format_order(scores) if fmt not in _COMPREHENSION + _SEPARATION and fmt not in few
-            and _transfers(fmt, transfers) and _of_scorers(fmt, scorers)
+    return [fmt for fmt in format_order(scores)
+            if fmt not in COMPREHENSION_FORMATS + SEPARATION_FORMATS and fmt not in few
+            and is_transferring(fmt, transfers) and of_scorers(fmt, scorers)
             and forget_score(scores, target, fmt) - forget_score(scores, retain_model, fmt) > margin]
 
 
@@ -54,7 +55,7 @@ def separating_formats(scores, chance: Mapping[str, float | None], margin: float
     found = []
     for fmt in format_order(scores):
         t, r = forget_score(scores, target, fmt), forget_score(scores, retain_model, fmt)
-        if fmt in _SEPARATION and fmt not in few and r - t > margin and r > (chance.get(fmt) or 0.0) + margin:
+        if fmt in SEPARATION_FORMATS and fmt not in few and r - t > margin and r > (chance.get(fmt) or 0.0) + margin:
             found.append(fmt)
     return found
 
@@ -102,7 +103,7 @@ def _retain_minus_forget(scores, model: str, fmt: str) -> float:
 def _suppression(scores, model: str, retain_model: str, margin: float,
                  read: Sequence[str] | None = None) -> list[dict[str, Any]]:
     found = []
-    for fmt in (_COMPREHENSION if read is None else [f for f in _COMPREHENSION if f in read]):
+    for fmt in (COMPREHENSION_FORMATS if read is None else [f for f in COMPREHENSION_FORMATS if f in read]):
         g, g_ref = _retain_minus_forget(scores, model, fmt), _retain_minus_forget(scores, retain_model, fmt)
         if g - g_ref > margin:
             found.append({"format": fmt, "gap": g, "retain_model_gap": g_ref})
@@ -126,8 +127,8 @@ def model_records(scores, qa: Mapping[str, Mapping[str, float]], chance: Mapping
     formats = informative_formats(scores, chance, margin, target, retain_model, n_items, min_items, transfers,
                                   scorers)
     separating = [f for f in separating_formats(scores, chance, margin, target, retain_model, n_items, min_items)
-                  if _of_scorers(f, scorers)]
-    read = None if read is None else [f for f in read if _of_scorers(f, scorers)]
+                  if of_scorers(f, scorers)]
+    read = None if read is None else [f for f in read if of_scorers(f, scorers)]
     records = []
     for model in unlearned:
         record: dict[str, Any] = {"model": model, **_qa_numbers(qa, model, target, retain_model, margin)}

@@ -1,4 +1,4 @@
-"""What notebook 05's study hands around: its columns, reports and curves, and the forget questions it samples."""
+"""Notebook 05's plan: the columns, reports and curves its study hands around, and the forget questions it samples."""
 
 from __future__ import annotations
 
