@@ -330,7 +330,7 @@ def test_a_final_run_is_collapsed_only_when_it_answers_nothing_and_lost_utility(
     assert entropy.collapsed(0.0, None, 0.8) is None
 
 
-def test_the_fig3_fallback_is_said_out_loud():
+def test_the_fig3_fallback_gives_the_rates_the_notebook_states():
     class Scores:
         def __init__(self, leak):
             self.greedy_leak = np.array([leak, leak])
@@ -338,12 +338,12 @@ def test_the_fig3_fallback_is_said_out_loud():
 
     results = {"a@5": Scores(0.0), "b@7": Scores(0.5), "npo": Scores(0.1), "npo_eo": Scores(0.0)}
     table = pd.DataFrame({"kind": [entropy.REGIME, entropy.REGIME]}, index=["a@5", "b@7"])
-    models, note = entropy.fig3_models(table, results, "npo", "npo_eo")
+    models, rates = entropy.fig3_models(table, results, "npo", "npo_eo")
     assert list(models) == ["npo (alone)", "npo_eo (EO)"]
-    assert "No two models in the paper's regime share a greedy leak rate (a@5 0.00, b@7 0.50)" in note
+    assert rates == {"a@5": 0.0, "b@7": 0.5}
     results["b@7"] = Scores(0.0)
-    models, note = entropy.fig3_models(table, results, "npo", "npo_eo")
-    assert len(models) == 2 and "same greedy leak rate" in note and "npo (alone)" not in models
+    models, rates = entropy.fig3_models(table, results, "npo", "npo_eo")
+    assert len(models) == 2 and rates is None and "npo (alone)" not in models
 
 
 def test_per_item_keeps_every_question_of_every_model():

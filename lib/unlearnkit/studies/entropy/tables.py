@@ -21,19 +21,16 @@ def most_leaking(table: pd.DataFrame, exclude: Sequence[str] = ()) -> str:
 
 
 def fig3_models(table: pd.DataFrame, results: Mapping[str, SampledScores], alone_run: str,
-                eo_run: str) -> tuple[dict[str, SampledScores], str]:
-    """The two models of the Fig. 3c–d analogue and a sentence saying which they are: two in-regime models with the
-    same greedy leak rate (:func:`curve_pair`) where there are such, else, said out loud with the in-regime models'
-    greedy leak rates, the paper's own pair (the method alone and with EO, notebook 02's learning rate)."""
+                eo_run: str) -> tuple[dict[str, SampledScores], dict[str, float] | None]:
+    """The two models of the Fig. 3c–d analogue: two in-regime models with the same greedy leak rate
+    (:func:`curve_pair`) where there are such (then None beside them), else the paper's own pair (the method alone
+    and with EO, notebook 02's learning rate) beside each in-regime model's greedy leak rate, which notebook 06
+    states, since the figure then shows models outside the regime."""
     pair = curve_pair(table, results)
     if pair is not None:
-        return pair, ("Two models in the paper's regime with the same greedy leak rate, the pair whose sampled "
-                      "ROUGE-L differs most.")
-    rates = ", ".join(f"{m} {results[m].greedy_leak.mean():.2f}" for m in table.index if table.loc[m, "kind"] == REGIME)
-    note = (f"No two models in the paper's regime share a greedy leak rate ({rates or 'none in the regime'}), so "
-            f"this figure shows the paper's own pair instead: {alone_run} alone against {eo_run} with EO, at notebook "
-            "02's learning rate (not in the regime).")
-    return {f"{alone_run} (alone)": results[alone_run], f"{eo_run} (EO)": results[eo_run]}, note
+        return pair, None
+    rates = {m: float(results[m].greedy_leak.mean()) for m in table.index if table.loc[m, "kind"] == REGIME}
+    return {f"{alone_run} (alone)": results[alone_run], f"{eo_run} (EO)": results[eo_run]}, rates
 
 
 def curve_bounds(curve_models: Mapping[str, SampledScores], alpha: float, threshold: float) -> pd.DataFrame:
