@@ -148,3 +148,44 @@ def test_flips_count_method_pairs_whose_order_changes_with_the_seed():
     assert utility["method pairs"] == 3 and utility["pairs that flip"] == 1
     assert utility["share of seed pairs ordering a method pair oppositely"] == pytest.approx(2 / 9)
     assert out.loc["privleak", "method pairs"] == 0  # every comparison tied
+
+
+def test_the_margins_show_each_set_apart_and_one_confirmatory_seed_gives_a_mean_without_an_interval():
+    """With confirmatory seeds, each set's mean margin is drawn apart (its own interval, none for one seed: notebook
+    10 failed on `mean - None` when seed 6 was the only confirmatory seed); without them the figure is as before."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from test_seed_study import _claim_row
+    from unlearnkit.claims import render as claim_render
+    from unlearnkit.plots import seeds as seed_plots
+
+    row = _claim_row("x.claim", [0.3, 0.2, 0.4, 0.1], ["consistent"] * 4, side="below", null=0.5)
+    [alone] = claim_render.margins([row])
+    assert "sets" not in alone
+    row["sets"] = {"exploratory": {"seeds": [0, 1, 2], "mean": 0.3, "low": 0.1, "high": 0.45},
+                   "confirmatory": {"seeds": [3], "mean": 0.1, "low": None, "high": None}}
+    row.update(mean=0.1, low=None, high=None)  # the headline: the confirmatory set's, one seed
+    [drawn] = claim_render.margins([row])
+    explored, confirmed = drawn["sets"]
+    assert explored["name"] == "exploratory" and explored["seeds"] == [0, 1, 2]
+    assert (explored["low"], explored["mean"], explored["high"]) == pytest.approx((0.05, 0.2, 0.4))  # below: flipped
+    assert confirmed["mean"] == pytest.approx(0.4) and confirmed["low"] is None and confirmed["high"] is None
+    fig = seed_plots.margins_per_seed([drawn])
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["0", "1", "2", "3", "expl.", "conf."]
+    plt.close("all")
+
+
+def test_the_first_registration_is_set_against_the_exploratory_verdict_not_the_confirmatory_one():
+    from unlearnkit.claims import render as claim_render
+
+    seeds = [{"seed": s, "effect": 1.0, "outcome": CONSISTENT} for s in range(7)]
+    row = {"id": "x.claim", "verdict": INCONCLUSIVE, "lean": "none", "effect": {"no_effect": 0, "side": "above",
+           "quantity": "q"}, "minimal_effect": {"value": 0.1}, "per_seed": seeds,
+           "sets": {"exploratory": {"seeds": list(range(6)), "verdict": "reproduced", "lean": "with"},
+                    "confirmatory": {"seeds": [6], "verdict": INCONCLUSIVE, "lean": "none"}}}
+    then = {**row, "verdict": "reproduced", "per_seed": seeds[:6]}
+    table = claim_render.v1_to_v2({"claims": [then]}, {"claims": [row]})
+    assert "| x.claim | reproduced | **reproduced** | with | unchanged |" in table

@@ -200,9 +200,14 @@ def v1_to_v2(v1: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     lines = ["# Registered claims: first registration -> now", "",
              "Written by `make readme` (and `runner aggregate`) from docs/findings-registered-v1.json (docs/findings.json "
              "as it stood before issue #56, archived once) and docs/findings.json. The lean (docs/metrics.md §8.3) is "
-             "new: the first registration did not judge it.", "",
+             "new: the first registration did not judge it. Now is the verdict on the exploratory seeds, those the first "
+             "registration was judged on; the confirmatory seeds' verdicts are the README's.", "",
              "| claim | verdict then | verdict now | lean now | why it changed |", "|---|---|---|---|---|"]
     for row in summary.get("claims") or []:
+        explored = (row.get("sets") or {}).get("exploratory")
+        if explored:  # like with like: the seeds both registrations were judged on
+            row = {**row, "verdict": explored["verdict"], "lean": explored["lean"],
+                   "per_seed": [r for r in row["per_seed"] if r["seed"] in set(explored["seeds"])]}
         old = then.get(row["id"])
         if old is None:
             lines.append(f"| {row['id']} | (not registered) | **{row['verdict']}** | {row.get('lean', '')} | added |")
@@ -353,21 +358,36 @@ def margins(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each finding's effect on each testable seed as its margin from no effect, signed so that the paper's side
     is up (``effect - no effect`` for a claim that needs above, its negative for below), each seed's outcome, and
     the mean margin with its 95 % t-interval over the seeds (the summary's, shifted the same way): what
-    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. Findings with fewer than two testable seeds are left out."""
+    :func:`unlearnkit.plots.seeds.margins_per_seed` draws. Where the confirmatory seeds are judged apart from the
+    exploratory ones (#58), ``sets`` holds each set's seeds, mean and interval (None where one seed gives none).
+    Findings with fewer than two testable seeds are left out."""
     out = []
     for r in rows:
         tested = [s for s in r["per_seed"] if s["outcome"] != NOT_TESTABLE and s.get("effect") is not None]
         if r["kind"] != "finding" or len(tested) < 2:
             continue
         sign, null = (1.0 if r["effect"]["side"] == "above" else -1.0), r["effect"]["no_effect"]
-        mean, low, high = (_shift(r.get(k), sign, null) for k in ("mean", "low", "high"))
-        if mean is not None and low is not None and high is not None:  # the bar always holds its mean
-            low, high = min(low, high, mean), max(low, high, mean)
-        out.append({"key": r["id"], "notebook": r["notebook"], "short": short_name(r["id"]), "verdict": r["verdict"],
-                    "quantity": f"effect - {null:g}" if sign > 0 else f"{null:g} - effect", "unit": "paper's side up",
-                    "seeds": [s["seed"] for s in tested], "margins": [_shift(s["effect"], sign, null) for s in tested],
-                    "outcomes": [s["outcome"] for s in tested], "mean": mean, "low": low, "high": high})
+        mean, low, high = _ordered(*(_shift(r.get(k), sign, null) for k in ("mean", "low", "high")))
+        row = {"key": r["id"], "notebook": r["notebook"], "short": short_name(r["id"]), "verdict": r["verdict"],
+               "quantity": f"effect - {null:g}" if sign > 0 else f"{null:g} - effect", "unit": "paper's side up",
+               "seeds": [s["seed"] for s in tested], "margins": [_shift(s["effect"], sign, null) for s in tested],
+               "outcomes": [s["outcome"] for s in tested], "mean": mean, "low": low, "high": high}
+        sets = r.get("sets") or {}
+        if sets.get("confirmatory"):  # both sets judged (#58): each set's mean and interval, drawn apart
+            row["sets"] = [{"name": name, "seeds": list(sets[name]["seeds"]),
+                            **dict(zip(("mean", "low", "high"),
+                                       _ordered(*(_shift(sets[name].get(k), sign, null) for k in ("mean", "low", "high")))))}
+                           for name in ("exploratory", "confirmatory")]
+        out.append(row)
     return out
+
+
+def _ordered(mean: float | None, low: float | None, high: float | None) -> tuple[float | None, ...]:
+    """A mean and its interval after the sign flip of :func:`margins`: the interval's ends in order, holding the mean;
+    an interval not defined (one seed) stays None."""
+    if mean is None or low is None or high is None:
+        return mean, None, None
+    return mean, min(low, high, mean), max(low, high, mean)
 
 
 # --------------------------------------------------------------------------- one seed, one notebook

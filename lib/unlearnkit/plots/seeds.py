@@ -20,7 +20,8 @@ OUTCOME_COLORS = {"consistent": "#1a9850", "inconclusive": "#f0a202", "inconsist
 def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
     """One panel per registered finding (``rows`` from :func:`unlearnkit.claims.render.margins`): its effect's margin
     from no effect on each testable seed (above the line: the paper's side; below: the other side), a dot per seed
-    coloured by that seed's outcome, and the mean with its 95 % t-interval over seeds. A finding whose dots straddle
+    coloured by that seed's outcome, and the mean with its 95 % t-interval over seeds (where the confirmatory seeds
+    are judged apart, each set's: "expl." and "conf.", the sets split by a dotted line). A finding whose dots straddle
     the line sits on it: a reseed can flip it."""
     n = max(1, len(rows))
     ncols = max(1, min(ncols, n))
@@ -34,13 +35,19 @@ def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
         colours = [OUTCOME_COLORS.get(o, "#8c8c8c") for o in row["outcomes"]]
         ax.axhline(0, color="#444444", lw=1)
         ax.scatter(x, margins, c=colours, s=36, zorder=3, edgecolor="white", linewidth=0.5)
-        if row.get("mean") is not None and math.isfinite(row["mean"]):
-            ax.errorbar([len(seeds) + 0.4], [row["mean"]], yerr=[[row["mean"] - row["low"]], [row["high"] - row["mean"]]],
-                        fmt="D", color="#333333", ms=5, capsize=3, zorder=3)
-        ax.set_xticks([*x, len(seeds) + 0.4], [*map(str, seeds), "mean"], fontsize=9)
-        ax.set_xlim(-0.6, len(seeds) + 1.0)
+        sets = row.get("sets") or [{"name": "mean", **{k: row.get(k) for k in ("mean", "low", "high")}}]
+        marks = [len(seeds) + 0.4 + 1.2 * i for i in range(len(sets))]
+        for at, s in zip(marks, sets):
+            _mean_mark(ax, at, s)
+        if row.get("sets"):  # the exploratory seeds, then a line, then the confirmatory ones
+            first = sum(seed in set(sets[0]["seeds"]) for seed in seeds)
+            ax.axvline(first - 0.5, color="#999999", lw=0.8, ls=":")
+        labels = [s["name"] if len(sets) == 1 else s["name"][:4] + "." for s in sets]
+        ax.set_xticks([*x, *marks], [*map(str, seeds), *labels], fontsize=9 if len(seeds) <= 8 else 7)
+        ax.set_xlim(-0.6, marks[-1] + 0.6)
         ax.tick_params(axis="y", labelsize=9)
-        limit = max(abs(v) for v in [*margins, row.get("low") or 0, row.get("high") or 0] if math.isfinite(v))
+        ends = [v for s in sets for v in (s.get("low"), s.get("high"), s.get("mean")) if v is not None]
+        limit = max(abs(v) for v in [*margins, *ends, 0] if math.isfinite(v))
         ax.set_ylim(-1.15 * limit if limit else -1, 1.15 * limit if limit else 1)
         title = textwrap.shorten(f"{row['short']} (nb {row['notebook'][:2]})", 34, placeholder="…")
         ax.set_title(f"{title}\n{row['verdict']}", fontsize=10)
@@ -52,6 +59,18 @@ def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
                  fontweight="bold")
     fig.tight_layout(rect=(0, 0.04, 1, 0.985))
     return fig
+
+
+def _mean_mark(ax, at: float, s: Mapping[str, Any]) -> None:
+    """A set's mean margin as a diamond at ``at``, with its 95 % t-interval where it has one (two seeds or more)."""
+    mean, low, high = s.get("mean"), s.get("low"), s.get("high")
+    if mean is None or not math.isfinite(mean):
+        return
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        ax.errorbar([at], [mean], yerr=[[mean - low], [high - mean]], fmt="D", color="#333333", ms=5, capsize=3,
+                    zorder=3)
+    else:
+        ax.plot([at], [mean], "D", color="#333333", ms=5, zorder=3)
 
 
 def rank_shares(shares: Mapping[str, Mapping[str, Any]], taus: Mapping[str, float], threshold: float, seeds: int):
