@@ -206,8 +206,9 @@ def v1_to_v2(v1: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     for row in summary.get("claims") or []:
         explored = (row.get("sets") or {}).get("exploratory")
         if explored:  # like with like: the seeds both registrations were judged on
+            seeds = set(explored["seeds"])
             row = {**row, "verdict": explored["verdict"], "lean": explored["lean"],
-                   "per_seed": [r for r in row["per_seed"] if r["seed"] in set(explored["seeds"])]}
+                   "per_seed": [r for r in row["per_seed"] if r["seed"] in seeds]}
         old = then.get(row["id"])
         if old is None:
             lines.append(f"| {row['id']} | (not registered) | **{row['verdict']}** | {row.get('lean', '')} | added |")
@@ -367,27 +368,25 @@ def margins(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if r["kind"] != "finding" or len(tested) < 2:
             continue
         sign, null = (1.0 if r["effect"]["side"] == "above" else -1.0), r["effect"]["no_effect"]
-        mean, low, high = _ordered(*(_shift(r.get(k), sign, null) for k in ("mean", "low", "high")))
         row = {"key": r["id"], "notebook": r["notebook"], "short": short_name(r["id"]), "verdict": r["verdict"],
                "quantity": f"effect - {null:g}" if sign > 0 else f"{null:g} - effect", "unit": "paper's side up",
                "seeds": [s["seed"] for s in tested], "margins": [_shift(s["effect"], sign, null) for s in tested],
-               "outcomes": [s["outcome"] for s in tested], "mean": mean, "low": low, "high": high}
+               "outcomes": [s["outcome"] for s in tested], **_shifted(r, sign, null)}
         sets = r.get("sets") or {}
         if sets.get("confirmatory"):  # both sets judged (#58): each set's mean and interval, drawn apart
-            row["sets"] = [{"name": name, "seeds": list(sets[name]["seeds"]),
-                            **dict(zip(("mean", "low", "high"),
-                                       _ordered(*(_shift(sets[name].get(k), sign, null) for k in ("mean", "low", "high")))))}
+            row["sets"] = [{"name": name, "seeds": list(sets[name]["seeds"]), **_shifted(sets[name], sign, null)}
                            for name in ("exploratory", "confirmatory")]
         out.append(row)
     return out
 
 
-def _ordered(mean: float | None, low: float | None, high: float | None) -> tuple[float | None, ...]:
-    """A mean and its interval after the sign flip of :func:`margins`: the interval's ends in order, holding the mean;
-    an interval not defined (one seed) stays None."""
+def _shifted(brief: Mapping[str, Any], sign: float, null: float) -> dict[str, float | None]:
+    """A verdict's mean and 95 % t-interval as margins (:func:`margins`' shift), the interval's ends in order and
+    holding the mean; an interval not defined (one seed) stays None."""
+    mean, low, high = (_shift(brief.get(k), sign, null) for k in ("mean", "low", "high"))
     if mean is None or low is None or high is None:
-        return mean, None, None
-    return mean, min(low, high, mean), max(low, high, mean)
+        return {"mean": mean, "low": None, "high": None}
+    return {"mean": mean, "low": min(low, high, mean), "high": max(low, high, mean)}
 
 
 # --------------------------------------------------------------------------- one seed, one notebook

@@ -40,7 +40,8 @@ def margins_per_seed(rows: Sequence[Mapping[str, Any]], ncols: int = 4):
         for at, s in zip(marks, sets):
             _mean_mark(ax, at, s)
         if row.get("sets"):  # the exploratory seeds, then a line, then the confirmatory ones
-            first = sum(seed in set(sets[0]["seeds"]) for seed in seeds)
+            explored = set(sets[0]["seeds"])
+            first = sum(seed in explored for seed in seeds)
             ax.axvline(first - 0.5, color="#999999", lw=0.8, ls=":")
         labels = [s["name"] if len(sets) == 1 else s["name"][:4] + "." for s in sets]
         ax.set_xticks([*x, *marks], [*map(str, seeds), *labels], fontsize=9 if len(seeds) <= 8 else 7)
