@@ -202,10 +202,19 @@ def test_every_number_the_readme_shows_follows_from_the_summary_by_a_second_path
     verdicts = {cid: _recomputed({**c, "per_seed": [r for r in c["per_seed"] if r["seed"] in headline_seeds]})["verdict"]
                 for cid, c in claims.items() if c["kind"] == "finding"}
     story = README.read_text().split("## What the findings say", 1)[1].split("| paper |", 1)[0]
-    told = re.search(r"the (\d+) quoted findings come to: ([^.]+)\.", story)
+    told = re.search(r"the (\d+) quoted findings come to: ([^.(]+?)(?: \(on the exploratory seeds: ([^.)]+)\))?\.", story)
     assert told and int(told.group(1)) == len(verdicts)
-    counted = {v: int(k) for k, v in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", told.group(2))}
-    assert counted == {v: list(verdicts.values()).count(v) for v in set(verdicts.values())}
+
+    def counted(words: str) -> dict[str, int]:
+        return {v: int(k) for k, v in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", words)}
+
+    assert counted(told.group(2)) == {v: list(verdicts.values()).count(v) for v in set(verdicts.values())}
+    # with confirmatory seeds, the exploratory set's counts follow in brackets, recomputed from seeds 0-5 alone
+    assert (told.group(3) is not None) == bool(confirmatory)
+    if confirmatory:
+        explored = [_recomputed({**c, "per_seed": [r for r in c["per_seed"] if r["seed"] in exploratory]})["verdict"]
+                    for c in claims.values() if c["kind"] == "finding"]
+        assert counted(told.group(3)) == {v: explored.count(v) for v in set(explored)}
     for verdict in ("reproduced", "contradicted", "not testable here"):
         named = re.search(rf"\*\*{verdict.capitalize()}\*\*: ([^*]+?)\.(?: \*\*|\n|$)", story)
         expected = sorted(cid for cid, v in verdicts.items() if v == verdict)
@@ -218,6 +227,8 @@ def test_every_number_the_readme_shows_follows_from_the_summary_by_a_second_path
 def test_the_second_path_catches_a_summary_that_says_more_than_its_seeds(broken):
     summary = json.loads(paths.SUMMARY.read_text())
     row = next(c for c in summary["claims"] if c["verdict"] == "reproduced")
+    headline = row["sets"][row["sets"]["judged_on"]]["seeds"]  # the headline verdict is its set's (#58)
+    row = {**row, "per_seed": [r for r in row["per_seed"] if r["seed"] in headline]}
     if broken == "verdict":
         row["per_seed"][0]["outcome"] = "inconclusive"  # five of six consistent cannot reproduce
         assert _recomputed(row)["verdict"] != row["verdict"]
